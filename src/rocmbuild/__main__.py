@@ -1,0 +1,3 @@
+from rocmbuild.cli import main
+
+raise SystemExit(main())

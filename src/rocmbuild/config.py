@@ -1,0 +1,59 @@
+"""Where things live. Every path can be moved by a flag or an environment variable.
+
+- workspace: ``--workdir`` / ``ROCMBUILD_WORKDIR`` (default ``./build``): src/, logs/, wheels/,
+  index/, reports/, broken/
+- cache: ``--cache-dir`` / ``ROCMBUILD_CACHE_DIR`` (default ``<workdir>/cache``): downloads,
+  git mirrors, built wheels keyed by content
+- recipes: ``ROCMBUILD_RECIPE_PATH`` (``os.pathsep``-separated) then the repository's
+  ``recipes/``
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+    cache: Path
+
+    @property
+    def src(self) -> Path:
+        return self.root / "src"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def wheels(self) -> Path:
+        return self.root / "wheels"
+
+    @property
+    def index(self) -> Path:
+        return self.root / "index"
+
+    @property
+    def reports(self) -> Path:
+        return self.root / "reports"
+
+    @property
+    def broken(self) -> Path:
+        return self.root / "broken"
+
+
+def workspace(workdir: str | None = None, cache_dir: str | None = None) -> Workspace:
+    root = Path(workdir or os.environ.get("ROCMBUILD_WORKDIR") or "build").absolute()
+    cache = Path(cache_dir or os.environ.get("ROCMBUILD_CACHE_DIR") or root / "cache").absolute()
+    return Workspace(root=root, cache=cache)
+
+
+def recipe_dirs() -> list[Path]:
+    dirs = [Path(p) for p in os.environ.get("ROCMBUILD_RECIPE_PATH", "").split(os.pathsep) if p]
+    dirs.append(REPO_ROOT / "recipes")
+    return dirs
