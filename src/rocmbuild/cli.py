@@ -13,6 +13,8 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
+from rich.markup import escape
+
 from rocmbuild import __version__, log
 from rocmbuild.errors import RocmbuildError, UsageError
 
@@ -181,6 +183,6 @@ def _report(exc: RocmbuildError) -> None:
     if exc.detail:
         log.console.print(exc.detail, markup=False, highlight=False)
     for line in exc.message.splitlines() or [""]:
-        log.console.print(f"[bold red]{exc.kind}:[/bold red] {line}", highlight=False)
+        log.console.print(f"[bold red]{exc.kind}:[/bold red] {escape(line)}", highlight=False)
     if exc.hint:
-        log.console.print(f"[cyan]hint:[/cyan] {exc.hint}", highlight=False)
+        log.console.print(f"[cyan]hint:[/cyan] {escape(exc.hint)}", highlight=False)
