@@ -75,14 +75,21 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_global_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-v", "--verbose", action="count", default=0, help="more output (-v streams "
-                   "build output to the console)")
-    p.add_argument("-q", "--quiet", action="count", default=0, help="less output")
-    p.add_argument("--workdir", default=None,
-                   help="workspace for sources, logs, wheels [env ROCMBUILD_WORKDIR, default ./build]")
-    p.add_argument("--cache-dir", default=None,
-                   help="download and wheel cache [env ROCMBUILD_CACHE_DIR, default <workdir>/cache]")
+def _add_global_options(p: argparse.ArgumentParser, top: bool) -> None:
+    """Global options work before and after the command; only the top level sets defaults."""
+
+    def d(value: object) -> object:
+        return value if top else argparse.SUPPRESS
+
+    p.add_argument("-v", "--verbose", action="count", default=d(0),
+                   help="more output (-v streams build output to the console)")
+    p.add_argument("-q", "--quiet", action="count", default=d(0), help="less output")
+    p.add_argument("--workdir", default=d(None),
+                   help="workspace for sources, logs, wheels [env ROCMBUILD_WORKDIR, "
+                   "default ./build]")
+    p.add_argument("--cache-dir", default=d(None),
+                   help="download and wheel cache [env ROCMBUILD_CACHE_DIR, default "
+                   "<workdir>/cache]")
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
@@ -110,8 +117,16 @@ def build_parser() -> argparse.ArgumentParser:
         "`rocmbuild <recipe> ...` is short for `rocmbuild build <recipe> ...`.",
     )
     parser.add_argument("--version", action="version", version=f"rocmbuild {__version__}")
-    _add_global_options(parser)
+    _add_global_options(parser, top=True)
+    common = _Parser(add_help=False)
+    _add_global_options(common, top=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub_add = sub.add_parser
+
+    def add_parser(name: str, **kw: object) -> argparse.ArgumentParser:
+        return sub_add(name, parents=[common], **kw)  # type: ignore[arg-type]
+
+    sub.add_parser = add_parser  # type: ignore[method-assign]
 
     p = sub.add_parser("build", help="fetch, patch, build, tag and audit a wheel",
                        description="Fetch, patch, hipify, build, tag and audit a wheel. A wheel "

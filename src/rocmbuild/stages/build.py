@@ -1,0 +1,89 @@
+"""Build: run the plan's commands in the patched tree with the plan's environment, stream the
+output to ``<workdir>/logs/<recipe>/<key>/build.log``, show ninja's ``[N/M]`` progress with an
+ETA, and hand back the one wheel produced. On failure: the last 30 lines, then the log path."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from rocmbuild import log
+from rocmbuild.errors import BuildError, CommandFailed
+from rocmbuild.recipe.render import Plan
+from rocmbuild.results import StageResult, Status
+from rocmbuild.run import run as sh
+from rocmbuild.stages import Context
+
+NINJA = re.compile(r"^\s*\[(\d+)/(\d+)\]")
+
+
+class _Progress:
+    """Turns output lines into a progress display: a bar for ninja's [N/M], else a line count."""
+
+    def __init__(self, label: str) -> None:
+        self.bar: Progress | None = None
+        self.task = None
+        self.label = label
+        self.lines = 0
+        self.last_note = time.monotonic()
+        if log.level() == 1 and log.is_tty():
+            self.bar = Progress(TextColumn("  {task.description}"), BarColumn(),
+                                TextColumn("{task.completed}/{task.total}"),
+                                TimeElapsedColumn(), TimeRemainingColumn(), console=log.console,
+                                transient=True)
+            self.task = self.bar.add_task(label, total=None)
+            self.bar.start()
+
+    def __call__(self, line: str) -> None:
+        self.lines += 1
+        m = NINJA.match(line)
+        if self.bar is not None and self.task is not None:
+            if m:
+                self.bar.update(self.task, completed=int(m.group(1)), total=int(m.group(2)))
+            else:
+                self.bar.update(self.task, description=f"{self.label} ({self.lines} lines)")
+        elif log.level() == 1 and m and time.monotonic() - self.last_note > 10:
+            log.info(f"  {self.label}: [{m.group(1)}/{m.group(2)}]")
+            self.last_note = time.monotonic()
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def run(plan: Plan, ctx: Context) -> StageResult:
+    start = time.monotonic()
+    tree: Path = ctx.artifacts["tree"]
+    out_dir = tree / "_rocmbuild_dist"
+    shutil.rmtree(out_dir, ignore_errors=True)
+    out_dir.mkdir()
+    env = {**os.environ, **plan.env}
+    log_path = ctx.log_dir / "build.log"
+    if log_path.exists():
+        log_path.unlink()
+    progress = _Progress(f"building {plan.package} ({plan.variant}, MAX_JOBS={plan.jobs})")
+    try:
+        for command in plan.commands:
+            argv = [sys.executable if a == "python" else a.replace("{wheel_tmp}", str(out_dir))
+                    for a in command]
+            sh(argv, cwd=tree, env=env, log_path=log_path, on_line=progress)
+    except CommandFailed as exc:
+        raise BuildError(
+            f"{plan.recipe} ({plan.variant}) failed to build: {exc.message}",
+            hint=f"the last lines are above; full log: {log_path}",
+            detail=exc.detail,
+        ) from exc
+    finally:
+        progress.stop()
+    wheels = sorted(out_dir.glob("*.whl"))
+    if len(wheels) != 1:
+        raise BuildError(f"{plan.recipe}: expected one wheel in {out_dir}, found {len(wheels)}",
+                         hint=f"see {log_path}")
+    return StageResult(Status.SUCCESS, time.monotonic() - start, wheels[0].name, log_path,
+                       {"raw_wheel": wheels[0], "build_log": log_path})

@@ -1,0 +1,242 @@
+"""Fetch: put a fresh copy of the pinned source at ``<workdir>/src/<recipe>/<key>/``.
+
+- sdist: downloaded once into ``<cache>/downloads/<sha256>/`` (temp file, verified, renamed: a
+  half-downloaded file is never used), checked against the pinned sha256 before anything is
+  extracted, extracted with tarfile's ``data`` filter (no absolute paths, no ``..``, no links out).
+- git: a mirror per URL in ``<cache>/git/``, cloned locally and checked out at the pinned commit,
+  then the selected submodules.
+- path: a copy of a local tree.
+Network operations are tried three times with backoff (ROCMBUILD_RETRY_BACKOFF seconds, doubled).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tarfile
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from rocmbuild import log
+from rocmbuild.config import REPO_ROOT
+from rocmbuild.errors import CommandFailed, FetchError
+from rocmbuild.recipe.render import Plan
+from rocmbuild.results import StageResult, Status
+from rocmbuild.run import run as sh
+from rocmbuild.stages import Context
+
+ATTEMPTS = 3
+T = TypeVar("T")
+
+
+class _Permanent(Exception):
+    """A failure that retrying cannot fix (HTTP 404, 403, ...)."""
+
+
+def _retry(what: str, fn: Callable[[], T]) -> T:
+    delay = float(os.environ.get("ROCMBUILD_RETRY_BACKOFF", "2"))
+    last: Exception | None = None
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return fn()
+        except _Permanent as exc:
+            raise FetchError(f"{what}: {exc}", hint="check the URL in the recipe") from exc
+        except (OSError, CommandFailed) as exc:
+            last = exc
+            if attempt < ATTEMPTS:
+                log.warn(f"{what}: {_short(exc)}; retrying in {delay:g}s "
+                         f"(attempt {attempt + 1} of {ATTEMPTS})")
+                time.sleep(delay)
+                delay *= 2
+    raise FetchError(f"{what}: failed {ATTEMPTS} times; last error: {_short(last)}",
+                     hint="check the network or proxy (https_proxy), then run again; "
+                     "completed downloads are kept in the cache")
+
+
+def _short(exc: Exception | None) -> str:
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"HTTP {exc.code} {exc.reason}"
+    if isinstance(exc, urllib.error.URLError):
+        return str(exc.reason)
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def download(url: str, sha256: str, cache: Path) -> Path:
+    """The verified archive in the cache, downloading it if needed."""
+    name = url.rsplit("/", 1)[-1].split("?")[0] or "source.tar.gz"
+    dest = cache / "downloads" / sha256 / name
+    if dest.is_file():
+        if _sha256(dest) == sha256:
+            return dest
+        log.warn(f"{dest}: cached file does not match its sha256; downloading again")
+        dest.unlink()
+    dest.parent.mkdir(parents=True, exist_ok=True)
+
+    def attempt() -> Path:
+        fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=".part-")
+        tmp = Path(tmp_name)
+        try:
+            req = urllib.request.Request(url, headers={"User-Agent": "rocmbuild"})
+            try:
+                resp = urllib.request.urlopen(req, timeout=60)
+            except urllib.error.HTTPError as exc:
+                if exc.code in (400, 401, 403, 404, 410):
+                    raise _Permanent(f"HTTP {exc.code} {exc.reason}") from exc
+                raise
+            total = int(resp.headers.get("Content-Length") or 0)
+            h = hashlib.sha256()
+            got = 0
+            with os.fdopen(fd, "wb") as out, resp:
+                last_report = time.monotonic()
+                while chunk := resp.read(1 << 20):
+                    out.write(chunk)
+                    h.update(chunk)
+                    got += len(chunk)
+                    if log.level() >= 1 and time.monotonic() - last_report > 2:
+                        pct = f" ({100 * got // total}%)" if total else ""
+                        log.info(f"  downloading {name}: {got / 1e6:.1f} MB{pct}")
+                        last_report = time.monotonic()
+                out.flush()
+                os.fsync(out.fileno())
+            if total and got != total:
+                raise OSError(f"short read: {got} of {total} bytes")
+            actual = h.hexdigest()
+            if actual != sha256:
+                raise _Mismatch(actual)
+            os.replace(tmp, dest)
+            return dest
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+
+    try:
+        return _retry(f"download {url}", attempt)
+    except _Mismatch as exc:
+        raise FetchError(
+            f"{url}: sha256 mismatch: the recipe pins {sha256}, the download is {exc.actual}",
+            hint="the file changed upstream or the pin is wrong; nothing was extracted",
+        ) from exc
+
+
+class _Mismatch(Exception):
+    def __init__(self, actual: str) -> None:
+        super().__init__(actual)
+        self.actual = actual
+
+
+def extract(archive: Path, dest: Path) -> Path:
+    """Extract safely into a fresh ``dest``; returns the source root (the single top dir)."""
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".extract-"))
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf:
+                for member in zf.namelist():
+                    target = (tmp / member).resolve()
+                    if not target.is_relative_to(tmp.resolve()):
+                        raise FetchError(f"{archive.name}: member {member!r} escapes the "
+                                         "extraction directory; refusing to extract",
+                                         hint="the archive is unsafe; check the source pin")
+                zf.extractall(tmp)
+        else:
+            with tarfile.open(archive) as tf:
+                try:
+                    tf.extractall(tmp, filter="data")
+                except tarfile.FilterError as exc:
+                    raise FetchError(f"{archive.name}: unsafe member refused: {exc}",
+                                     hint="the archive is unsafe; check the source pin") from exc
+        entries = list(tmp.iterdir())
+        root = entries[0] if len(entries) == 1 and entries[0].is_dir() else tmp
+        os.replace(root, dest)
+        return dest
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _git_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    return env
+
+
+def git_checkout(url: str, commit: str, submodules: tuple[str, ...], cache: Path, dest: Path,
+                 log_path: Path) -> Path:
+    mirror = cache / "git" / hashlib.sha256(url.encode()).hexdigest()[:16]
+    env = _git_env()
+    if not (mirror / "HEAD").exists():
+        tmp = Path(tempfile.mkdtemp(dir=mirror.parent if mirror.parent.exists() else
+                                    _mk(mirror.parent), prefix=".clone-"))
+        shutil.rmtree(tmp)
+        _retry(f"git clone {url}", lambda: sh(["git", "clone", "--mirror", "--quiet", url,
+                                                str(tmp)], env=env, log_path=log_path))
+        os.replace(tmp, mirror)
+    present = sh(["git", "-C", str(mirror), "cat-file", "-e", f"{commit}^{{commit}}"],
+                 env=env, check=False, log_path=log_path).returncode == 0
+    if not present:
+        _retry(f"git fetch {url}", lambda: sh(["git", "-C", str(mirror), "fetch", "--quiet",
+                                                "origin", "+refs/*:refs/*"], env=env,
+                                               log_path=log_path))
+        present = sh(["git", "-C", str(mirror), "cat-file", "-e", f"{commit}^{{commit}}"],
+                     env=env, check=False, log_path=log_path).returncode == 0
+        if not present:
+            raise FetchError(f"{url}: commit {commit} not found",
+                             hint="check source.commit in the recipe (a full 40-hex sha that "
+                             "exists upstream)")
+    sh(["git", "clone", "--quiet", "--no-checkout", str(mirror), str(dest)], env=env,
+       log_path=log_path)
+    sh(["git", "-C", str(dest), "remote", "set-url", "origin", url], env=env, log_path=log_path)
+    sh(["git", "-C", str(dest), "-c", "advice.detachedHead=false", "checkout", "--quiet",
+        "--detach", commit], env=env, log_path=log_path)
+    if submodules:
+        args = ["git", "-C", str(dest), "-c", "protocol.file.allow=always", "submodule",
+                "update", "--init", "--quiet"]
+        args += ["--recursive"] if "*" in submodules else ["--", *submodules]
+        _retry(f"git submodule update ({', '.join(submodules)})",
+               lambda: sh(args, env=env, log_path=log_path))
+    return dest
+
+
+def _mk(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def run(plan: Plan, ctx: Context) -> StageResult:
+    start = time.monotonic()
+    src = plan.source
+    dest = ctx.ws.src / plan.recipe / plan.short_key
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    log_path = ctx.log_dir / "fetch.log"
+    if src["kind"] == "sdist":
+        cached = (ctx.ws.cache / "downloads" / src["sha256"]).is_dir()
+        archive = download(src["url"], src["sha256"], ctx.ws.cache)
+        extract(archive, dest)
+        reason = f"sdist {archive.name}" + (" (cached download)" if cached else "")
+    elif src["kind"] == "git":
+        git_checkout(src["url"], src["commit"], tuple(src["submodules"]), ctx.ws.cache, dest,
+                     log_path)
+        reason = f"git {src['url']} @ {src['commit'][:12]}"
+    else:
+        origin = Path(src["path"])
+        origin = origin if origin.is_absolute() else REPO_ROOT / origin
+        shutil.copytree(origin, dest, ignore=shutil.ignore_patterns(
+            "build", "_skbuild", "__pycache__", "*.egg-info", ".git", "dist"))
+        reason = f"path {origin}"
+    return StageResult(Status.SUCCESS, time.monotonic() - start, reason, log_path,
+                       {"tree": dest})

@@ -1,0 +1,155 @@
+"""Tag: give the wheel its local version label (``2.8.3.post1`` -> ``2.8.3.post1+rocm6.2.gfx942``)
+and record provenance in ``*.dist-info/rocmbuild.json``: the rendered plan, source pin, patch
+hashes, toolchain versions, archs, MAX_JOBS and timings.
+
+The wheel is rewritten with ``wheel.wheelfile.WheelFile``, which writes RECORD with correct hashes,
+so pip, ``wheel unpack`` and ``pip show -f`` accept the result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import parse_wheel_filename
+from wheel.wheelfile import WheelFile
+
+from rocmbuild import __version__, toolchain
+from rocmbuild.errors import BuildError, CommandFailed
+from rocmbuild.recipe.render import Plan
+from rocmbuild.results import StageResult, Status
+from rocmbuild.run import run as sh
+from rocmbuild.stages import Context
+
+PROVENANCE = "rocmbuild.json"
+
+_TORCH_PROBE = (
+    "import json, torch; print(json.dumps({'version': torch.__version__, "
+    "'hip': torch.version.hip, 'cuda': torch.version.cuda, "
+    "'cxx11_abi': bool(torch._C._GLIBCXX_USE_CXX11_ABI)}))"
+)
+
+
+def torch_facts(log_path: Path) -> dict[str, Any]:
+    """torch as the build saw it, including the C++ ABI flag (needs an import, in a child)."""
+    info = toolchain.torch_info()
+    if not info.version:
+        return {"version": None, "hip": None, "cuda": None, "cxx11_abi": None}
+    try:
+        res = sh([sys.executable, "-c", _TORCH_PROBE], capture=True, log_path=log_path)
+        facts: dict[str, Any] = json.loads(res.output.strip().splitlines()[-1])
+        return facts
+    except (CommandFailed, ValueError, IndexError):
+        return {"version": info.version, "hip": info.hip, "cuda": info.cuda, "cxx11_abi": None}
+
+
+def retag(src: Path, out_dir: Path, local: str, provenance: dict[str, Any]) -> Path:
+    """Write ``src`` with ``+local`` appended to its version and rocmbuild.json added."""
+    name, version, build, tags = parse_wheel_filename(src.name)
+    old_namever = src.name.split("-")[0] + "-" + src.name.split("-")[1]
+    sep = "." if version.local else "+"
+    new_version = f"{version}{sep}{local}"
+    dist_name = src.name.split("-")[0]
+    tag_part = "-".join(src.name[:-4].split("-")[2:])
+    new_name = f"{dist_name}-{new_version}-{tag_part}.whl"
+    new_namever = f"{dist_name}-{new_version}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp_dir = Path(tempfile.mkdtemp(dir=out_dir, prefix=".tag-"))
+    tmp = tmp_dir / new_name  # WheelFile derives the dist-info name from the file name
+    # SOURCE_DATE_EPOCH keeps RECORD's zip timestamp fixed (zip cannot store dates before 1980).
+    saved = os.environ.get("SOURCE_DATE_EPOCH")
+    os.environ["SOURCE_DATE_EPOCH"] = saved or "315532800"
+    try:
+        with zipfile.ZipFile(src) as zin, WheelFile(tmp, "w") as zout:
+            for info in zin.infolist():
+                if info.is_dir():
+                    continue
+                top, _, rest = info.filename.partition("/")
+                if top == f"{old_namever}.dist-info":
+                    if rest == "RECORD":
+                        continue  # WheelFile writes a fresh one
+                    top = f"{new_namever}.dist-info"
+                elif top == f"{old_namever}.data":
+                    top = f"{new_namever}.data"
+                data = zin.read(info)
+                if rest == "METADATA" and top.endswith(".dist-info"):
+                    data = _set_version(data, new_version)
+                new_info = zipfile.ZipInfo(f"{top}/{rest}" if rest else top, info.date_time)
+                new_info.external_attr = info.external_attr
+                new_info.compress_type = zipfile.ZIP_DEFLATED
+                zout.writestr(new_info, data)
+            blob = json.dumps(provenance, indent=2, sort_keys=True).encode()
+            zout.writestr(f"{new_namever}.dist-info/{PROVENANCE}", blob)
+        final = out_dir / new_name
+        os.replace(tmp, final)
+        return final
+    finally:
+        if saved is None:
+            del os.environ["SOURCE_DATE_EPOCH"]
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def _set_version(metadata: bytes, version: str) -> bytes:
+    lines = metadata.decode("utf-8").split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("Version:"):
+            lines[i] = f"Version: {version}"
+            break
+        if not line:  # end of headers
+            break
+    return "\n".join(lines).encode("utf-8")
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def run(plan: Plan, ctx: Context) -> StageResult:
+    start = time.monotonic()
+    raw: Path = ctx.artifacts["raw_wheel"]
+    log_path = ctx.log_dir / "tag.log"
+    provenance = {
+        "rocmbuild_version": __version__,
+        "recipe": plan.recipe,
+        "recipe_sha256": plan.recipe_sha256,
+        "package": plan.package,
+        "variant": plan.variant,
+        "archs": list(plan.archs),
+        "gpu_vendor": plan.gpu_vendor,
+        "rocm_version": plan.rocm["version"],
+        "local_version": plan.local_version,
+        "cache_key": plan.cache_key,
+        "python_tag": plan.host["python_tag"],
+        "source": plan.source,
+        "patches": [{"file": p["file"], "sha256": p["sha256"]} for p in plan.patches],
+        "torch": torch_facts(log_path),
+        "toolchain": {
+            "rocm": plan.rocm,
+            "python": sys.version.split()[0],
+            **{d: toolchain.dist_version(d) for d in ("pip", "setuptools", "wheel")},
+        },
+        "jobs": {"max_jobs": plan.jobs, "reason": plan.jobs_reason},
+        "timings": {k: round(v, 3) for k, v in ctx.timings.items()},
+        "original_wheel": {"name": raw.name, "sha256": sha256_file(raw)},
+        "plan": plan.to_json(),
+    }
+    try:
+        tagged = retag(raw, ctx.log_dir.parent / f".{plan.short_key}-tagged", plan.local_version,
+                       provenance)
+    except (zipfile.BadZipFile, KeyError, ValueError) as exc:
+        raise BuildError(f"{raw.name}: cannot retag: {exc}",
+                         hint="the backend produced an unreadable wheel; see the build log") from exc
+    return StageResult(Status.SUCCESS, time.monotonic() - start, tagged.name, log_path,
+                       {"wheel": tagged})

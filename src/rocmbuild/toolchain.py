@@ -1,0 +1,105 @@
+"""What the host offers the build, found without running anything slow and without importing
+torch: the ROCm root and its version, and the installed torch (version, HIP version).
+
+A ROCm root is ``--rocm-path`` / ROCM_PATH, then HIP_PATH, then /opt/rocm. Its version comes from
+``.info/version`` (ROCm installs) or ``include/hip/hip_version.h``. Debian's /usr layout (HIP 5.2
+headers, no SDK) is reported as kind "debian" and is never treated as a ROCm SDK.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+
+@dataclass(frozen=True)
+class RocmRoot:
+    path: Path
+    version: str  # "6.2.0", or "" when unknown
+    kind: str  # "rocm" (an SDK install) or "debian" (distribution headers only)
+    has_hipcc: bool
+
+
+@dataclass(frozen=True)
+class TorchInfo:
+    version: str  # "" when torch is not installed
+    hip: str | None  # torch.version.hip, e.g. "6.2.41133-dd7f95766"
+    cuda: str | None
+
+    @property
+    def kind(self) -> str:
+        if not self.version:
+            return "none"
+        return "rocm" if self.hip else ("cuda" if self.cuda else "cpu")
+
+    @property
+    def hip_short(self) -> str | None:
+        """"6.2.41133-dd7f95766" -> "6.2"."""
+        if not self.hip:
+            return None
+        m = re.match(r"(\d+)\.(\d+)", self.hip)
+        return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+def _version_from_root(root: Path) -> str:
+    info = root / ".info" / "version"
+    if info.is_file():
+        return info.read_text().strip().split("-")[0]
+    header = root / "include" / "hip" / "hip_version.h"
+    if header.is_file():
+        text = header.read_text(errors="replace")
+        parts = [re.search(rf"#define HIP_VERSION_{k}\s+(\d+)", text) for k in
+                 ("MAJOR", "MINOR", "PATCH")]
+        if all(parts):
+            return ".".join(p.group(1) for p in parts if p)
+    return ""
+
+
+def find_rocm_root(explicit: str | None = None) -> RocmRoot | None:
+    candidates = [explicit, os.environ.get("ROCM_PATH"), os.environ.get("HIP_PATH"), "/opt/rocm"]
+    for cand in candidates:
+        if cand and Path(cand).is_dir():
+            root = Path(cand)
+            return RocmRoot(root, _version_from_root(root), "rocm", (root / "bin/hipcc").exists())
+    if Path("/usr/include/hip/hip_version.h").is_file():
+        root = Path("/usr")
+        return RocmRoot(root, _version_from_root(root), "debian", Path("/usr/bin/hipcc").exists())
+    return None
+
+
+def sdk_at_least(root: RocmRoot | None, minimum: str) -> bool:
+    if root is None or root.kind != "rocm" or not root.version:
+        return False
+    try:
+        return Version(root.version) >= Version(minimum)
+    except InvalidVersion:
+        return False
+
+
+def torch_info() -> TorchInfo:
+    """The torch in this interpreter, read from its metadata and torch/version.py (no import)."""
+    try:
+        dist = importlib.metadata.distribution("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return TorchInfo("", None, None)
+    hip = cuda = None
+    version_py = Path(str(dist.locate_file("torch/version.py")))
+    if version_py.is_file():
+        text = version_py.read_text(errors="replace")
+        m = re.search(r"^hip\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+        hip = m.group(1) if m else None
+        m = re.search(r"^cuda\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+        cuda = m.group(1) if m else None
+    return TorchInfo(dist.version, hip, cuda)
+
+
+def dist_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
