@@ -69,6 +69,14 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
         "then the ROCm root's, then the recipe's target [env ROCMBUILD_ROCM_VERSION]",
     )
     p.add_argument(
+        "--gpu-vendor",
+        choices=("amd", "nvidia"),
+        default=_env("ROCMBUILD_GPU_VENDOR", "amd"),
+        help="GPU vendor the wheel will run on; nvidia only to check HIP-portable (Triton) code "
+        "on NVIDIA GPUs, selecting patches with when.gpu_vendor [env ROCMBUILD_GPU_VENDOR, "
+        "default amd]",
+    )
+    p.add_argument(
         "--rocm-path",
         default=_env("ROCM_PATH"),
         help="ROCm root, e.g. /opt/rocm [env ROCM_PATH; default: HIP_PATH, then /opt/rocm]",

@@ -72,8 +72,8 @@ TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "
               dict: "a table", (int, float): "a number"}
 
 
-def _suggest(key: str, choices: Any) -> str:
-    close = difflib.get_close_matches(key, list(choices), n=1, cutoff=0.75)
+def _suggest(key: str, choices: Any, cutoff: float = 0.75) -> str:
+    close = difflib.get_close_matches(key, list(choices), n=1, cutoff=cutoff)
     return f" (did you mean {close[0]}?)" if close else ""
 
 
@@ -312,12 +312,21 @@ def load(path: Path) -> Recipe:
     default_variant = build.get("default_variant", next(iter(variants), "default"))
     if variants and default_variant not in variants:
         c.bad("build.default_variant", f"{default_variant!r} is not a variant"
-              + _suggest(str(default_variant), variants) + f"; variants: {', '.join(variants)}")
+              + _suggest(str(default_variant), variants, 0.5) + f"; variants: {', '.join(variants)}")
     patches = _patches(c, data.get("patches", []), path, variants, alternatives)
     validate = data.get("validate", {}) if isinstance(data.get("validate"), dict) else {}
     hipify = c.strings(build.get("hipify", []), "build.hipify")
     for i, arg in enumerate(hipify):
         c.placeholders(arg, f"build.hipify[{i}]")
+    fields = {
+        "mem_per_job_gb": c.number(build.get("mem_per_job_gb"), "build.mem_per_job_gb", 2.0),
+        "disk_gb": c.number(build.get("disk_gb"), "build.disk_gb", 5.0),
+        "env": c.env(build.get("env", {}), "build.env"),
+        "python_requires": c.strings(build.get("python_requires", []), "build.python_requires"),
+        "host_requires": c.host_requires(build.get("host_requires", []), "build.host_requires"),
+        "pip_args": c.strings(build.get("pip_args", []), "build.pip_args"),
+        "validate_imports": c.strings(validate.get("imports", []), "validate.imports"),
+    }
     if c.problems or source is None:
         raise RecipeError(c.problems or [f"{shown}: source: missing"],
                           hint="fix the keys above; `rocmbuild plan <recipe> --arch gfx942` "
@@ -333,19 +342,13 @@ def load(path: Path) -> Recipe:
         rocm_default=str(data.get("target", {}).get("rocm", "6.2")),
         backend=str(backend),
         no_build_isolation=bool(build.get("no_build_isolation", True)),
-        mem_per_job_gb=c.number(build.get("mem_per_job_gb"), "build.mem_per_job_gb", 2.0),
-        disk_gb=c.number(build.get("disk_gb"), "build.disk_gb", 5.0),
-        env=c.env(build.get("env", {}), "build.env"),
-        python_requires=c.strings(build.get("python_requires", []), "build.python_requires"),
-        host_requires=c.host_requires(build.get("host_requires", []), "build.host_requires"),
         hipify=hipify,
-        pip_args=c.strings(build.get("pip_args", []), "build.pip_args"),
         default_variant=str(default_variant),
         variants=variants,
         patches=patches,
-        validate_imports=c.strings(validate.get("imports", []), "validate.imports"),
         validate_kernel=str(validate.get("kernel", "")),
         raw_sha256=hashlib.sha256(raw).hexdigest(),
+        **fields,  # type: ignore[arg-type]
     )
 
 

@@ -1,0 +1,67 @@
+"""Shared fixtures. Real tools everywhere (pip, git, clang, ...); what cannot exist here (an AMD
+GPU, a ROCm torch, a ROCm SDK) is faked with small fixture trees, and each such test says so."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def rocmbuild(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+              check: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run the real CLI (`python -m rocmbuild`) in a child process."""
+    full = {**os.environ, "COLUMNS": "200", **(env or {})}
+    res = subprocess.run([sys.executable, "-m", "rocmbuild", *args], capture_output=True,
+                         text=True, env=full, cwd=cwd or REPO)
+    if check and res.returncode != 0:
+        raise AssertionError(f"rocmbuild {' '.join(args)} -> {res.returncode}\n{res.stderr}")
+    return res
+
+
+@pytest.fixture(scope="session")
+def download_cache(request: pytest.FixtureRequest) -> Path:
+    """Downloads survive between test runs under pytest's cache (the sdist is 8.5 MB)."""
+    return Path(request.config.cache.mkdir("rocmbuild-downloads"))
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, download_cache: Path) -> dict[str, str]:
+    """A fresh workspace and cache whose downloads/ is the shared download cache."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "downloads").symlink_to(download_cache)
+    return {"ROCMBUILD_WORKDIR": str(tmp_path / "build"), "ROCMBUILD_CACHE_DIR": str(cache)}
+
+
+@pytest.fixture
+def fake_rocm_torch(tmp_path: Path) -> Path:
+    """A site dir holding only the *metadata* of a ROCm torch (no code): dist-info with version
+    2.5.1+rocm6.2 and torch/version.py with hip set. Put it first on sys.path/PYTHONPATH; it fakes
+    what this machine cannot have, a ROCm build of torch."""
+    site = tmp_path / "fake-rocm-torch"
+    di = site / "torch-2.5.1+rocm6.2.dist-info"
+    di.mkdir(parents=True)
+    (di / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.5.1+rocm6.2\n")
+    (di / "RECORD").write_text("")
+    (site / "torch").mkdir()
+    (site / "torch" / "version.py").write_text(
+        "__version__ = '2.5.1+rocm6.2'\ndebug = False\ncuda = None\n"
+        "hip = '6.2.41133-dd7f95766'\n")
+    return site
+
+
+@pytest.fixture
+def fake_rocm_root(tmp_path: Path) -> Path:
+    """A directory shaped like /opt/rocm (.info/version, bin/hipcc) without any real ROCm."""
+    root = tmp_path / "opt-rocm"
+    (root / ".info").mkdir(parents=True)
+    (root / ".info" / "version").write_text("6.2.0-66\n")
+    (root / "bin").mkdir()
+    (root / "bin" / "hipcc").write_text("#!/bin/sh\nexit 1\n")
+    return root
