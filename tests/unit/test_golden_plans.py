@@ -1,0 +1,54 @@
+"""`rocmbuild plan ... --json` for the CK variant and PyTorch, compared with golden JSON in
+tests/golden/. Host facts (python, torch, MAX_JOBS) are pinned or removed so the files are stable;
+the ROCm root is a fixture tree (this machine has no ROCm SDK). Regenerate after an intended
+change with ROCMBUILD_UPDATE_GOLDEN=1."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import rocmbuild
+
+GOLDEN = Path(__file__).parents[1] / "golden"
+CASES = {
+    "flash-attn-ck-gfx90a-gfx942": ["flash-attn", "--arch", "gfx90a,gfx942", "--variant", "ck"],
+    "flash-attn-triton-pypi-gfx942": ["flash-attn", "--arch", "gfx942", "--variant", "triton",
+                                      "--source", "pypi"],
+    "pytorch-gfx942": ["pytorch", "--arch", "gfx942"],
+}
+
+
+def normalise(plan: dict, rocm_root: Path) -> dict:
+    assert re.fullmatch(r"[0-9a-f]{64}", plan.pop("cache_key"))
+    plan.pop("host")
+    text = json.dumps(plan, indent=2, sort_keys=True).replace(str(rocm_root), "<ROCM_ROOT>")
+    return json.loads(text)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_plan_matches_golden(name: str, fake_rocm_root: Path) -> None:
+    env = {"ROCM_PATH": str(fake_rocm_root), "HIP_PATH": "", "ROCMBUILD_JOBS": "8"}
+    res = rocmbuild("plan", *CASES[name], "--json", env=env)
+    assert res.returncode == 0, res.stderr
+    got = normalise(json.loads(res.stdout), fake_rocm_root)
+    path = GOLDEN / f"{name}.json"
+    if os.environ.get("ROCMBUILD_UPDATE_GOLDEN") == "1":
+        path.write_text(json.dumps(got, indent=2, sort_keys=True) + "\n")
+    assert got == json.loads(path.read_text())
+
+
+def test_pytorch_plan_has_rocm_build_steps(fake_rocm_root: Path) -> None:
+    res = rocmbuild("plan", "pytorch", "--arch", "gfx942", "--json",
+                    env={"ROCM_PATH": str(fake_rocm_root)})
+    plan = json.loads(res.stdout)
+    assert plan["hipify"] == ["python", "tools/amd_build/build_amd.py"]
+    env = plan["env"]
+    assert env["USE_ROCM"] == "1" and env["USE_CUDA"] == "0" and env["BUILD_TEST"] == "0"
+    assert env["PYTORCH_ROCM_ARCH"] == "gfx942" and env["MAX_JOBS"].isdigit()
+    assert plan["source"]["submodules"] == ["*"] and len(plan["source"]["commit"]) == 40
+    assert plan["jobs_reason"].startswith("min(")

@@ -1,0 +1,134 @@
+"""Rendering recipes into Plans: environment, placeholders, patch selection, ROCm version
+precedence, local labels and the cache key. The ROCm root and ROCm torch used here are fixture
+trees (fake_rocm_root / fake_rocm_torch): neither exists on this machine."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from rocmbuild.errors import UsageError
+from rocmbuild.recipe.load import find_recipe, load
+from rocmbuild.recipe.render import Target, render
+
+
+@pytest.fixture
+def no_rocm(monkeypatch) -> None:
+    for var in ("ROCM_PATH", "HIP_PATH"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def flash(**kw) -> object:
+    return render(load(find_recipe("flash-attn")), Target(**kw))
+
+
+def test_ck_plan_env(no_rocm) -> None:
+    plan = flash(arch="gfx90a,gfx942", jobs=3)
+    assert plan.variant == "ck"
+    assert plan.env["GPU_ARCHS"] == "gfx90a;gfx942"
+    assert plan.env["MAX_JOBS"] == "3"
+    assert plan.env["BUILD_TARGET"] == "rocm"
+    assert plan.env["FLASH_ATTENTION_FORCE_BUILD"] == "TRUE"
+    assert plan.env["HIP_PLATFORM"] == "amd"
+    assert "FLASH_ATTENTION_TRITON_AMD_ENABLE" not in plan.env
+    assert plan.mem_per_job_gb == 5.0
+    assert plan.source["kind"] == "git" and plan.source["submodules"] == ["csrc/composable_kernel"]
+    assert plan.local_version == "rocm6.2.gfx90a.gfx942"
+    assert "--no-build-isolation" in plan.commands[0]
+
+
+def test_triton_variant_and_pypi_source(no_rocm) -> None:
+    plan = flash(arch="gfx942", variant="triton", source="pypi")
+    assert plan.env["FLASH_ATTENTION_TRITON_AMD_ENABLE"] == "TRUE"
+    assert plan.mem_per_job_gb == 0.5
+    assert plan.host_requires == ("torch",)
+    assert plan.source["kind"] == "sdist" and len(plan.source["sha256"]) == 64
+
+
+def test_bad_variant_and_source(no_rocm) -> None:
+    with pytest.raises(UsageError, match="--variant: flash-attn has no variant 'cuda'"):
+        flash(arch="gfx942", variant="cuda")
+    with pytest.raises(UsageError, match="--source: flash-attn has no source 'conda'"):
+        flash(arch="gfx942", source="conda")
+
+
+def test_rocm_root_sets_paths_and_version(monkeypatch, fake_rocm_root: Path) -> None:
+    monkeypatch.setenv("ROCM_PATH", str(fake_rocm_root))
+    plan = flash(arch="gfx942")
+    assert plan.env["ROCM_PATH"] == plan.env["HIP_PATH"] == str(fake_rocm_root)
+    assert plan.rocm["version"] == "6.2" and "ROCm root" in plan.rocm["version_from"]
+    assert flash(arch="gfx942", rocm_version="6.4").local_version == "rocm6.4.gfx942"
+
+
+def test_rocm_torch_decides_the_label(monkeypatch, no_rocm, fake_rocm_torch: Path) -> None:
+    monkeypatch.syspath_prepend(str(fake_rocm_torch))
+    import importlib
+
+    importlib.invalidate_caches()
+    plan = flash(arch="gfx942")
+    assert plan.host["torch"] == "2.5.1+rocm6.2" and plan.host["torch_kind"] == "rocm"
+    assert plan.rocm["version"] == "6.2" and "torch" in plan.rocm["version_from"]
+
+
+def test_cache_key_tracks_inputs_but_not_jobs(no_rocm) -> None:
+    base = flash(arch="gfx942", jobs=2).cache_key
+    assert flash(arch="gfx942", jobs=7).cache_key == base
+    assert flash(arch="gfx90a", jobs=2).cache_key != base
+    assert flash(arch="gfx942", variant="triton", jobs=2).cache_key != base
+    assert flash(arch="gfx942", source="pypi", jobs=2).cache_key != base
+    assert flash(arch="gfx942", rocm_version="6.4", jobs=2).cache_key != base
+    assert flash(arch="gfx942", gpu_vendor="nvidia", jobs=2).cache_key != base
+
+
+def write_recipe(tmp_path: Path, patch_text: str, when: str) -> Path:
+    (tmp_path / "p.patch").write_text(patch_text)
+    sha = hashlib.sha256(patch_text.encode()).hexdigest()
+    (tmp_path / "src").mkdir()
+    recipe = tmp_path / "demo.toml"
+    recipe.write_text(f"""schema_version = 1
+[package]
+name = "demo"
+[source]
+path = "src"
+[arch]
+env = {{ GPU_ARCHS = "{{archs}}" }}
+[build]
+default_variant = "a"
+[variants.a]
+[variants.b]
+[[patches]]
+file = "p.patch"
+sha256 = "{sha}"
+reason = "test"
+when = {when}
+""")
+    return recipe
+
+
+def test_patch_when_selection_and_patch_hash_in_key(tmp_path: Path, no_rocm) -> None:
+    recipe = load(write_recipe(tmp_path, "one\n", '{ variant = "b", gpu_vendor = "nvidia" }'))
+    assert render(recipe, Target(arch="gfx942", variant="a")).patches == ()
+    assert render(recipe, Target(arch="gfx942", variant="b")).patches == ()
+    chosen = render(recipe, Target(arch="gfx942", variant="b", gpu_vendor="nvidia"))
+    assert [p["reason"] for p in chosen.patches] == ["test"]
+    other = tmp_path / "other"
+    other.mkdir()
+    recipe2 = load(write_recipe(other, "two\n", '{ variant = "b", gpu_vendor = "nvidia" }'))
+    chosen2 = render(recipe2, Target(arch="gfx942", variant="b", gpu_vendor="nvidia"))
+    assert chosen2.patches[0]["sha256"] != chosen.patches[0]["sha256"]
+
+
+def test_path_source_key_follows_tree_content(tmp_path: Path, no_rocm) -> None:
+    recipe = load(write_recipe(tmp_path, "x\n", '{ variant = "b" }'))
+    (tmp_path / "src" / "a.txt").write_text("1")
+    k1 = render(recipe, Target(arch="gfx942")).cache_key
+    (tmp_path / "src" / "a.txt").write_text("2")
+    assert render(recipe, Target(arch="gfx942")).cache_key != k1
+
+
+def test_python_tag_is_this_interpreter(no_rocm) -> None:
+    plan = flash(arch="gfx942")
+    assert plan.host["python_tag"] == f"cp{sys.version_info.major}{sys.version_info.minor}"
