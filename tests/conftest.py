@@ -65,3 +65,20 @@ def fake_rocm_root(tmp_path: Path) -> Path:
     (root / "bin").mkdir()
     (root / "bin" / "hipcc").write_text("#!/bin/sh\nexit 1\n")
     return root
+
+
+@pytest.fixture(scope="session")
+def triton_build(tmp_path_factory: pytest.TempPathFactory, download_cache: Path) -> dict:
+    """The real flash-attn Triton-variant wheel, built once per test session by the real CLI from
+    the real PyPI sdist (pinned by sha256; the download is kept in pytest's cache)."""
+    base = tmp_path_factory.mktemp("triton-build")
+    cache = base / "cache"
+    cache.mkdir()
+    (cache / "downloads").symlink_to(download_cache)
+    env = {"ROCMBUILD_WORKDIR": str(base / "build"), "ROCMBUILD_CACHE_DIR": str(cache)}
+    res = rocmbuild("flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi",
+                    env=env)
+    assert res.returncode == 0, res.stderr
+    wheels = sorted((base / "build" / "wheels").glob("*.whl"))
+    assert len(wheels) == 1, wheels
+    return {"env": env, "wheel": wheels[0], "stderr": res.stderr, "base": base}

@@ -7,13 +7,16 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import json
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from rocmbuild import log
+from rocmbuild import log, toolchain
 from rocmbuild.errors import BuildError, CommandFailed
 from rocmbuild.recipe.render import Plan
 from rocmbuild.results import StageResult, Status
@@ -57,6 +60,26 @@ class _Progress:
             self.bar.stop()
 
 
+_TORCH_PROBE = (
+    "import json, torch; print(json.dumps({'version': torch.__version__, "
+    "'hip': torch.version.hip, 'cuda': torch.version.cuda, "
+    "'cxx11_abi': bool(torch._C._GLIBCXX_USE_CXX11_ABI)}))"
+)
+
+
+def torch_facts(log_path: Path) -> dict[str, Any]:
+    """torch as the build saw it, including the C++ ABI flag (needs an import, in a child)."""
+    info = toolchain.torch_info()
+    if not info.version:
+        return {"version": None, "hip": None, "cuda": None, "cxx11_abi": None}
+    try:
+        res = sh([sys.executable, "-c", _TORCH_PROBE], capture=True, log_path=log_path)
+        facts: dict[str, Any] = json.loads(res.output.strip().splitlines()[-1])
+        return facts
+    except (CommandFailed, ValueError, IndexError):
+        return {"version": info.version, "hip": info.hip, "cuda": info.cuda, "cxx11_abi": None}
+
+
 def run(plan: Plan, ctx: Context) -> StageResult:
     start = time.monotonic()
     tree: Path = ctx.artifacts["tree"]
@@ -68,6 +91,11 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     if log_path.exists():
         log_path.unlink()
     progress = _Progress(f"building {plan.package} ({plan.variant}, MAX_JOBS={plan.jobs})")
+    # Probe torch (the ABI flag needs an import, about a second) while the build runs.
+    torch: dict[str, Any] = {}
+    prober = threading.Thread(target=lambda: torch.update(torch_facts(ctx.log_dir / "torch.log")),
+                              daemon=True)
+    prober.start()
     try:
         for command in plan.commands:
             argv = [sys.executable if a == "python" else a.replace("{wheel_tmp}", str(out_dir))
@@ -81,9 +109,10 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         ) from exc
     finally:
         progress.stop()
+        prober.join()
     wheels = sorted(out_dir.glob("*.whl"))
     if len(wheels) != 1:
         raise BuildError(f"{plan.recipe}: expected one wheel in {out_dir}, found {len(wheels)}",
                          hint=f"see {log_path}")
     return StageResult(Status.SUCCESS, time.monotonic() - start, wheels[0].name, log_path,
-                       {"raw_wheel": wheels[0], "build_log": log_path})
+                       {"raw_wheel": wheels[0], "build_log": log_path, "torch": torch})

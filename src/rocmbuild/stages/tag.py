@@ -23,33 +23,12 @@ from packaging.utils import parse_wheel_filename
 from wheel.wheelfile import WheelFile
 
 from rocmbuild import __version__, toolchain
-from rocmbuild.errors import BuildError, CommandFailed
+from rocmbuild.errors import BuildError
 from rocmbuild.recipe.render import Plan
 from rocmbuild.results import StageResult, Status
-from rocmbuild.run import run as sh
 from rocmbuild.stages import Context
 
 PROVENANCE = "rocmbuild.json"
-
-_TORCH_PROBE = (
-    "import json, torch; print(json.dumps({'version': torch.__version__, "
-    "'hip': torch.version.hip, 'cuda': torch.version.cuda, "
-    "'cxx11_abi': bool(torch._C._GLIBCXX_USE_CXX11_ABI)}))"
-)
-
-
-def torch_facts(log_path: Path) -> dict[str, Any]:
-    """torch as the build saw it, including the C++ ABI flag (needs an import, in a child)."""
-    info = toolchain.torch_info()
-    if not info.version:
-        return {"version": None, "hip": None, "cuda": None, "cxx11_abi": None}
-    try:
-        res = sh([sys.executable, "-c", _TORCH_PROBE], capture=True, log_path=log_path)
-        facts: dict[str, Any] = json.loads(res.output.strip().splitlines()[-1])
-        return facts
-    except (CommandFailed, ValueError, IndexError):
-        return {"version": info.version, "hip": info.hip, "cuda": info.cuda, "cxx11_abi": None}
-
 
 def retag(src: Path, out_dir: Path, local: str, provenance: dict[str, Any]) -> Path:
     """Write ``src`` with ``+local`` appended to its version and rocmbuild.json added."""
@@ -134,7 +113,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         "python_tag": plan.host["python_tag"],
         "source": plan.source,
         "patches": [{"file": p["file"], "sha256": p["sha256"]} for p in plan.patches],
-        "torch": torch_facts(log_path),
+        "torch": ctx.artifacts.get("torch") or {},
         "toolchain": {
             "rocm": plan.rocm,
             "python": sys.version.split()[0],

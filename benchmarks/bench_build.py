@@ -1,0 +1,92 @@
+"""Build benchmarks for the flash-attn Triton variant (real PyPI sdist), measured in one run:
+
+1. no-op rebuild (`rocmbuild flash-attn ...` with a cache hit, whole CLI process) vs a bare
+   `pip wheel --no-build-isolation` of the same source. Goal: <= 0.3 s and >= 20x faster.
+2. orchestrator overhead on a cold build (fresh workspace, download already cached) vs by hand
+   (extract the sdist, then `pip wheel --no-build-isolation` with the same environment).
+   Goal: <= 2 % extra wall time.
+
+Run: .venv/bin/python benchmarks/bench_build.py [--repeat N]. Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+ARGS = ["flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi"]
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> float:
+    t = time.perf_counter()
+    subprocess.run(argv, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--noop-repeat", type=int, default=10)
+    opts = ap.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="rocmbuild-bench-"))
+    env = {**os.environ, "ROCMBUILD_WORKDIR": str(base / "build"),
+           "ROCMBUILD_CACHE_DIR": str(base / "cache"), "ROCMBUILD_VERBOSITY": "0"}
+    rb = [sys.executable, "-m", "rocmbuild"]
+    timed(rb + ARGS, env)  # warm: download + first build
+    plan = json.loads(subprocess.run(rb + ["plan", *ARGS, "--json"], env=env, check=True,
+                                     capture_output=True, text=True).stdout)
+    archive = next((base / "cache" / "downloads").rglob("*.tar.gz"))
+    bare_env = {**os.environ, **plan["env"]}
+    cmd = [sys.executable if a == "python" else a for a in plan["commands"][0]]
+
+    bare, bare_pip_only, cold, noop = [], [], [], []
+    for i in range(opts.repeat):
+        # by hand: extract + pip wheel
+        work = base / f"hand{i}"
+        t = time.perf_counter()
+        with tarfile.open(archive) as tf:
+            tf.extractall(work, filter="data")
+        tree = next(work.iterdir())
+        argv = [a.replace("{wheel_tmp}", str(work / "out")) for a in cmd]
+        t_pip = timed(argv, bare_env, cwd=tree)
+        bare.append(time.perf_counter() - t)
+        bare_pip_only.append(t_pip)
+        # a cold build in a fresh workspace that shares only the verified download
+        cold_cache = base / f"cold{i}" / "cache"
+        cold_cache.mkdir(parents=True)
+        (cold_cache / "downloads").symlink_to(base / "cache" / "downloads")
+        cold.append(timed(rb + ARGS, {**env, "ROCMBUILD_WORKDIR": str(base / f"cold{i}"),
+                                      "ROCMBUILD_CACHE_DIR": str(cold_cache)}))
+    for _ in range(opts.noop_repeat):
+        noop.append(timed(rb + ARGS, env))
+
+    med = statistics.median
+    rows = [
+        ("bare `pip wheel` (tree already extracted)", med(bare_pip_only)),
+        ("by hand: extract sdist + `pip wheel`", med(bare)),
+        ("rocmbuild cold build (fresh workspace)", med(cold)),
+        ("rocmbuild no-op rebuild (cache hit, whole CLI)", med(noop)),
+    ]
+    print(f"| measurement (median of {opts.repeat}; no-op {opts.noop_repeat}) | wall s |")
+    print("|---|---|")
+    for name, v in rows:
+        print(f"| {name} | {v:.3f} |")
+    print()
+    print(f"- no-op vs bare pip wheel: {med(bare_pip_only) / med(noop):.1f}x faster "
+          f"({med(noop):.3f} s; goal <= 0.3 s and >= 20x)")
+    print(f"- cold-build overhead vs by hand: {100 * (med(cold) / med(bare) - 1):+.1f} % "
+          f"({med(cold) - med(bare):+.2f} s; goal <= 2 %)")
+    print(f"- host: {os.cpu_count()} cpus, python {sys.version.split()[0]}")
+
+
+if __name__ == "__main__":
+    main()

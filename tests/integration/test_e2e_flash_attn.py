@@ -1,0 +1,98 @@
+"""End to end, for real: `python -m rocmbuild flash-attn --arch gfx942 --variant triton --source
+pypi` downloads the PyPI sdist, builds with `pip wheel --no-build-isolation` against the installed
+(CPU) torch, retags, records provenance, and the second run is a no-op served from the cache."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from wheel.wheelfile import WheelFile
+
+from tests.conftest import rocmbuild
+
+NAME = "flash_attn-2.8.3.post1+rocm6.2.gfx942-py3-none-any.whl"
+SUMMARY = re.compile(r"(\S+\.whl)  sha256=([0-9a-f]{64})  (\d+\.\d\d)s  (built|cached)")
+
+
+def summary(stderr: str) -> tuple[str, str, float, str]:
+    m = SUMMARY.search(stderr)
+    assert m, stderr
+    return m.group(1), m.group(2), float(m.group(3)), m.group(4)
+
+
+def test_cold_build_makes_a_tagged_wheel(triton_build: dict) -> None:
+    wheel: Path = triton_build["wheel"]
+    assert wheel.name == NAME
+    path, sha, _, how = summary(triton_build["stderr"])
+    assert how == "built" and path.endswith(NAME)
+    import hashlib
+
+    assert hashlib.sha256(wheel.read_bytes()).hexdigest() == sha
+    for stage in ("fetch", "patch", "hipify", "build", "tag"):
+        assert f"] {stage}" in triton_build["stderr"]
+
+
+def test_wheel_record_and_provenance(triton_build: dict) -> None:
+    wheel: Path = triton_build["wheel"]
+    with WheelFile(wheel) as wf:  # WheelFile checks every member against RECORD while reading
+        names = wf.namelist()
+        for n in names:
+            if not n.endswith("/"):
+                wf.read(n)
+        meta = wf.read("flash_attn-2.8.3.post1+rocm6.2.gfx942.dist-info/METADATA").decode()
+        prov = json.loads(wf.read("flash_attn-2.8.3.post1+rocm6.2.gfx942.dist-info/"
+                                  "rocmbuild.json"))
+    assert "Version: 2.8.3.post1+rocm6.2.gfx942" in meta
+    assert not any(n.startswith("flash_attn-2.8.3.post1.dist-info") for n in names)
+    assert prov["archs"] == ["gfx942"] and prov["variant"] == "triton"
+    assert prov["source"]["sha256"].startswith("55d5103e")
+    assert prov["torch"]["version"].startswith("2.13.0") and prov["torch"]["hip"] is None
+    assert prov["torch"]["cxx11_abi"] in (True, False)
+    assert prov["jobs"]["max_jobs"] >= 1 and "min(" in prov["jobs"]["reason"]
+    assert set(prov["timings"]) >= {"fetch", "build"}
+    assert prov["plan"]["env"]["FLASH_ATTENTION_FORCE_BUILD"] == "TRUE"
+    assert prov["original_wheel"]["name"] == "flash_attn-2.8.3.post1-py3-none-any.whl"
+
+
+def test_pip_installs_and_reads_the_wheel(triton_build: dict, tmp_path: Path) -> None:
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                    "--target", str(target), str(triton_build["wheel"])], check=True)
+    code = ("import importlib.metadata as m, sys; d = m.distribution('flash-attn'); "
+            "print(d.version); print(any(str(f).endswith('rocmbuild.json') for f in d.files))")
+    out = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(target)},
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["2.8.3.post1+rocm6.2.gfx942", "True"]
+
+
+def test_second_run_is_a_noop_without_pip(triton_build: dict) -> None:
+    env = triton_build["env"]
+    logs = list((Path(env["ROCMBUILD_WORKDIR"]) / "logs").rglob("build.log"))
+    assert len(logs) == 1
+    before = (logs[0].stat().st_mtime_ns, logs[0].read_text().count("-m pip wheel"))
+    assert before[1] == 1
+    res = rocmbuild("flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi",
+                    env=env)
+    assert res.returncode == 0, res.stderr
+    path, sha, _, how = summary(res.stderr)
+    assert how == "cached" and sha == summary(triton_build["stderr"])[1]
+    assert (logs[0].stat().st_mtime_ns, logs[0].read_text().count("-m pip wheel")) == before
+    assert "] build" not in res.stderr
+
+
+def test_json_summary_and_force(triton_build: dict, tmp_path: Path) -> None:
+    env = {**triton_build["env"], "ROCMBUILD_WHEEL_DIR": str(tmp_path / "out")}
+    res = rocmbuild("build", "flash-attn", "--arch", "gfx942", "--variant", "triton",
+                    "--source", "pypi", "--json", env=env)
+    data = json.loads(res.stdout)
+    assert data["status"] == "cached" and Path(data["wheel"]).parent == tmp_path / "out"
+    res = rocmbuild("build", "flash-attn", "--arch", "gfx942", "--variant", "triton",
+                    "--source", "pypi", "--force", env=env)
+    assert res.returncode == 0, res.stderr
+    assert summary(res.stderr)[3] == "built"
+    assert zipfile.ZipFile(tmp_path / "out" / NAME).testzip() is None
