@@ -14,9 +14,11 @@ twine in memory only; nothing here prints, logs or stores them, and URLs are pri
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import logging
 import os
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -197,7 +199,9 @@ def _twine_upload(dists: list[str], url: str, creds: Credentials, verbose: bool)
     )
     log.info(f"uploading {len(dists)} wheel(s) to {url}")
     try:
-        twine_upload.upload(settings, dists)
+        # twine prints progress to stdout; stdout is reserved for --json data
+        with contextlib.redirect_stdout(sys.stderr):
+            twine_upload.upload(settings, dists)
     except Exception as exc:  # twine raises requests/twine errors; reduce to one safe line
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if creds.password:
