@@ -31,10 +31,14 @@ def synth_wheel(out: Path, name: str, version: str) -> Path:
     di = f"{dist}-{version}.dist-info"
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr(f"{dist}/__init__.py", f"V = {version!r}\n" + "#" * 2000)
-        zf.writestr(f"{di}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-                    "Requires-Python: >=3.10\n")
-        zf.writestr(f"{di}/WHEEL", "Wheel-Version: 1.0\nRoot-Is-Purelib: false\n"
-                    "Tag: cp311-cp311-linux_x86_64\n")
+        zf.writestr(
+            f"{di}/METADATA",
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nRequires-Python: >=3.10\n",
+        )
+        zf.writestr(
+            f"{di}/WHEEL",
+            "Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n",
+        )
         zf.writestr(f"{di}/RECORD", "")
     return path
 
@@ -52,8 +56,11 @@ def main() -> int:
         src = Path(tmp) / "src"
         src.mkdir()
         per = a.wheels // a.projects
-        paths = [synth_wheel(src, f"proj-{p:02d}", f"1.{v}+rocm6.2.gfx942")
-                 for p in range(a.projects) for v in range(per)]
+        paths = [
+            synth_wheel(src, f"proj-{p:02d}", f"1.{v}+rocm6.2.gfx942")
+            for p in range(a.projects)
+            for v in range(per)
+        ]
         t = time.perf_counter()
         infos = [read_wheel(p) for p in paths]
         t_read = time.perf_counter() - t
@@ -70,8 +77,12 @@ def main() -> int:
         t_add = time.perf_counter() - t
         after = stat_pages(stage)
         changed = sorted(k for k in after if before.get(k) != after[k])
-        expect = ["simple/index.html", "simple/index.json", "simple/proj-07/index.html",
-                  "simple/proj-07/index.json"]
+        expect = [
+            "simple/index.html",
+            "simple/index.json",
+            "simple/proj-07/index.html",
+            "simple/proj-07/index.json",
+        ]
         ok = changed == expect
     print(f"wheels={len(paths)} projects={a.projects} cpus={os.cpu_count()}")
     print(f"read+hash {len(paths)} wheels:        {t_read:.3f} s")

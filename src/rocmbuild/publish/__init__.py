@@ -51,7 +51,10 @@ def cli_publish(args: argparse.Namespace) -> int:
                 hint="for a server, give the stage's own upload URL as --index",
             )
         res = upload.upload(
-            wheels, index, simple_url=args.simple_url, dry_run=args.dry_run,
+            wheels,
+            index,
+            simple_url=args.simple_url,
+            dry_run=args.dry_run,
             verbose=args.verbose > 0,
         )
         target = upload.redact(index)
@@ -66,8 +69,9 @@ def cli_publish(args: argparse.Namespace) -> int:
             log.info(f"unchanged {f} (same sha256 already on {target})")
         return 0
     if args.simple_url:
-        raise UsageError("--simple-url: applies to a server URL index only",
-                         hint="drop it for a directory index")
+        raise UsageError(
+            "--simple-url: applies to a server URL index only", hint="drop it for a directory index"
+        )
     stage = args.stage or DEFAULT_STAGE
     idx = StaticIndex(Path(index))
     change = idx.publish(wheels, stage=stage, dry_run=args.dry_run)
@@ -96,16 +100,26 @@ def _print_change(idx: StaticIndex, change: Change, dry_run: bool, as_json: bool
 def cli_promote(args: argparse.Namespace) -> int:
     spec = args.spec
     if "==" not in spec:
-        raise UsageError(f"promote: {spec!r} is not NAME==VERSION",
-                         hint="e.g. rocmbuild promote flash-attn==2.8.3+rocm6.2 --from staging")
+        raise UsageError(
+            f"promote: {spec!r} is not NAME==VERSION",
+            hint="e.g. rocmbuild promote flash-attn==2.8.3+rocm6.2 --from staging",
+        )
     name, _, version = spec.partition("==")
     index = _index_arg(args)
     if _is_url(index):
-        raise UsageError("--index: promote works on a directory index only",
-                         hint="promote on a server with its own tool (e.g. devpi push)")
+        raise UsageError(
+            "--index: promote works on a directory index only",
+            hint="promote on a server with its own tool (e.g. devpi push)",
+        )
     idx = StaticIndex(Path(index))
-    change = idx.promote(name.strip(), version.strip(), args.from_stage, args.to_stage,
-                         dry_run=args.dry_run, broken_dir=_broken_dir(args))
+    change = idx.promote(
+        name.strip(),
+        version.strip(),
+        args.from_stage,
+        args.to_stage,
+        dry_run=args.dry_run,
+        broken_dir=_broken_dir(args),
+    )
     if not change.added and not change.unchanged:
         raise PublishError(f"promote: nothing found for {spec}")
     _print_change(idx, change, args.dry_run, args.json)

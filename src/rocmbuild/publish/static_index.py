@@ -120,9 +120,7 @@ def read_wheel(path: Path) -> WheelInfo:
     try:
         with zipfile.ZipFile(path) as zf:
             metas = [
-                n
-                for n in zf.namelist()
-                if n.count("/") == 1 and n.endswith(".dist-info/METADATA")
+                n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")
             ]
             if len(metas) != 1:
                 raise PublishError(
@@ -305,7 +303,7 @@ def render_project_html(name: str, stage: str, files: list[dict[str, Any]]) -> b
         rows.append(
             f"<tr><td><a {' '.join(attrs)}>{html.escape(f['filename'])}</a></td>"
             f"<td>{html.escape(str(_version_of(f['filename'])))}</td>"
-            f"<td>{f['size']:,}</td><td><code title=\"{sha}\">{sha[:12]}</code></td>"
+            f'<td>{f["size"]:,}</td><td><code title="{sha}">{sha[:12]}</code></td>'
             f"<td>{html.escape(f['upload-time'][:19].replace('T', ' '))} UTC</td></tr>\n"
         )
     body = (
@@ -326,9 +324,7 @@ def render_root_html(stage: str, projects: list[dict[str, Any]]) -> bytes:
     body = (
         f"<p>Stage <b>{html.escape(stage)}</b> &middot; {len(projects)} project(s). "
         "Install with <code>pip install --index-url &lt;this page's URL&gt; NAME</code>.</p>\n"
-        "<table>\n<tr><th>Project</th><th>Latest</th><th>Files</th></tr>\n"
-        + rows
-        + "</table>\n"
+        "<table>\n<tr><th>Project</th><th>Latest</th><th>Files</th></tr>\n" + rows + "</table>\n"
     )
     return _page(f"Simple index ({stage})", f"Simple index: {stage}", body)
 
@@ -472,8 +468,12 @@ class StaticIndex:
         return live, new
 
     def _commit(self, stage: str, live: Path | None, new: Path) -> None:
-        for d in [new, new / "files", new / "simple", *(p for p in (new / "simple").iterdir()
-                                                         if p.is_dir())]:
+        for d in [
+            new,
+            new / "files",
+            new / "simple",
+            *(p for p in (new / "simple").iterdir() if p.is_dir()),
+        ]:
             _fsync_dir(d)
         link = self.stage_path(stage)
         tmp = self.root / f"{TMP_PREFIX}{secrets.token_hex(4)}-{stage}"
@@ -521,9 +521,7 @@ class StaticIndex:
         _pause("root-written")
         return pages
 
-    def _plan(
-        self, stage: str, wheels: Sequence[WheelInfo]
-    ) -> tuple[Change, list[WheelInfo]]:
+    def _plan(self, stage: str, wheels: Sequence[WheelInfo]) -> tuple[Change, list[WheelInfo]]:
         """Check immutability against every stage; split into new and already-present."""
         change = Change(stage=stage)
         todo: list[WheelInfo] = []
@@ -595,31 +593,43 @@ class StaticIndex:
             return change
 
     def promote(
-        self, project: str, version: str, src: str, dst: str, dry_run: bool = False,
+        self,
+        project: str,
+        version: str,
+        src: str,
+        dst: str,
+        dry_run: bool = False,
         broken_dir: Path | None = None,
     ) -> Change:
         """Copy every file of ``project==version`` from stage ``src`` to ``dst`` atomically."""
         _check_stage_name(src)
         _check_stage_name(dst)
         if src == dst:
-            raise PublishError(f"promote: --from and --to are both {src!r}",
-                               hint="promote from one stage to another, e.g. staging -> stable")
+            raise PublishError(
+                f"promote: --from and --to are both {src!r}",
+                hint="promote from one stage to another, e.g. staging -> stable",
+            )
         name = canonicalize_name(project)
         try:
             want = Version(version)
         except InvalidVersion as exc:
-            raise PublishError(f"promote: {version!r} is not a valid version",
-                               hint="give NAME==VERSION, e.g. flash-attn==2.8.3+rocm6.2") from exc
+            raise PublishError(
+                f"promote: {version!r} is not a valid version",
+                hint="give NAME==VERSION, e.g. flash-attn==2.8.3+rocm6.2",
+            ) from exc
         ctx = contextlib.nullcontext() if dry_run else self.locked()
         with ctx:
             if not dry_run:
                 self.cleanup()
             src_gen = self.live(src)
             if src_gen is None:
-                raise PublishError(f"promote: stage {src!r} does not exist in {self.root}",
-                                   hint=f"publish to it first: rocmbuild publish --stage {src}")
-            entries = [f for f in self.project_files(src, name)
-                       if _version_of(f["filename"]) == want]
+                raise PublishError(
+                    f"promote: stage {src!r} does not exist in {self.root}",
+                    hint=f"publish to it first: rocmbuild publish --stage {src}",
+                )
+            entries = [
+                f for f in self.project_files(src, name) if _version_of(f["filename"]) == want
+            ]
             if not entries:
                 raise PublishError(
                     f"promote: no files for {name}=={want} in stage {src!r} of {self.root}",
@@ -637,8 +647,10 @@ class StaticIndex:
             new_files: dict[str, list[dict[str, Any]]] = {}
             for i, w in enumerate(todo):
                 _link_or_copy(src_gen / "files" / w.filename, new / "files" / w.filename)
-                _link_or_copy(src_gen / "files" / f"{w.filename}.metadata",
-                              new / "files" / f"{w.filename}.metadata")
+                _link_or_copy(
+                    src_gen / "files" / f"{w.filename}.metadata",
+                    new / "files" / f"{w.filename}.metadata",
+                )
                 if i == 0:
                     _pause("wheel-written")
                 new_files.setdefault(w.project, []).append(_file_entry(w, now))
@@ -671,11 +683,13 @@ class StaticIndex:
             new_files: dict[str, list[dict[str, Any]]] = {}
             for wf in sorted((live / "files").glob("*.whl")):
                 _link_or_copy(wf, new / "files" / wf.name)
-                _link_or_copy(wf.with_name(wf.name + ".metadata"),
-                              new / "files" / (wf.name + ".metadata"))
+                _link_or_copy(
+                    wf.with_name(wf.name + ".metadata"), new / "files" / (wf.name + ".metadata")
+                )
                 w = read_wheel(wf)
                 new_files.setdefault(w.project, []).append(
-                    _file_entry(w, old_times.get(w.filename, now)))
+                    _file_entry(w, old_times.get(w.filename, now))
+                )
             self._write_pages(new, stage, new_files)
             self._commit(stage, live, new)
         return time.perf_counter() - t0

@@ -83,8 +83,9 @@ class _SameHostRedirect(urllib.request.HTTPRedirectHandler):
     """Follow redirects only on the same host: pypiserver redirects unknown projects to PyPI,
     which must read as "not on this server"."""
 
-    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any,
-                         newurl: str) -> Any:
+    def redirect_request(
+        self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> Any:
         if urlsplit(newurl).netloc != urlsplit(req.full_url).netloc:
             raise urllib.error.HTTPError(newurl, 404, "redirected off this server", headers, fp)
         return super().redirect_request(req, fp, code, msg, headers, newurl)
@@ -109,8 +110,10 @@ def _get(url: str, creds: Credentials) -> bytes | None:
             hint="check --simple-url and the credentials (ROCMBUILD_INDEX_USER/PASSWORD)",
         ) from None
     except urllib.error.URLError as exc:
-        raise PublishError(f"{clean}: cannot connect ({exc.reason})",
-                           hint="is the index server running? check --index") from None
+        raise PublishError(
+            f"{clean}: cannot connect ({exc.reason})",
+            hint="is the index server running? check --index",
+        ) from None
 
 
 def server_files(simple_url: str, project: str, creds: Credentials) -> dict[str, tuple[str, str]]:
@@ -125,7 +128,7 @@ def server_files(simple_url: str, project: str, creds: Credentials) -> dict[str,
     for href in parser.hrefs:
         path, _, frag = href.partition("#")
         name = unquote(path.rsplit("/", 1)[-1])
-        digest = frag[len("sha256="):] if frag.startswith("sha256=") else ""
+        digest = frag[len("sha256=") :] if frag.startswith("sha256=") else ""
         out[name] = (urljoin(page_url, path), digest)
     return out
 

@@ -23,8 +23,9 @@ REPO = Path(__file__).resolve().parents[3]
 def clean_env(**extra: str) -> dict[str, str]:
     """Environment for child processes: no pip config or find-links from this machine, so pip
     only sees the index under test."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "TWINE_",
-                                                                     "ROCMBUILD_"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "TWINE_", "ROCMBUILD_"))
+    }
     env["PIP_CONFIG_FILE"] = os.devnull
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     env["PYTHONPATH"] = str(REPO / "src")
@@ -32,11 +33,19 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def rocmbuild(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-              check: bool | None = None) -> subprocess.CompletedProcess[str]:
+def rocmbuild(
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    check: bool | None = None,
+) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
         [sys.executable, "-m", "rocmbuild", *args],
-        env=env or clean_env(), cwd=cwd, capture_output=True, text=True, timeout=120,
+        env=env or clean_env(),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"rocmbuild {args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
@@ -49,8 +58,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def make_wheel(out: Path, name: str, version: str, payload: str = "",
-               requires_python: str | None = ">=3.8") -> Path:
+def make_wheel(
+    out: Path, name: str, version: str, payload: str = "", requires_python: str | None = ">=3.8"
+) -> Path:
     """A minimal valid PEP 427 wheel written directly as a zip (pure python, py3-none-any)."""
     dist = name.replace("-", "_")
     files: dict[str, bytes] = {
@@ -61,8 +71,10 @@ def make_wheel(out: Path, name: str, version: str, payload: str = "",
         meta += f"Requires-Python: {requires_python}\n"
     di = f"{dist}-{version}.dist-info"
     files[f"{di}/METADATA"] = meta.encode()
-    files[f"{di}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: rocmbuild-tests\n"
-                            b"Root-Is-Purelib: true\nTag: py3-none-any\n")
+    files[f"{di}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: rocmbuild-tests\n"
+        b"Root-Is-Purelib: true\nTag: py3-none-any\n"
+    )
     record = []
     for n, data in files.items():
         h = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
@@ -92,19 +104,33 @@ def real_wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         mod = name.lower().replace(".", "_")
         (d / mod).mkdir(parents=True)
         (d / mod / "__init__.py").write_text(f"VERSION = {version!r}\n")
-        (d / "setup.py").write_text(textwrap.dedent(f"""
+        (d / "setup.py").write_text(
+            textwrap.dedent(f"""
             from setuptools import setup
             setup(name={name!r}, version={version!r}, packages=[{mod!r}],
                   python_requires=">=3.8")
-        """))
+        """)
+        )
         dirs.append(str(d))
     out = root / "dist"
     # two pip runs: one resolver run cannot hold two versions of the same project
     for group in (dirs[:1] + dirs[2:], dirs[1:2]):
         subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-             "-w", str(out), *group],
-            check=True, env={**clean_env(), "SOURCE_DATE_EPOCH": "315532800"}, timeout=300,
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "-q",
+                "--no-deps",
+                "--no-build-isolation",
+                "-w",
+                str(out),
+                *group,
+            ],
+            check=True,
+            env={**clean_env(), "SOURCE_DATE_EPOCH": "315532800"},
+            timeout=300,
         )
     found = {parse_wheel_filename(p.name)[:2]: p for p in out.glob("*.whl")}
     return {key: found[(canonicalize_name(n), Version(v))] for key, (n, v) in specs.items()}

@@ -22,8 +22,13 @@ PRE_COMMIT = [s for s in STEPS if s != "swapped"]
 
 
 def start(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "rocmbuild", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "rocmbuild", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 30) -> None:
@@ -51,8 +56,10 @@ def base(tmp_path: Path) -> tuple[Path, list[Path]]:
     index = tmp_path / "index"
     w = tmp_path / "w"
     rocmbuild("publish", str(make_wheel(w, "keep", "1.0")), "--index", str(index), check=True)
-    new = [make_wheel(w, "keep", "2.0+rocm6.2", payload="X = 1\n" * 5000),
-           make_wheel(w, "fresh", "0.1")]
+    new = [
+        make_wheel(w, "keep", "2.0+rocm6.2", payload="X = 1\n" * 5000),
+        make_wheel(w, "fresh", "0.1"),
+    ]
     return index, new
 
 
@@ -87,7 +94,9 @@ def test_kill9_after_commit_shows_new_tree_and_next_run_cleans(
 ) -> None:
     index, new = base
     marker = tmp_path / "paused"
-    env = clean_env(ROCMBUILD_PUBLISH_PAUSE_AT="swapped", ROCMBUILD_PUBLISH_PAUSE_MARKER=str(marker))
+    env = clean_env(
+        ROCMBUILD_PUBLISH_PAUSE_AT="swapped", ROCMBUILD_PUBLISH_PAUSE_MARKER=str(marker)
+    )
     proc = start(["publish", *map(str, new), "--index", str(index)], env)
     wait_for(marker, proc)
     os.kill(proc.pid, signal.SIGKILL)
@@ -105,12 +114,16 @@ def test_kill9_during_promote(tmp_path: Path) -> None:
     index = tmp_path / "index"
     w = make_wheel(tmp_path / "w", "prom", "1.0")
     rocmbuild("publish", str(w), "--index", str(index), "--stage", "staging", check=True)
-    rocmbuild("publish", str(make_wheel(tmp_path / "w", "base", "1.0")), "--index", str(index),
-              check=True)
+    rocmbuild(
+        "publish", str(make_wheel(tmp_path / "w", "base", "1.0")), "--index", str(index), check=True
+    )
     before = snapshot(index / "stable")
     marker = tmp_path / "paused"
-    env = clean_env(ROCMBUILD_PUBLISH_PAUSE_AT="root-written",
-                    ROCMBUILD_PUBLISH_PAUSE_MARKER=str(marker), ROCMBUILD_INDEX=str(index))
+    env = clean_env(
+        ROCMBUILD_PUBLISH_PAUSE_AT="root-written",
+        ROCMBUILD_PUBLISH_PAUSE_MARKER=str(marker),
+        ROCMBUILD_INDEX=str(index),
+    )
     proc = start(["promote", "prom==1.0"], env)
     wait_for(marker, proc)
     os.kill(proc.pid, signal.SIGKILL)
@@ -128,9 +141,11 @@ def test_two_concurrent_publishers_serialize(tmp_path: Path) -> None:
     wa = [make_wheel(tmp_path / "a", f"proj{i}", "1.0") for i in range(10)]
     wb = [make_wheel(tmp_path / "b", f"proj{i}", "2.0") for i in range(5, 15)]
     marker = tmp_path / "a-paused"
-    env_a = clean_env(ROCMBUILD_PUBLISH_PAUSE_AT="files-written",
-                      ROCMBUILD_PUBLISH_PAUSE_MARKER=str(marker),
-                      ROCMBUILD_PUBLISH_PAUSE_SECONDS="1")
+    env_a = clean_env(
+        ROCMBUILD_PUBLISH_PAUSE_AT="files-written",
+        ROCMBUILD_PUBLISH_PAUSE_MARKER=str(marker),
+        ROCMBUILD_PUBLISH_PAUSE_SECONDS="1",
+    )
     a = start(["publish", *map(str, wa), "--index", str(index)], env_a)
     wait_for(marker, a)
     b = start(["publish", *map(str, wb), "--index", str(index)], clean_env())

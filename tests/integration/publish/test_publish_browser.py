@@ -19,10 +19,23 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed
 def chromium(*args: str) -> subprocess.CompletedProcess[str]:
     with tempfile.TemporaryDirectory() as profile:
         return subprocess.run(
-            [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-             "--no-first-run", "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", f"--user-data-dir={profile}", "--window-size=1200,900", *args],
-            capture_output=True, text=True, timeout=90,
+            [
+                str(CHROMIUM),
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={profile}",
+                "--window-size=1200,900",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
         )
 
 
@@ -33,8 +46,8 @@ def png_pixels(path: Path) -> tuple[int, int, set[bytes]]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat, width, height, ctype = 8, b"", 0, 0, 0
     while pos < len(data):
-        n = int.from_bytes(data[pos:pos + 4], "big")
-        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + n]
+        n = int.from_bytes(data[pos : pos + 4], "big")
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + n]
         if kind == b"IHDR":
             width, height = int.from_bytes(body[:4], "big"), int.from_bytes(body[4:8], "big")
             assert body[8] == 8
@@ -49,7 +62,7 @@ def png_pixels(path: Path) -> tuple[int, int, set[bytes]]:
     prev = bytearray(stride)
     for y in range(height):
         f = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for i in range(stride):
             a = line[i - bpp] if i >= bpp else 0
             b = prev[i]
@@ -65,16 +78,18 @@ def png_pixels(path: Path) -> tuple[int, int, set[bytes]]:
                 pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
                 line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
         if y % 4 == 0:
-            colours.update(bytes(line[i:i + 3]) for i in range(0, stride, bpp * 4))
+            colours.update(bytes(line[i : i + 3]) for i in range(0, stride, bpp * 4))
         prev = line
     return width, height, colours
 
 
 def test_pages_render_in_chromium(tmp_path: Path) -> None:
     index = tmp_path / "index"
-    w = [make_wheel(tmp_path / "w", "flash-attn", "2.8.3+rocm6.2.gfx942"),
-         make_wheel(tmp_path / "w", "flash-attn", "2.8.2"),
-         make_wheel(tmp_path / "w", "probe", "0.1")]
+    w = [
+        make_wheel(tmp_path / "w", "flash-attn", "2.8.3+rocm6.2.gfx942"),
+        make_wheel(tmp_path / "w", "flash-attn", "2.8.2"),
+        make_wheel(tmp_path / "w", "probe", "0.1"),
+    ]
     rocmbuild("publish", *map(str, w), "--index", str(index), check=True)
     root_url = (index / "stable" / "simple" / "index.html").as_uri()
     proj_url = (index / "stable" / "simple" / "flash-attn" / "index.html").as_uri()
@@ -88,7 +103,9 @@ def test_pages_render_in_chromium(tmp_path: Path) -> None:
     dom = chromium("--dump-dom", proj_url)
     assert dom.returncode == 0, dom.stderr
     assert "Links for flash-attn" in dom.stdout
-    assert 'href="../../files/flash_attn-2.8.3%2Brocm6.2.gfx942-py3-none-any.whl#sha256=' in dom.stdout
+    assert (
+        'href="../../files/flash_attn-2.8.3%2Brocm6.2.gfx942-py3-none-any.whl#sha256=' in dom.stdout
+    )
     assert 'data-requires-python="&gt;=3.8"' in dom.stdout
     assert "2.8.3+rocm6.2.gfx942" in dom.stdout  # the version column
 

@@ -33,9 +33,25 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, objec
     log = root / "server.log"
     exe = Path(sys.executable).with_name("pypi-server")
     proc = subprocess.Popen(
-        [str(exe), "run", "-i", "127.0.0.1", "-p", str(port), "-P", str(root / "htpasswd"),
-         "-a", "update", "--disable-fallback", "--log-file", str(log), str(packages)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=clean_env(),
+        [
+            str(exe),
+            "run",
+            "-i",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-P",
+            str(root / "htpasswd"),
+            "-a",
+            "update",
+            "--disable-fallback",
+            "--log-file",
+            str(log),
+            str(packages),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=clean_env(),
     )
     url = f"http://127.0.0.1:{port}/"
     for _ in range(200):
@@ -55,21 +71,37 @@ def creds_env(**extra: str) -> dict[str, str]:
     return clean_env(ROCMBUILD_INDEX_USER=USER, ROCMBUILD_INDEX_PASSWORD=PASSWORD, **extra)
 
 
-def test_upload_then_pip_install(server: dict, real_wheels: dict[str, Path],
-                                 tmp_path: Path) -> None:
+def test_upload_then_pip_install(
+    server: dict, real_wheels: dict[str, Path], tmp_path: Path
+) -> None:
     url = str(server["url"])
     wheels = [str(real_wheels["tiny"]), str(real_wheels["other"])]
     work = tmp_path / "work"
-    proc = rocmbuild("-v", "--workdir", str(work), "publish", *wheels, "--index", url,
-                     env=creds_env())
+    proc = rocmbuild(
+        "-v", "--workdir", str(work), "publish", *wheels, "--index", url, env=creds_env()
+    )
     assert proc.returncode == 0, proc.stderr
     assert real_wheels["tiny"].name in proc.stderr
     stored = Path(server["packages"]) / real_wheels["tiny"].name
     assert stored.read_bytes() == real_wheels["tiny"].read_bytes()
     pip = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-cache-dir", "--index-url",
-         url + "simple/", "--target", str(tmp_path / "t"), "tiny-pkg==1.0+rocm6.2.gfx942"],
-        env=clean_env(), capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-cache-dir",
+            "--index-url",
+            url + "simple/",
+            "--target",
+            str(tmp_path / "t"),
+            "tiny-pkg==1.0+rocm6.2.gfx942",
+        ],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert pip.returncode == 0, pip.stdout + pip.stderr
     assert "rocm6.2" in (tmp_path / "t" / "tiny_pkg" / "__init__.py").read_text()
@@ -118,8 +150,14 @@ def test_wrong_password_is_one_line_error(server: dict, tmp_path: Path) -> None:
     url = str(server["url"])
     w = make_wheel(tmp_path / "w", "wrongpw", "1.0")
     bad = "not-the-Pa55word-42"
-    proc = rocmbuild("-v", "publish", str(w), "--index", url,
-                     env=clean_env(ROCMBUILD_INDEX_USER=USER, ROCMBUILD_INDEX_PASSWORD=bad))
+    proc = rocmbuild(
+        "-v",
+        "publish",
+        str(w),
+        "--index",
+        url,
+        env=clean_env(ROCMBUILD_INDEX_USER=USER, ROCMBUILD_INDEX_PASSWORD=bad),
+    )
     assert proc.returncode == 9, proc.stderr
     assert "upload to" in proc.stderr and "hint:" in proc.stderr
     assert bad not in proc.stdout + proc.stderr
@@ -142,5 +180,3 @@ def test_server_down_is_one_line_error(tmp_path: Path) -> None:
     w = make_wheel(tmp_path / "w", "down", "1.0")
     proc = rocmbuild("publish", str(w), "--index", "http://127.0.0.1:9/", env=creds_env())
     assert proc.returncode == 9 and "cannot connect" in proc.stderr
-
-

@@ -23,17 +23,38 @@ def sha(p: Path) -> str:
 
 def pip_install(index_url: str, target: Path, spec: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-cache-dir", "--index-url",
-         index_url, "--target", str(target), spec],
-        env=clean_env(), capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-cache-dir",
+            "--index-url",
+            index_url,
+            "--target",
+            str(target),
+            spec,
+        ],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
 @pytest.fixture(scope="module")
 def published(tmp_path_factory: pytest.TempPathFactory, real_wheels: dict[str, Path]) -> Path:
     index = tmp_path_factory.mktemp("idx") / "index"
-    rocmbuild("publish", str(real_wheels["tiny"]), str(real_wheels["tiny_old"]),
-              str(real_wheels["other"]), "--index", str(index), check=True)
+    rocmbuild(
+        "publish",
+        str(real_wheels["tiny"]),
+        str(real_wheels["tiny_old"]),
+        str(real_wheels["other"]),
+        "--index",
+        str(index),
+        check=True,
+    )
     return index
 
 
@@ -83,9 +104,18 @@ def test_pip_installs_from_file_url(published: Path, tmp_path: Path) -> None:
 def test_pip_installs_through_http_server(published: Path, tmp_path: Path) -> None:
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
-         "--directory", str(published)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "http.server",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--directory",
+            str(published),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         base = f"http://127.0.0.1:{port}/stable/simple/"
@@ -137,8 +167,11 @@ def test_adding_a_wheel_rewrites_only_touched_pages(tmp_path: Path) -> None:
     w3 = make_wheel(tmp_path / "w", "alpha", "1.1")
     rocmbuild("publish", str(w1), str(w2), "--index", str(index), check=True)
     simple = index / "stable" / "simple"
-    beta = [simple / "beta" / "index.html", simple / "beta" / "index.json",
-            index / "stable" / "files" / w2.name]
+    beta = [
+        simple / "beta" / "index.html",
+        simple / "beta" / "index.json",
+        index / "stable" / "files" / w2.name,
+    ]
     alpha = simple / "alpha" / "index.html"
     st_before = {p: p.stat() for p in [*beta, alpha]}
     time.sleep(0.02)
@@ -159,8 +192,9 @@ def test_dry_run_changes_nothing(tmp_path: Path) -> None:
     assert not index.exists()
     rocmbuild("publish", str(w1), "--index", str(index), check=True)
     before = snapshot(index)
-    proc = rocmbuild("publish", str(w1), str(w2), "--index", str(index), "--dry-run", "--json",
-                     check=True)
+    proc = rocmbuild(
+        "publish", str(w1), str(w2), "--index", str(index), "--dry-run", "--json", check=True
+    )
     data = json.loads(proc.stdout)
     assert data["dry_run"] is True
     assert [a["file"] for a in data["added"]] == [w2.name]
@@ -194,12 +228,20 @@ def test_staging_then_promote(tmp_path: Path) -> None:
     shutil.copy(host, dev)  # second file of the same release (different tag)
     other = make_wheel(tmp_path / "w", "torchy", "1.0")
     env = clean_env(ROCMBUILD_INDEX=str(index))
-    rocmbuild("publish", str(host), str(dev), str(other), "--stage", "staging", env=env,
-              check=True)
+    rocmbuild("publish", str(host), str(dev), str(other), "--stage", "staging", env=env, check=True)
     assert not (index / "stable").exists()
     before = snapshot(index)
-    proc = rocmbuild("promote", "Torchy==2.0+rocm6.2", "--from", "staging", "--to", "stable",
-                     "--dry-run", env=env, check=True)
+    proc = rocmbuild(
+        "promote",
+        "Torchy==2.0+rocm6.2",
+        "--from",
+        "staging",
+        "--to",
+        "stable",
+        "--dry-run",
+        env=env,
+        check=True,
+    )
     assert "would add" in proc.stderr
     assert snapshot(index) == before
     rocmbuild("promote", "torchy==2.0+rocm6.2", env=env, check=True)
@@ -207,14 +249,24 @@ def test_staging_then_promote(tmp_path: Path) -> None:
     assert sorted(f["filename"] for f in stable["files"]) == sorted([host.name, dev.name])
     assert stable["versions"] == ["2.0+rocm6.2"]
     # staging keeps its files; promoting again is a no-op
-    assert len(json.loads((index / "staging" / "simple" / "torchy" / "index.json")
-                          .read_text())["files"]) == 3
+    assert (
+        len(
+            json.loads((index / "staging" / "simple" / "torchy" / "index.json").read_text())[
+                "files"
+            ]
+        )
+        == 3
+    )
     again = rocmbuild("promote", "torchy==2.0+rocm6.2", env=env, check=True)
     assert "nothing to do" in again.stderr
     missing = rocmbuild("promote", "torchy==9.9", env=env)
     assert missing.returncode == 9 and "torchy==9.9" in missing.stderr
-    assert pip_install((index / "stable" / "simple").as_uri() + "/", tmp_path / "t",
-                       "torchy").returncode == 0
+    assert (
+        pip_install(
+            (index / "stable" / "simple").as_uri() + "/", tmp_path / "t", "torchy"
+        ).returncode
+        == 0
+    )
     assert "2.0+rocm6.2" in (tmp_path / "t" / "torchy" / "__init__.py").read_text()
 
 
@@ -224,8 +276,18 @@ def test_staging_then_promote(tmp_path: Path) -> None:
         (["publish", "{tmp}/nope-1.0-py3-none-any.whl"], 9, "no such wheel file"),
         (["publish", "{tmp}/notawheel.whl"], 9, "not a wheel filename"),
         (["publish", "{tmp}/x-1.0-py3-none-any.whl", "--stage", "../up"], 9, "--stage"),
-        (["publish", "{tmp}/x-1.0-py3-none-any.whl", "--index", "http://127.0.0.1:9/",
-          "--stage", "staging"], 2, "--stage"),
+        (
+            [
+                "publish",
+                "{tmp}/x-1.0-py3-none-any.whl",
+                "--index",
+                "http://127.0.0.1:9/",
+                "--stage",
+                "staging",
+            ],
+            2,
+            "--stage",
+        ),
         (["promote", "x-1.0", "--index", "{tmp}/i"], 2, "NAME==VERSION"),
         (["promote", "x==1.0", "--index", "{tmp}/i"], 9, "stage 'staging' does not exist"),
     ],
