@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import clean_env, make_wheel, rocmbuild, snapshot
+from publish_helpers import clean_env, make_wheel, rocmbuild, snapshot
 
 from rocmbuild.publish.static_index import GENERATIONS, STEPS, TMP_PREFIX
 

@@ -10,7 +10,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from conftest import make_wheel, rocmbuild
+from publish_helpers import make_wheel, rocmbuild
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO, clean_env, free_port, make_wheel, rocmbuild
+from publish_helpers import REPO, clean_env, free_port, make_wheel, rocmbuild
 
 VENV = Path(os.environ.get("ROCMBUILD_DEVPI_VENV", REPO / ".venv-devpi"))
 pytestmark = pytest.mark.skipif(

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import clean_env, free_port, make_wheel, rocmbuild
+from publish_helpers import clean_env, free_port, make_wheel, rocmbuild
 
 USER = "ci-bot"
 PASSWORD = "s3cr3t-Pa55-7f1e9c"  # a string that cannot appear by accident

@@ -14,7 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import clean_env, free_port, make_wheel, rocmbuild, snapshot
+from publish_helpers import clean_env, free_port, make_wheel, rocmbuild, snapshot
 
 
 def sha(p: Path) -> str:
