@@ -180,3 +180,35 @@ def test_server_down_is_one_line_error(tmp_path: Path) -> None:
     w = make_wheel(tmp_path / "w", "down", "1.0")
     proc = rocmbuild("publish", str(w), "--index", "http://127.0.0.1:9/", env=creds_env())
     assert proc.returncode == 9 and "cannot connect" in proc.stderr
+
+
+def test_password_from_keyring(server: dict, tmp_path: Path) -> None:
+    """Real keyring lookup through twine, with the keyrings.alt plaintext backend in a temp
+    data dir (no desktop secret service here). Only the username comes from the environment."""
+    url = str(server["url"])
+    data = tmp_path / "xdg"
+    env = clean_env(
+        ROCMBUILD_INDEX_USER=USER,
+        PYTHON_KEYRING_BACKEND="keyrings.alt.file.PlaintextKeyring",
+        XDG_DATA_HOME=str(data),
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import keyring; keyring.set_password({url!r}, {USER!r}, {PASSWORD!r})",
+        ],
+        env=env,
+        check=True,
+        timeout=60,
+    )
+    w = make_wheel(tmp_path / "w", "keyringcreds", "1.0")
+    proc = rocmbuild("-v", "publish", str(w), "--index", url, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (Path(server["packages"]) / w.name).exists()
+    assert PASSWORD not in proc.stdout + proc.stderr
+    # without the keyring entry the upload is refused (the test can fail)
+    env["XDG_DATA_HOME"] = str(tmp_path / "empty")
+    w2 = make_wheel(tmp_path / "w", "keyringcreds", "2.0")
+    proc = rocmbuild("publish", str(w2), "--index", url, env=env)
+    assert proc.returncode == 9, proc.stderr
