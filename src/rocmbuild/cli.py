@@ -118,6 +118,18 @@ def _cmd_recipes(args: argparse.Namespace) -> int:
     return load.cli_list(args)
 
 
+def _cmd_publish(args: argparse.Namespace) -> int:
+    from rocmbuild import publish
+
+    return publish.cli_publish(args)
+
+
+def _cmd_promote(args: argparse.Namespace) -> int:
+    from rocmbuild import publish
+
+    return publish.cli_promote(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="rocmbuild",
@@ -162,7 +174,36 @@ def build_parser() -> argparse.ArgumentParser:
     # [doctor]
     # [audit]
     # [validate]
-    # [publish]
+    p = sub.add_parser("publish", help="add wheels to an index (static directory or server)",
+                       description="Add wheels to a static PEP 503/691 index directory (atomic, "
+                       "immutable: an existing filename with other bytes is refused, identical "
+                       "bytes are a no-op) or upload them to an index server with twine.")
+    p.add_argument("wheels", nargs="+", metavar="WHEEL", help="wheel files to publish")
+    p.add_argument("--index", default=None,
+                   help="index directory, or http(s) upload URL of a server "
+                   "[env ROCMBUILD_INDEX, default <workdir>/index]")
+    p.add_argument("--stage", default=None,
+                   help="stage of a directory index, e.g. staging "
+                   "(served at <index>/<stage>/simple/) [default stable]")
+    p.add_argument("--simple-url", default=_env("ROCMBUILD_INDEX_SIMPLE_URL"),
+                   help="server only: its simple API root, used to check existing files "
+                   "[env ROCMBUILD_INDEX_SIMPLE_URL, default <index URL>/simple/]")
+    p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.set_defaults(handler=_cmd_publish)
+
+    p = sub.add_parser("promote", help="copy a release from one stage to another, atomically",
+                       description="Copy every file of NAME==VERSION from one stage of a "
+                       "directory index to another in one atomic step.")
+    p.add_argument("spec", metavar="NAME==VERSION", help="release to promote")
+    p.add_argument("--from", dest="from_stage", default="staging",
+                   help="source stage [default staging]")
+    p.add_argument("--to", dest="to_stage", default="stable", help="target stage [default stable]")
+    p.add_argument("--index", default=None,
+                   help="index directory [env ROCMBUILD_INDEX, default <workdir>/index]")
+    p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
+    p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.set_defaults(handler=_cmd_promote)
     return parser
 
 

@@ -1,0 +1,98 @@
+"""Helpers for the publish tests: synthetic wheel zips, a clean child environment, the real CLI
+in a subprocess, and a snapshot of a served tree. (A uniquely named module rather than
+conftest, so `import` cannot pick up another directory's conftest.)"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """Environment for child processes: no pip config or find-links from this machine, so pip
+    only sees the index under test."""
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "TWINE_", "ROCMBUILD_"))
+    }
+    env["PIP_CONFIG_FILE"] = os.devnull
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env["PYTHONPATH"] = str(REPO / "src")
+    env.update(extra)
+    return env
+
+
+def rocmbuild(
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    check: bool | None = None,
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "rocmbuild", *args],
+        env=env or clean_env(),
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"rocmbuild {args} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_wheel(
+    out: Path, name: str, version: str, payload: str = "", requires_python: str | None = ">=3.8"
+) -> Path:
+    """A minimal valid PEP 427 wheel written directly as a zip (pure python, py3-none-any)."""
+    dist = name.replace("-", "_")
+    files: dict[str, bytes] = {
+        f"{dist}/__init__.py": f"VERSION = {version!r}\n{payload}".encode(),
+    }
+    meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    if requires_python:
+        meta += f"Requires-Python: {requires_python}\n"
+    di = f"{dist}-{version}.dist-info"
+    files[f"{di}/METADATA"] = meta.encode()
+    files[f"{di}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: rocmbuild-tests\n"
+        b"Root-Is-Purelib: true\nTag: py3-none-any\n"
+    )
+    record = []
+    for n, data in files.items():
+        h = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{n},sha256={h},{len(data)}")
+    record.append(f"{di}/RECORD,,")
+    files[f"{di}/RECORD"] = ("\n".join(record) + "\n").encode()
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{dist}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for n, data in files.items():
+            zf.writestr(zipfile.ZipInfo(n, date_time=(1980, 1, 1, 0, 0, 0)), data)
+    return path
+
+
+def snapshot(tree: Path) -> dict[str, bytes]:
+    """relative path -> bytes of every file reachable under ``tree`` (following the stage
+    symlink), i.e. what a web server would serve."""
+    out: dict[str, bytes] = {}
+    if not tree.exists():
+        return out
+    for dirpath, _dirs, files in os.walk(tree, followlinks=True):
+        for f in files:
+            p = Path(dirpath) / f
+            out[str(p.relative_to(tree))] = p.read_bytes()
+    return out

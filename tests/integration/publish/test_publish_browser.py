@@ -1,0 +1,118 @@
+"""The generated pages as people see them: headless Chromium loads the root page and a project
+page (file://), dumps the DOM, and takes screenshots that must not be blank."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import zlib
+from pathlib import Path
+
+import pytest
+from publish_helpers import make_wheel, rocmbuild
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
+
+
+def chromium(*args: str) -> subprocess.CompletedProcess[str]:
+    with tempfile.TemporaryDirectory() as profile:
+        return subprocess.run(
+            [
+                str(CHROMIUM),
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={profile}",
+                "--window-size=1200,900",
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+
+
+def png_pixels(path: Path) -> tuple[int, int, set[bytes]]:
+    """Decode an 8-bit RGB(A) PNG with zlib only; return width, height, and a sample of the
+    distinct pixel values (enough to tell a blank page from a page with text)."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width, height, ctype = 8, b"", 0, 0, 0
+    while pos < len(data):
+        n = int.from_bytes(data[pos : pos + 4], "big")
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + n]
+        if kind == b"IHDR":
+            width, height = int.from_bytes(body[:4], "big"), int.from_bytes(body[4:8], "big")
+            assert body[8] == 8
+            ctype = body[9]
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    bpp = {2: 3, 6: 4}[ctype]
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    colours: set[bytes] = set()
+    prev = bytearray(stride)
+    for y in range(height):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = prev[i]
+            c = prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        if y % 4 == 0:
+            colours.update(bytes(line[i : i + 3]) for i in range(0, stride, bpp * 4))
+        prev = line
+    return width, height, colours
+
+
+def test_pages_render_in_chromium(tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    w = [
+        make_wheel(tmp_path / "w", "flash-attn", "2.8.3+rocm6.2.gfx942"),
+        make_wheel(tmp_path / "w", "flash-attn", "2.8.2"),
+        make_wheel(tmp_path / "w", "probe", "0.1"),
+    ]
+    rocmbuild("publish", *map(str, w), "--index", str(index), check=True)
+    root_url = (index / "stable" / "simple" / "index.html").as_uri()
+    proj_url = (index / "stable" / "simple" / "flash-attn" / "index.html").as_uri()
+
+    dom = chromium("--dump-dom", root_url)
+    assert dom.returncode == 0, dom.stderr
+    assert "Simple index: stable" in dom.stdout
+    assert '<a href="flash-attn/">flash-attn</a>' in dom.stdout
+    assert '<a href="probe/">probe</a>' in dom.stdout
+
+    dom = chromium("--dump-dom", proj_url)
+    assert dom.returncode == 0, dom.stderr
+    assert "Links for flash-attn" in dom.stdout
+    assert (
+        'href="../../files/flash_attn-2.8.3%2Brocm6.2.gfx942-py3-none-any.whl#sha256=' in dom.stdout
+    )
+    assert 'data-requires-python="&gt;=3.8"' in dom.stdout
+    assert "2.8.3+rocm6.2.gfx942" in dom.stdout  # the version column
+
+    for name, url in (("root", root_url), ("project", proj_url)):
+        png = tmp_path / f"{name}.png"
+        shot = chromium(f"--screenshot={png}", url)
+        assert shot.returncode == 0 and png.exists(), shot.stderr
+        width, height, colours = png_pixels(png)
+        assert (width, height) == (1200, 900)
+        assert len(colours) > 5, f"{name} screenshot looks blank"
