@@ -43,4 +43,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -c "import rocmbuild, torch" >/dev/null
   echo "$want" > "$stamp"
 fi
+# devpi-server in its own venv, for the devpi publishing test (it skips itself without it).
+if [ ! -x .venv-devpi/bin/devpi-server ]; then
+  say "installing devpi-server into .venv-devpi"
+  scripts/install-devpi.sh >/dev/null
+fi
 say "ready in $((SECONDS - t0))s: .venv/bin/python -m rocmbuild --help"
