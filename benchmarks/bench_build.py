@@ -27,8 +27,9 @@ ARGS = ["flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "py
 
 def timed(argv: list[str], env: dict[str, str], cwd: Path | None = None) -> float:
     t = time.perf_counter()
-    subprocess.run(argv, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    subprocess.run(
+        argv, env=env, cwd=cwd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     return time.perf_counter() - t
 
 
@@ -38,12 +39,19 @@ def main() -> None:
     ap.add_argument("--noop-repeat", type=int, default=10)
     opts = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="rocmbuild-bench-"))
-    env = {**os.environ, "ROCMBUILD_WORKDIR": str(base / "build"),
-           "ROCMBUILD_CACHE_DIR": str(base / "cache"), "ROCMBUILD_VERBOSITY": "0"}
+    env = {
+        **os.environ,
+        "ROCMBUILD_WORKDIR": str(base / "build"),
+        "ROCMBUILD_CACHE_DIR": str(base / "cache"),
+        "ROCMBUILD_VERBOSITY": "0",
+    }
     rb = [sys.executable, "-m", "rocmbuild"]
     timed(rb + ARGS, env)  # warm: download + first build
-    plan = json.loads(subprocess.run(rb + ["plan", *ARGS, "--json"], env=env, check=True,
-                                     capture_output=True, text=True).stdout)
+    plan = json.loads(
+        subprocess.run(
+            rb + ["plan", *ARGS, "--json"], env=env, check=True, capture_output=True, text=True
+        ).stdout
+    )
     archive = next((base / "cache" / "downloads").rglob("*.tar.gz"))
     bare_env = {**os.environ, **plan["env"]}
     cmd = [sys.executable if a == "python" else a for a in plan["commands"][0]]
@@ -64,8 +72,16 @@ def main() -> None:
         cold_cache = base / f"cold{i}" / "cache"
         cold_cache.mkdir(parents=True)
         (cold_cache / "downloads").symlink_to(base / "cache" / "downloads")
-        cold.append(timed(rb + ARGS, {**env, "ROCMBUILD_WORKDIR": str(base / f"cold{i}"),
-                                      "ROCMBUILD_CACHE_DIR": str(cold_cache)}))
+        cold.append(
+            timed(
+                rb + ARGS,
+                {
+                    **env,
+                    "ROCMBUILD_WORKDIR": str(base / f"cold{i}"),
+                    "ROCMBUILD_CACHE_DIR": str(cold_cache),
+                },
+            )
+        )
     for _ in range(opts.noop_repeat):
         noop.append(timed(rb + ARGS, env))
 
@@ -81,10 +97,14 @@ def main() -> None:
     for name, v in rows:
         print(f"| {name} | {v:.3f} |")
     print()
-    print(f"- no-op vs bare pip wheel: {med(bare_pip_only) / med(noop):.1f}x faster "
-          f"({med(noop):.3f} s; goal <= 0.3 s and >= 20x)")
-    print(f"- cold-build overhead vs by hand: {100 * (med(cold) / med(bare) - 1):+.1f} % "
-          f"({med(cold) - med(bare):+.2f} s; goal <= 2 %)")
+    print(
+        f"- no-op vs bare pip wheel: {med(bare_pip_only) / med(noop):.1f}x faster "
+        f"({med(noop):.3f} s; goal <= 0.3 s and >= 20x)"
+    )
+    print(
+        f"- cold-build overhead vs by hand: {100 * (med(cold) / med(bare) - 1):+.1f} % "
+        f"({med(cold) - med(bare):+.2f} s; goal <= 2 %)"
+    )
     print(f"- host: {os.cpu_count()} cpus, python {sys.version.split()[0]}")
 
 

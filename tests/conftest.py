@@ -13,12 +13,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-def rocmbuild(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-              check: bool = False) -> subprocess.CompletedProcess[str]:
+def rocmbuild(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, check: bool = False
+) -> subprocess.CompletedProcess[str]:
     """Run the real CLI (`python -m rocmbuild`) in a child process."""
     full = {**os.environ, "COLUMNS": "200", **(env or {})}
-    res = subprocess.run([sys.executable, "-m", "rocmbuild", *args], capture_output=True,
-                         text=True, env=full, cwd=cwd or REPO)
+    res = subprocess.run(
+        [sys.executable, "-m", "rocmbuild", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        cwd=cwd or REPO,
+    )
     if check and res.returncode != 0:
         raise AssertionError(f"rocmbuild {' '.join(args)} -> {res.returncode}\n{res.stderr}")
     return res
@@ -51,8 +57,8 @@ def fake_rocm_torch(tmp_path: Path) -> Path:
     (di / "RECORD").write_text("")
     (site / "torch").mkdir()
     (site / "torch" / "version.py").write_text(
-        "__version__ = '2.5.1+rocm6.2'\ndebug = False\ncuda = None\n"
-        "hip = '6.2.41133-dd7f95766'\n")
+        "__version__ = '2.5.1+rocm6.2'\ndebug = False\ncuda = None\nhip = '6.2.41133-dd7f95766'\n"
+    )
     return site
 
 
@@ -76,8 +82,9 @@ def triton_build(tmp_path_factory: pytest.TempPathFactory, download_cache: Path)
     cache.mkdir()
     (cache / "downloads").symlink_to(download_cache)
     env = {"ROCMBUILD_WORKDIR": str(base / "build"), "ROCMBUILD_CACHE_DIR": str(cache)}
-    res = rocmbuild("flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi",
-                    env=env)
+    res = rocmbuild(
+        "flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi", env=env
+    )
     assert res.returncode == 0, res.stderr
     wheels = sorted((base / "build" / "wheels").glob("*.whl"))
     assert len(wheels) == 1, wheels

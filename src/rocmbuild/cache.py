@@ -48,16 +48,23 @@ def store(cache: Path, key: str, wheel: Path, sha256: str, meta: dict[str, Any])
     tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key[:12]}-"))
     try:
         shutil.move(str(wheel), tmp / wheel.name)
-        full = {**meta, "wheel": wheel.name, "sha256": sha256,
-                "size": (tmp / wheel.name).stat().st_size, "stored_at": time.time()}
+        full = {
+            **meta,
+            "wheel": wheel.name,
+            "sha256": sha256,
+            "size": (tmp / wheel.name).stat().st_size,
+            "stored_at": time.time(),
+        }
         (tmp / "entry.json").write_text(json.dumps(full, indent=2, sort_keys=True))
         if final.exists():
             shutil.rmtree(final)  # --force rebuild replaces the old entry
         os.replace(tmp, final)
     except OSError as exc:
-        raise CacheError(f"{final}: cannot store the wheel: {exc}",
-                         hint="check free disk and permissions of the cache directory "
-                         "(--cache-dir / ROCMBUILD_CACHE_DIR)") from exc
+        raise CacheError(
+            f"{final}: cannot store the wheel: {exc}",
+            hint="check free disk and permissions of the cache directory "
+            "(--cache-dir / ROCMBUILD_CACHE_DIR)",
+        ) from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return Entry(key, final / wheel.name, sha256, full)
@@ -67,8 +74,11 @@ def deliver(entry: Entry, wheel_dir: Path) -> Path:
     """Put the cached wheel into ``wheel_dir`` (hard link when possible), atomically."""
     wheel_dir.mkdir(parents=True, exist_ok=True)
     dest = wheel_dir / entry.wheel.name
-    if dest.is_file() and dest.stat().st_size == entry.wheel.stat().st_size and (
-            dest.stat().st_ino == entry.wheel.stat().st_ino):
+    if (
+        dest.is_file()
+        and dest.stat().st_size == entry.wheel.stat().st_size
+        and (dest.stat().st_ino == entry.wheel.stat().st_ino)
+    ):
         return dest
     tmp = wheel_dir / f".{dest.name}.tmp"
     if tmp.exists():

@@ -89,15 +89,24 @@ def _add_global_options(p: argparse.ArgumentParser, top: bool) -> None:
     def d(value: object) -> object:
         return value if top else argparse.SUPPRESS
 
-    p.add_argument("-v", "--verbose", action="count", default=d(0),
-                   help="more output (-v streams build output to the console)")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=d(0),
+        help="more output (-v streams build output to the console)",
+    )
     p.add_argument("-q", "--quiet", action="count", default=d(0), help="less output")
-    p.add_argument("--workdir", default=d(None),
-                   help="workspace for sources, logs, wheels [env ROCMBUILD_WORKDIR, "
-                   "default ./build]")
-    p.add_argument("--cache-dir", default=d(None),
-                   help="download and wheel cache [env ROCMBUILD_CACHE_DIR, default "
-                   "<workdir>/cache]")
+    p.add_argument(
+        "--workdir",
+        default=d(None),
+        help="workspace for sources, logs, wheels [env ROCMBUILD_WORKDIR, default ./build]",
+    )
+    p.add_argument(
+        "--cache-dir",
+        default=d(None),
+        help="download and wheel cache [env ROCMBUILD_CACHE_DIR, default <workdir>/cache]",
+    )
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
@@ -146,22 +155,35 @@ def build_parser() -> argparse.ArgumentParser:
     def add_parser(name: str, **kw: object) -> argparse.ArgumentParser:
         return sub_add(name, parents=[common], **kw)  # type: ignore[arg-type]
 
-    sub.add_parser = add_parser  # type: ignore[method-assign]
+    sub.add_parser = add_parser  # type: ignore[method-assign,assignment]
 
-    p = sub.add_parser("build", help="fetch, patch, build, tag and audit a wheel",
-                       description="Fetch, patch, hipify, build, tag and audit a wheel. A wheel "
-                       "already built from the same inputs is returned from the cache.")
+    p = sub.add_parser(
+        "build",
+        help="fetch, patch, build, tag and audit a wheel",
+        description="Fetch, patch, hipify, build, tag and audit a wheel. A wheel "
+        "already built from the same inputs is returned from the cache.",
+    )
     _add_target_options(p)
-    p.add_argument("-w", "--wheel-dir", default=_env("ROCMBUILD_WHEEL_DIR"),
-                   help="where to put the wheel [env ROCMBUILD_WHEEL_DIR, default <workdir>/wheels]")
-    p.add_argument("--force", action="store_true",
-                   help="rebuild even when the cache holds a wheel for these inputs")
+    p.add_argument(
+        "-w",
+        "--wheel-dir",
+        default=_env("ROCMBUILD_WHEEL_DIR"),
+        help="where to put the wheel [env ROCMBUILD_WHEEL_DIR, default <workdir>/wheels]",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="rebuild even when the cache holds a wheel for these inputs",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(handler=_cmd_build)
 
-    p = sub.add_parser("plan", help="print the resolved build plan; runs nothing",
-                       description="Render the recipe for a target and print the plan: sources, "
-                       "patches, environment, MAX_JOBS and why, commands and cache key.")
+    p = sub.add_parser(
+        "plan",
+        help="print the resolved build plan; runs nothing",
+        description="Render the recipe for a target and print the plan: sources, "
+        "patches, environment, MAX_JOBS and why, commands and cache key.",
+    )
     _add_target_options(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.set_defaults(handler=_cmd_plan)
@@ -174,33 +196,52 @@ def build_parser() -> argparse.ArgumentParser:
     # [doctor]
     # [audit]
     # [validate]
-    p = sub.add_parser("publish", help="add wheels to an index (static directory or server)",
-                       description="Add wheels to a static PEP 503/691 index directory (atomic, "
-                       "immutable: an existing filename with other bytes is refused, identical "
-                       "bytes are a no-op) or upload them to an index server with twine.")
+    p = sub.add_parser(
+        "publish",
+        help="add wheels to an index (static directory or server)",
+        description="Add wheels to a static PEP 503/691 index directory (atomic, "
+        "immutable: an existing filename with other bytes is refused, identical "
+        "bytes are a no-op) or upload them to an index server with twine.",
+    )
     p.add_argument("wheels", nargs="+", metavar="WHEEL", help="wheel files to publish")
-    p.add_argument("--index", default=None,
-                   help="index directory, or http(s) upload URL of a server "
-                   "[env ROCMBUILD_INDEX, default <workdir>/index]")
-    p.add_argument("--stage", default=None,
-                   help="stage of a directory index, e.g. staging "
-                   "(served at <index>/<stage>/simple/) [default stable]")
-    p.add_argument("--simple-url", default=_env("ROCMBUILD_INDEX_SIMPLE_URL"),
-                   help="server only: its simple API root, used to check existing files "
-                   "[env ROCMBUILD_INDEX_SIMPLE_URL, default <index URL>/simple/]")
+    p.add_argument(
+        "--index",
+        default=None,
+        help="index directory, or http(s) upload URL of a server "
+        "[env ROCMBUILD_INDEX, default <workdir>/index]",
+    )
+    p.add_argument(
+        "--stage",
+        default=None,
+        help="stage of a directory index, e.g. staging "
+        "(served at <index>/<stage>/simple/) [default stable]",
+    )
+    p.add_argument(
+        "--simple-url",
+        default=_env("ROCMBUILD_INDEX_SIMPLE_URL"),
+        help="server only: its simple API root, used to check existing files "
+        "[env ROCMBUILD_INDEX_SIMPLE_URL, default <index URL>/simple/]",
+    )
     p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(handler=_cmd_publish)
 
-    p = sub.add_parser("promote", help="copy a release from one stage to another, atomically",
-                       description="Copy every file of NAME==VERSION from one stage of a "
-                       "directory index to another in one atomic step.")
+    p = sub.add_parser(
+        "promote",
+        help="copy a release from one stage to another, atomically",
+        description="Copy every file of NAME==VERSION from one stage of a "
+        "directory index to another in one atomic step.",
+    )
     p.add_argument("spec", metavar="NAME==VERSION", help="release to promote")
-    p.add_argument("--from", dest="from_stage", default="staging",
-                   help="source stage [default staging]")
+    p.add_argument(
+        "--from", dest="from_stage", default="staging", help="source stage [default staging]"
+    )
     p.add_argument("--to", dest="to_stage", default="stable", help="target stage [default stable]")
-    p.add_argument("--index", default=None,
-                   help="index directory [env ROCMBUILD_INDEX, default <workdir>/index]")
+    p.add_argument(
+        "--index",
+        default=None,
+        help="index directory [env ROCMBUILD_INDEX, default <workdir>/index]",
+    )
     p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
     p.set_defaults(handler=_cmd_promote)

@@ -75,13 +75,18 @@ def usable_cpus(root: Path = Path("/")) -> int:
     return cpus
 
 
-def plan_jobs(mem_per_job_gb: float, override: int | None = None, root: Path = Path("/"),
-              cpus: int | None = None) -> JobPlan:
+def plan_jobs(
+    mem_per_job_gb: float,
+    override: int | None = None,
+    root: Path = Path("/"),
+    cpus: int | None = None,
+) -> JobPlan:
     ncpu = cpus if cpus is not None else usable_cpus(root)
     mem, source = usable_memory(root)
     if override is not None:
-        return JobPlan(override, f"set by --jobs/ROCMBUILD_JOBS to {override}", ncpu, mem,
-                       mem_per_job_gb)
+        return JobPlan(
+            override, f"set by --jobs/ROCMBUILD_JOBS to {override}", ncpu, mem, mem_per_job_gb
+        )
     by_mem = max(1, math.floor(mem / (mem_per_job_gb * GiB)))
     jobs = max(1, min(ncpu, by_mem))
     reason = (

@@ -1,7 +1,7 @@
 """The pipeline: a visible tuple of stages run in order over one Plan.
 
-    preflight -> [cache hit? deliver] -> fetch -> patch -> hipify -> build -> tag -> audit
-              -> store in cache -> deliver to the wheel dir -> one summary line
+preflight -> [cache hit? deliver] -> fetch -> patch -> hipify -> build -> tag -> audit
+          -> store in cache -> deliver to the wheel dir -> one summary line
 """
 
 from __future__ import annotations
@@ -63,8 +63,11 @@ def _missing_host(plan: Plan) -> list[str]:
         if req == "torch" and not torch.version:
             missing.append("torch installed in this Python (none found)")
         elif req == "rocm-torch" and torch.kind != "rocm":
-            found = f"torch {torch.version}, a {torch.kind.upper()} build" if torch.version \
+            found = (
+                f"torch {torch.version}, a {torch.kind.upper()} build"
+                if torch.version
                 else "no torch"
+            )
             missing.append(f"a ROCm build of torch (found {found})")
         elif req.startswith("rocm-sdk"):
             minimum = req.partition(">=")[2] or "0"
@@ -76,11 +79,14 @@ def _missing_host(plan: Plan) -> list[str]:
                     found = f"only Debian's HIP {root.version} headers under {root.path}"
                 else:
                     found = f"ROCm {root.version or '?'} at {root.path}" + (
-                        "" if root.has_hipcc else " without bin/hipcc")
+                        "" if root.has_hipcc else " without bin/hipcc"
+                    )
                 missing.append(f"a ROCm SDK >= {minimum} with hipcc (found {found})")
         elif req == "hip-compiler" and not plan.rocm.get("compiler"):
-            missing.append("a HIP compiler (run scripts/install-hip-toolchain.sh or set "
-                           "ROCMBUILD_HIP_COMPILER)")
+            missing.append(
+                "a HIP compiler (run scripts/install-hip-toolchain.sh or set "
+                "ROCMBUILD_HIP_COMPILER)"
+            )
     return missing
 
 
@@ -91,15 +97,21 @@ def preflight(plan: Plan) -> None:
     if missing:
         hints = []
         if any("torch" in m for m in missing):
-            hints.append("install a ROCm torch: pip install torch --index-url "
-                         f"https://download.pytorch.org/whl/rocm{plan.rocm['version']}")
+            hints.append(
+                "install a ROCm torch: pip install torch --index-url "
+                f"https://download.pytorch.org/whl/rocm{plan.rocm['version']}"
+            )
         if any("ROCm SDK" in m for m in missing):
-            hints.append("install ROCm (https://rocm.docs.amd.com) or point --rocm-path / "
-                         "ROCM_PATH at it, or build inside the Dockerfile's ROCm image")
+            hints.append(
+                "install ROCm (https://rocm.docs.amd.com) or point --rocm-path / "
+                "ROCM_PATH at it, or build inside the Dockerfile's ROCm image"
+            )
         if plan.recipe == "flash-attn" and plan.variant != "triton":
             hints.append("--variant triton builds without them")
-        raise ToolchainError(f"{what} cannot be built on this host: needs "
-                             + "; and ".join(missing), hint="; ".join(hints) or None)
+        raise ToolchainError(
+            f"{what} cannot be built on this host: needs " + "; and ".join(missing),
+            hint="; ".join(hints) or None,
+        )
     absent = [d for d in plan.python_requires if toolchain.dist_version(d) is None]
     if absent:
         raise ToolchainError(
@@ -116,8 +128,8 @@ def build(plan: Plan, ctx: Context) -> BuildResult:
     if not ctx.force:
         hit = _cache().lookup(ctx.ws.cache, plan.cache_key)
         if hit is not None:
-            wheel = _cache().deliver(hit, ctx.wheel_dir)
-            return BuildResult(Status.CACHED, wheel, hit.sha256, time.monotonic() - start, plan)
+            delivered = _cache().deliver(hit, ctx.wheel_dir)
+            return BuildResult(Status.CACHED, delivered, hit.sha256, time.monotonic() - start, plan)
     results: dict[str, StageResult] = {}
     for i, (name, stage) in enumerate(_stages(), 1):
         log.info(f"[bold]\\[{i}/{len(_stages())}] {name}[/bold]")
@@ -129,9 +141,18 @@ def build(plan: Plan, ctx: Context) -> BuildResult:
         log.info(f"      {mark} in {res.duration:.1f}s: {res.reason}")
     wheel: Path = ctx.artifacts["wheel"]
     sha = tag.sha256_file(wheel)
-    entry = _cache().store(ctx.ws.cache, plan.cache_key, wheel, sha, {
-        "recipe": plan.recipe, "variant": plan.variant, "archs": list(plan.archs),
-        "duration_s": round(time.monotonic() - start, 3)})
+    entry = _cache().store(
+        ctx.ws.cache,
+        plan.cache_key,
+        wheel,
+        sha,
+        {
+            "recipe": plan.recipe,
+            "variant": plan.variant,
+            "archs": list(plan.archs),
+            "duration_s": round(time.monotonic() - start, 3),
+        },
+    )
     delivered = _cache().deliver(entry, ctx.wheel_dir)
     return BuildResult(Status.SUCCESS, delivered, sha, time.monotonic() - start, plan, results)
 
@@ -155,27 +176,41 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     if args.jobs is not None and args.jobs < 1:
         from rocmbuild.errors import UsageError
 
-        raise UsageError(f"--jobs: must be at least 1, got {args.jobs}",
-                         hint="leave it out to let rocmbuild choose from cpus and memory")
-    target = Target(arch=args.arch, variant=args.variant, source=args.source, jobs=args.jobs,
-                    rocm_version=args.rocm_version, rocm_path=args.rocm_path,
-                    gpu_vendor=getattr(args, "gpu_vendor", "amd"))
+        raise UsageError(
+            f"--jobs: must be at least 1, got {args.jobs}",
+            hint="leave it out to let rocmbuild choose from cpus and memory",
+        )
+    target = Target(
+        arch=args.arch,
+        variant=args.variant,
+        source=args.source,
+        jobs=args.jobs,
+        rocm_version=args.rocm_version,
+        rocm_path=args.rocm_path,
+        gpu_vendor=getattr(args, "gpu_vendor", "amd"),
+    )
     return render.render(recipe, target)
 
 
 def cli_build(args: argparse.Namespace) -> int:
     plan = plan_from_args(args)
     ws = config.workspace(args.workdir, args.cache_dir)
-    ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
-                  wheel_dir=Path(args.wheel_dir).absolute() if args.wheel_dir else ws.wheels,
-                  force=args.force)
+    ctx = Context(
+        ws=ws,
+        log_dir=ws.logs / plan.recipe / plan.short_key,
+        wheel_dir=Path(args.wheel_dir).absolute() if args.wheel_dir else ws.wheels,
+        force=args.force,
+    )
     result = build(plan, ctx)
     if args.json:
         log.out.print_json(json.dumps(result.to_json()))
         return 0
     how = "cached" if result.status is Status.CACHED else "built"
-    log.console.print(f"{_rel(result.wheel)}  sha256={result.sha256}  "
-                      f"{result.duration:.2f}s  {how}", markup=False, highlight=False)
+    log.console.print(
+        f"{_rel(result.wheel)}  sha256={result.sha256}  {result.duration:.2f}s  {how}",
+        markup=False,
+        highlight=False,
+    )
     return 0
 
 
@@ -194,11 +229,15 @@ def cli_plan(args: argparse.Namespace) -> int:
 def _print_plan(plan: Plan) -> None:
     p = log.out.print
     src = plan.source
-    p(f"[bold]{plan.recipe}[/bold] variant={plan.variant} archs={','.join(plan.archs)} "
-      f"-> +{plan.local_version}")
+    p(
+        f"[bold]{plan.recipe}[/bold] variant={plan.variant} archs={','.join(plan.archs)} "
+        f"-> +{plan.local_version}"
+    )
     pin = src.get("commit") or src.get("sha256") or src.get("path")
-    p(f"source   {plan.source_name}: {src['kind']} {src.get('url', '')} @ {pin}"
-      + (f"  submodules={','.join(src['submodules'])}" if src.get("submodules") else ""))
+    p(
+        f"source   {plan.source_name}: {src['kind']} {src.get('url', '')} @ {pin}"
+        + (f"  submodules={','.join(src['submodules'])}" if src.get("submodules") else "")
+    )
     for pt in plan.patches:
         p(f"patch    {pt['file']} ({pt['sha256'][:12]}): {pt['reason']}")
     p(f"MAX_JOBS {plan.jobs}: {plan.jobs_reason}")

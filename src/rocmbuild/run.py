@@ -57,7 +57,8 @@ def run(
     hint: str | None = None,
     stdin: str | None = None,
 ) -> Completed:
-    """Run ``argv``; stdout and stderr are merged. ``env`` is the *full* environment (None: inherit).
+    """Run ``argv``; stdout and stderr are merged. ``env`` is the *full* environment
+    (None: inherit).
 
     Raises ``error`` (a CommandFailed subclass) when the command exits non-zero and ``check``,
     or when the program is missing.

@@ -39,7 +39,7 @@ class TorchInfo:
 
     @property
     def hip_short(self) -> str | None:
-        """"6.2.41133-dd7f95766" -> "6.2"."""
+        """ "6.2.41133-dd7f95766" -> "6.2"."""
         if not self.hip:
             return None
         m = re.match(r"(\d+)\.(\d+)", self.hip)
@@ -53,8 +53,10 @@ def _version_from_root(root: Path) -> str:
     header = root / "include" / "hip" / "hip_version.h"
     if header.is_file():
         text = header.read_text(errors="replace")
-        parts = [re.search(rf"#define HIP_VERSION_{k}\s+(\d+)", text) for k in
-                 ("MAJOR", "MINOR", "PATCH")]
+        parts = [
+            re.search(rf"#define HIP_VERSION_{k}\s+(\d+)", text)
+            for k in ("MAJOR", "MINOR", "PATCH")
+        ]
         if all(parts):
             return ".".join(p.group(1) for p in parts if p)
     return ""

@@ -45,8 +45,7 @@ def test_wheel_record_and_provenance(triton_build: dict) -> None:
             if not n.endswith("/"):
                 wf.read(n)
         meta = wf.read("flash_attn-2.8.3.post1+rocm6.2.gfx942.dist-info/METADATA").decode()
-        prov = json.loads(wf.read("flash_attn-2.8.3.post1+rocm6.2.gfx942.dist-info/"
-                                  "rocmbuild.json"))
+        prov = json.loads(wf.read("flash_attn-2.8.3.post1+rocm6.2.gfx942.dist-info/rocmbuild.json"))
     assert "Version: 2.8.3.post1+rocm6.2.gfx942" in meta
     assert not any(n.startswith("flash_attn-2.8.3.post1.dist-info") for n in names)
     assert prov["archs"] == ["gfx942"] and prov["variant"] == "triton"
@@ -61,12 +60,32 @@ def test_wheel_record_and_provenance(triton_build: dict) -> None:
 
 def test_pip_installs_and_reads_the_wheel(triton_build: dict, tmp_path: Path) -> None:
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
-                    "--target", str(target), str(triton_build["wheel"])], check=True)
-    code = ("import importlib.metadata as m, sys; d = m.distribution('flash-attn'); "
-            "print(d.version); print(any(str(f).endswith('rocmbuild.json') for f in d.files))")
-    out = subprocess.run([sys.executable, "-c", code], env={"PYTHONPATH": str(target)},
-                         capture_output=True, text=True, check=True).stdout.split()
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-index",
+            "--target",
+            str(target),
+            str(triton_build["wheel"]),
+        ],
+        check=True,
+    )
+    code = (
+        "import importlib.metadata as m, sys; d = m.distribution('flash-attn'); "
+        "print(d.version); print(any(str(f).endswith('rocmbuild.json') for f in d.files))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={"PYTHONPATH": str(target)},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert out == ["2.8.3.post1+rocm6.2.gfx942", "True"]
 
 
@@ -76,8 +95,9 @@ def test_second_run_is_a_noop_without_pip(triton_build: dict) -> None:
     assert len(logs) == 1
     before = (logs[0].stat().st_mtime_ns, logs[0].read_text().count("-m pip wheel"))
     assert before[1] == 1
-    res = rocmbuild("flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi",
-                    env=env)
+    res = rocmbuild(
+        "flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi", env=env
+    )
     assert res.returncode == 0, res.stderr
     path, sha, _, how = summary(res.stderr)
     assert how == "cached" and sha == summary(triton_build["stderr"])[1]
@@ -87,12 +107,32 @@ def test_second_run_is_a_noop_without_pip(triton_build: dict) -> None:
 
 def test_json_summary_and_force(triton_build: dict, tmp_path: Path) -> None:
     env = {**triton_build["env"], "ROCMBUILD_WHEEL_DIR": str(tmp_path / "out")}
-    res = rocmbuild("build", "flash-attn", "--arch", "gfx942", "--variant", "triton",
-                    "--source", "pypi", "--json", env=env)
+    res = rocmbuild(
+        "build",
+        "flash-attn",
+        "--arch",
+        "gfx942",
+        "--variant",
+        "triton",
+        "--source",
+        "pypi",
+        "--json",
+        env=env,
+    )
     data = json.loads(res.stdout)
     assert data["status"] == "cached" and Path(data["wheel"]).parent == tmp_path / "out"
-    res = rocmbuild("build", "flash-attn", "--arch", "gfx942", "--variant", "triton",
-                    "--source", "pypi", "--force", env=env)
+    res = rocmbuild(
+        "build",
+        "flash-attn",
+        "--arch",
+        "gfx942",
+        "--variant",
+        "triton",
+        "--source",
+        "pypi",
+        "--force",
+        env=env,
+    )
     assert res.returncode == 0, res.stderr
     assert summary(res.stderr)[3] == "built"
     assert zipfile.ZipFile(tmp_path / "out" / NAME).testzip() is None

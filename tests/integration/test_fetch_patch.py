@@ -111,8 +111,13 @@ def test_unsafe_archive_is_refused(tmp_path: Path) -> None:
 
 
 def git(*args: str, cwd: Path) -> str:
-    return subprocess.run(["git", "-c", "protocol.file.allow=always", *args], cwd=cwd, check=True,
-                          capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-c", "protocol.file.allow=always", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 @pytest.fixture
@@ -136,13 +141,15 @@ def repo_with_submodule(tmp_path: Path) -> tuple[Path, str]:
     return main, pinned
 
 
-def test_git_checkout_pinned_commit_with_submodule(tmp_path: Path,
-                                                   repo_with_submodule: tuple[Path, str]) -> None:
+def test_git_checkout_pinned_commit_with_submodule(
+    tmp_path: Path, repo_with_submodule: tuple[Path, str]
+) -> None:
     repo, pinned = repo_with_submodule
     url = f"file://{repo}"
     dest = tmp_path / "out"
-    fetch.git_checkout(url, pinned, ("csrc/composable_kernel",), tmp_path / "cache", dest,
-                       tmp_path / "fetch.log")
+    fetch.git_checkout(
+        url, pinned, ("csrc/composable_kernel",), tmp_path / "cache", dest, tmp_path / "fetch.log"
+    )
     assert (dest / "setup.py").read_text() == "v1\n"
     assert (dest / "csrc/composable_kernel/kernel.hpp").read_text() == "// ck\n"
     # second checkout comes from the mirror
@@ -154,8 +161,14 @@ def test_git_checkout_pinned_commit_with_submodule(tmp_path: Path,
 def test_git_unknown_commit(tmp_path: Path, repo_with_submodule: tuple[Path, str]) -> None:
     repo, _ = repo_with_submodule
     with pytest.raises(FetchError, match="commit 0{40} not found"):
-        fetch.git_checkout(f"file://{repo}", "0" * 40, (), tmp_path / "cache", tmp_path / "o",
-                           tmp_path / "fetch.log")
+        fetch.git_checkout(
+            f"file://{repo}",
+            "0" * 40,
+            (),
+            tmp_path / "cache",
+            tmp_path / "o",
+            tmp_path / "fetch.log",
+        )
 
 
 def test_patches_apply_and_a_failing_one_names_file_and_hunk(tmp_path: Path) -> None:
@@ -174,13 +187,22 @@ def test_patches_apply_and_a_failing_one_names_file_and_hunk(tmp_path: Path) -> 
     fields = dict.fromkeys(Plan.__dataclass_fields__, None)
 
     def plan_with(files: list[Path]) -> Plan:
-        return Plan(**{**fields, "recipe": "demo", "source_name": "default",  # type: ignore
-                       "source": {"sha256": "ab" * 32},
-                       "patches": tuple({"file": str(f), "sha256": "", "reason": ""}
-                                        for f in files)})
+        return Plan(
+            **{
+                **fields,
+                "recipe": "demo",
+                "source_name": "default",  # type: ignore
+                "source": {"sha256": "ab" * 32},
+                "patches": tuple({"file": str(f), "sha256": "", "reason": ""} for f in files),
+            }
+        )
 
-    ctx = Context(ws=config.workspace(str(tmp_path / "w")), log_dir=tmp_path / "logs",
-                  wheel_dir=tmp_path / "wh", artifacts={"tree": tree})
+    ctx = Context(
+        ws=config.workspace(str(tmp_path / "w")),
+        log_dir=tmp_path / "logs",
+        wheel_dir=tmp_path / "wh",
+        artifacts={"tree": tree},
+    )
     patch.run(plan_with([good]), ctx)
     assert (tree / "setup.py").read_text() == "a\nB\nc\n"
     before = (tree / "setup.py").read_text()

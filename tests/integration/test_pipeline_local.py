@@ -20,8 +20,9 @@ def make_recipe(tmp_path: Path, setup_py: str = SETUP, patch: str | None = None)
     (src / "demo").mkdir(parents=True)
     (src / "demo" / "__init__.py").write_text("VALUE = 1\n")
     (src / "setup.py").write_text(setup_py)
-    patch = patch or ("--- a/demo/__init__.py\n+++ b/demo/__init__.py\n@@ -1 +1 @@\n"
-                      "-VALUE = 1\n+VALUE = 2\n")
+    patch = patch or (
+        "--- a/demo/__init__.py\n+++ b/demo/__init__.py\n@@ -1 +1 @@\n-VALUE = 1\n+VALUE = 2\n"
+    )
     (tmp_path / "fix.patch").write_text(patch)
     sha = hashlib.sha256(patch.encode()).hexdigest()
     recipe = tmp_path / "demo.toml"
@@ -76,7 +77,7 @@ def test_failing_build_shows_tail_and_log_path(tmp_path: Path) -> None:
     line = next(x for x in res.stderr.splitlines() if x.startswith("build error:"))
     log_path = line.split("full log: ")[1].strip()
     assert Path(log_path).is_file() and "boom" in Path(log_path).read_text()
-    assert "Traceback (most recent call last):\n  File \"" not in res.stderr.split("build error:")[1]
+    assert 'Traceback (most recent call last):\n  File "' not in res.stderr.split("build error:")[1]
 
 
 def test_patch_that_does_not_apply_stops_before_build(tmp_path: Path) -> None:

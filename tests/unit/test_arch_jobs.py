@@ -21,7 +21,8 @@ def make_sysfs(root: Path, versions: list[int]) -> Path:
         node.mkdir(parents=True)
         node.joinpath("properties").write_text(
             f"cpu_cores_count {0 if v else 16}\nsimd_count {0 if not v else 304}\n"
-            f"gfx_target_version {v}\nvendor_id 4098\n")
+            f"gfx_target_version {v}\nvendor_id 4098\n"
+        )
     return root
 
 
@@ -60,15 +61,23 @@ def test_unknown_and_unsupported_archs() -> None:
         arch.parse_archs(" , ")
 
 
-def fake_root(tmp_path: Path, avail_gb: float, cg_limit_gb: float | None = None,
-              cg_used_gb: float = 0, cpu_max: str | None = None) -> Path:
+def fake_root(
+    tmp_path: Path,
+    avail_gb: float,
+    cg_limit_gb: float | None = None,
+    cg_used_gb: float = 0,
+    cpu_max: str | None = None,
+) -> Path:
     (tmp_path / "proc/self").mkdir(parents=True)
     (tmp_path / "proc/meminfo").write_text(
-        f"MemTotal: {int(avail_gb * 2 * 1024**2)} kB\nMemAvailable: {int(avail_gb * 1024**2)} kB\n")
+        f"MemTotal: {int(avail_gb * 2 * 1024**2)} kB\nMemAvailable: {int(avail_gb * 1024**2)} kB\n"
+    )
     (tmp_path / "proc/self/cgroup").write_text("0::/build.slice\n")
     cg = tmp_path / "sys/fs/cgroup/build.slice"
     cg.mkdir(parents=True)
-    (cg / "memory.max").write_text("max\n" if cg_limit_gb is None else f"{int(cg_limit_gb * GiB)}\n")
+    (cg / "memory.max").write_text(
+        "max\n" if cg_limit_gb is None else f"{int(cg_limit_gb * GiB)}\n"
+    )
     (cg / "memory.current").write_text(f"{int(cg_used_gb * GiB)}\n")
     if cpu_max:
         (cg / "cpu.max").write_text(cpu_max + "\n")

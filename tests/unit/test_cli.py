@@ -17,9 +17,14 @@ def test_help_documents_env_vars() -> None:
     for cmd in ("build", "plan", "recipes"):
         assert cmd in res.stdout
     build = rocmbuild("build", "--help").stdout
-    for flag, env in (("--arch", "ROCMBUILD_ARCH"), ("--jobs", "ROCMBUILD_JOBS"),
-                      ("--wheel-dir", "ROCMBUILD_WHEEL_DIR"), ("--workdir", "ROCMBUILD_WORKDIR"),
-                      ("--variant", "ROCMBUILD_VARIANT"), ("--source", "ROCMBUILD_SOURCE")):
+    for flag, env in (
+        ("--arch", "ROCMBUILD_ARCH"),
+        ("--jobs", "ROCMBUILD_JOBS"),
+        ("--wheel-dir", "ROCMBUILD_WHEEL_DIR"),
+        ("--workdir", "ROCMBUILD_WORKDIR"),
+        ("--variant", "ROCMBUILD_VARIANT"),
+        ("--source", "ROCMBUILD_SOURCE"),
+    ):
         assert flag in build and env in build, flag
 
 
@@ -34,16 +39,23 @@ def test_recipes_lists_variants_and_archs() -> None:
     assert "flash-attn" in table and "pytorch" in table
 
 
-@pytest.mark.parametrize("args,code,text", [
-    (["plan", "flash-attn", "--arch", "gfx1100"], 2, "gfx1100 is not supported"),
-    (["plan", "flash-attn", "--arch", "gfx9422"], 2, "unknown GPU architecture"),
-    (["plan", "flash-atn", "--arch", "gfx942"], 2, "did you mean flash-attn"),
-    (["plan", "flash-attn", "--arch", "gfx942", "--variant", "cuda"], 2, "no variant 'cuda'"),
-    (["plan", "flash-attn", "--arch", "gfx942", "--jobs", "0"], 2, "--jobs: must be at least 1"),
-    (["plan", "flash-attn", "--arch", "gfx942", "--jobs", "x"], 2, "invalid int value"),
-    (["build", "flash-attn", "--bogus"], 2, "unrecognized arguments: --bogus"),
-    (["plan", "flash-attn", "--arch", "gfx942", "--rocm-version", "six"], 2, "--rocm-version"),
-])
+@pytest.mark.parametrize(
+    "args,code,text",
+    [
+        (["plan", "flash-attn", "--arch", "gfx1100"], 2, "gfx1100 is not supported"),
+        (["plan", "flash-attn", "--arch", "gfx9422"], 2, "unknown GPU architecture"),
+        (["plan", "flash-atn", "--arch", "gfx942"], 2, "did you mean flash-attn"),
+        (["plan", "flash-attn", "--arch", "gfx942", "--variant", "cuda"], 2, "no variant 'cuda'"),
+        (
+            ["plan", "flash-attn", "--arch", "gfx942", "--jobs", "0"],
+            2,
+            "--jobs: must be at least 1",
+        ),
+        (["plan", "flash-attn", "--arch", "gfx942", "--jobs", "x"], 2, "invalid int value"),
+        (["build", "flash-attn", "--bogus"], 2, "unrecognized arguments: --bogus"),
+        (["plan", "flash-attn", "--arch", "gfx942", "--rocm-version", "six"], 2, "--rocm-version"),
+    ],
+)
 def test_bad_flags_give_one_line_errors(args: list[str], code: int, text: str) -> None:
     res = rocmbuild(*args)
     assert res.returncode == code, res.stderr
@@ -61,14 +73,20 @@ def test_native_without_gpu_exits_10(tmp_path: Path) -> None:
     assert res.returncode == 10 and "no AMD GPU found" in res.stderr
 
 
-@pytest.mark.parametrize("args,needs", [
-    (["flash-attn", "--arch", "gfx942"], ["a ROCm build of torch (found torch 2.13.0",
-                                          "a ROCm SDK >= 6.0"]),
-    (["flash-attn", "--arch", "gfx90a,gfx942", "--variant", "ck"], ["a ROCm build of torch"]),
-    (["pytorch", "--arch", "gfx942"], ["a ROCm SDK >= 6.0 with hipcc"]),
-])
-def test_rocm_only_builds_stop_before_fetching(tmp_path: Path, args: list[str],
-                                              needs: list[str]) -> None:
+@pytest.mark.parametrize(
+    "args,needs",
+    [
+        (
+            ["flash-attn", "--arch", "gfx942"],
+            ["a ROCm build of torch (found torch 2.13.0", "a ROCm SDK >= 6.0"],
+        ),
+        (["flash-attn", "--arch", "gfx90a,gfx942", "--variant", "ck"], ["a ROCm build of torch"]),
+        (["pytorch", "--arch", "gfx942"], ["a ROCm SDK >= 6.0 with hipcc"]),
+    ],
+)
+def test_rocm_only_builds_stop_before_fetching(
+    tmp_path: Path, args: list[str], needs: list[str]
+) -> None:
     env = {"ROCMBUILD_WORKDIR": str(tmp_path / "w"), "ROCM_PATH": "", "HIP_PATH": ""}
     res = rocmbuild(*args, env=env)
     assert res.returncode == 10, res.stderr
@@ -82,8 +100,12 @@ def test_rocm_only_builds_stop_before_fetching(tmp_path: Path, args: list[str],
 
 def test_ck_with_rocm_torch_but_no_sdk(tmp_path: Path, fake_rocm_torch: Path) -> None:
     """A fake ROCm torch (metadata-only fixture) satisfies the torch check; the SDK is missing."""
-    env = {"PYTHONPATH": str(fake_rocm_torch), "ROCMBUILD_WORKDIR": str(tmp_path / "w"),
-           "ROCM_PATH": "", "HIP_PATH": ""}
+    env = {
+        "PYTHONPATH": str(fake_rocm_torch),
+        "ROCMBUILD_WORKDIR": str(tmp_path / "w"),
+        "ROCM_PATH": "",
+        "HIP_PATH": "",
+    }
     res = rocmbuild("flash-attn", "--arch", "gfx942", env=env)
     assert res.returncode == 10
     assert "ROCm build of torch" not in res.stderr and "ROCm SDK >= 6.0" in res.stderr

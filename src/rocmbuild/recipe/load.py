@@ -37,13 +37,37 @@ HEX64 = re.compile(r"^[0-9a-f]{64}$")
 # Variables rocmbuild knows by name. An env key that is not one of these but is one typo away
 # from one is reported (GPU_ARCH -> GPU_ARCHS); other names pass, since recipes may set anything.
 KNOWN_ENV = (
-    "GPU_ARCHS", "MAX_JOBS", "BUILD_TARGET", "FLASH_ATTENTION_FORCE_BUILD",
-    "FLASH_ATTENTION_TRITON_AMD_ENABLE", "FLASH_ATTENTION_SKIP_CK_BUILD",
-    "FLASH_ATTENTION_FORCE_CXX11_ABI", "PYTORCH_ROCM_ARCH", "USE_ROCM", "USE_CUDA", "BUILD_TEST",
-    "USE_FLASH_ATTENTION", "USE_MEM_EFF_ATTENTION", "USE_NCCL", "USE_RCCL", "USE_KINETO",
-    "USE_MPI", "USE_DISTRIBUTED", "BUILD_DEBUG_INFO", "ROCM_PATH", "HIP_PATH", "ROCM_HOME",
-    "HIP_PLATFORM", "HIP_CXX", "HIP_ARCHS", "HIP_FLAGS", "CMAKE_BUILD_PARALLEL_LEVEL",
-    "CMAKE_ARGS", "PYTORCH_BUILD_VERSION", "PYTORCH_BUILD_NUMBER", "CMAKE_PREFIX_PATH",
+    "GPU_ARCHS",
+    "MAX_JOBS",
+    "BUILD_TARGET",
+    "FLASH_ATTENTION_FORCE_BUILD",
+    "FLASH_ATTENTION_TRITON_AMD_ENABLE",
+    "FLASH_ATTENTION_SKIP_CK_BUILD",
+    "FLASH_ATTENTION_FORCE_CXX11_ABI",
+    "PYTORCH_ROCM_ARCH",
+    "USE_ROCM",
+    "USE_CUDA",
+    "BUILD_TEST",
+    "USE_FLASH_ATTENTION",
+    "USE_MEM_EFF_ATTENTION",
+    "USE_NCCL",
+    "USE_RCCL",
+    "USE_KINETO",
+    "USE_MPI",
+    "USE_DISTRIBUTED",
+    "BUILD_DEBUG_INFO",
+    "ROCM_PATH",
+    "HIP_PATH",
+    "ROCM_HOME",
+    "HIP_PLATFORM",
+    "HIP_CXX",
+    "HIP_ARCHS",
+    "HIP_FLAGS",
+    "CMAKE_BUILD_PARALLEL_LEVEL",
+    "CMAKE_ARGS",
+    "PYTORCH_BUILD_VERSION",
+    "PYTORCH_BUILD_NUMBER",
+    "CMAKE_PREFIX_PATH",
 )
 
 SCHEMA: dict[str, Any] = {
@@ -51,25 +75,50 @@ SCHEMA: dict[str, Any] = {
     "package": {"name": str, "description": str},
     "target": {"rocm": str},
     "source": {
-        "git": str, "commit": str, "ref": str, "submodules": list, "sdist": dict, "url": str,
-        "sha256": str, "path": str, "alternatives": dict,
+        "git": str,
+        "commit": str,
+        "ref": str,
+        "submodules": list,
+        "sdist": dict,
+        "url": str,
+        "sha256": str,
+        "path": str,
+        "alternatives": dict,
     },
     "arch": {"supported": list, "env": dict},
     "build": {
-        "backend": str, "no_build_isolation": bool, "mem_per_job_gb": (int, float),
-        "disk_gb": (int, float), "env": dict, "python_requires": list, "host_requires": list,
-        "hipify": list, "pip_args": list, "default_variant": str,
+        "backend": str,
+        "no_build_isolation": bool,
+        "mem_per_job_gb": (int, float),
+        "disk_gb": (int, float),
+        "env": dict,
+        "python_requires": list,
+        "host_requires": list,
+        "hipify": list,
+        "pip_args": list,
+        "default_variant": str,
     },
     "variants": dict,
     "patches": list,
     "validate": {"imports": list, "kernel": str},
 }
 SOURCE_KEYS = ("git", "commit", "ref", "submodules", "sdist", "url", "sha256", "path")
-VARIANT_KEYS = {"description": str, "env": dict, "mem_per_job_gb": (int, float),
-                "host_requires": list, "disk_gb": (int, float)}
+VARIANT_KEYS = {
+    "description": str,
+    "env": dict,
+    "mem_per_job_gb": (int, float),
+    "host_requires": list,
+    "disk_gb": (int, float),
+}
 PATCH_KEYS = {"file": str, "sha256": str, "reason": str, "when": dict, "link": str}
-TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", list: "a list",
-              dict: "a table", (int, float): "a number"}
+TYPE_NAMES = {
+    str: "a string",
+    int: "an integer",
+    bool: "true or false",
+    list: "a list",
+    dict: "a table",
+    (int, float): "a number",
+}
 
 
 def _suggest(key: str, choices: Any, cutoff: float = 0.75) -> str:
@@ -120,7 +169,7 @@ class _Checker:
         for name, val in value.items():
             k = f"{key}.{name}"
             if not isinstance(val, str):
-                self.bad(k, f"expected a string, got {type(val).__name__} (quote it: \"{val}\")")
+                self.bad(k, f'expected a string, got {type(val).__name__} (quote it: "{val}")')
                 continue
             if name not in KNOWN_ENV:
                 close = difflib.get_close_matches(name, KNOWN_ENV, n=1, cutoff=0.9)
@@ -139,8 +188,12 @@ class _Checker:
             return
         for f in fields:
             if f not in PLACEHOLDERS:
-                self.bad(key, f"unknown placeholder {{{f}}}" + _suggest(f, PLACEHOLDERS)
-                         + f"; known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
+                self.bad(
+                    key,
+                    f"unknown placeholder {{{f}}}"
+                    + _suggest(f, PLACEHOLDERS)
+                    + f"; known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}",
+                )
 
     def source(self, data: Any, key: str) -> Source | None:
         if not isinstance(data, dict):
@@ -160,13 +213,21 @@ class _Checker:
             if not isinstance(url, str) or not url:
                 self.bad(f"{key}.git", "expected a repository URL")
             if not isinstance(commit, str) or not HEX40.match(commit):
-                self.bad(f"{key}.commit", f"must be a full 40-hex commit sha, got {commit!r} "
-                         "(a tag or short sha is not a pin: `git rev-parse <tag>^{commit}`)")
+                self.bad(
+                    f"{key}.commit",
+                    f"must be a full 40-hex commit sha, got {commit!r} "
+                    "(a tag or short sha is not a pin: `git rev-parse <tag>^{commit}`)",
+                )
             subs = data.get("submodules", [])
             if subs is True:
                 subs = ["*"]
-            return Source("git", url=str(url), commit=str(commit), ref=str(data.get("ref", "")),
-                          submodules=self.strings(subs, f"{key}.submodules"))
+            return Source(
+                "git",
+                url=str(url),
+                commit=str(commit),
+                ref=str(data.get("ref", "")),
+                submodules=self.strings(subs, f"{key}.submodules"),
+            )
         if kind == "sdist":
             sd = data["sdist"]
             if isinstance(sd, str):
@@ -179,11 +240,14 @@ class _Checker:
                     self.bad(f"{key}.sdist.{k}", "unknown key" + _suggest(k, ("url", "sha256")))
             url, sha = sd.get("url", ""), sd.get("sha256", "")
             if not isinstance(url, str) or not re.match(r"^(https?|file)://", url):
-                self.bad(f"{key}.sdist.url", f"expected an https://, http:// or file:// URL, "
-                         f"got {url!r}")
+                self.bad(
+                    f"{key}.sdist.url", f"expected an https://, http:// or file:// URL, got {url!r}"
+                )
             if not isinstance(sha, str) or not HEX64.match(sha):
-                self.bad(f"{key}.sdist.sha256", "must be the archive's 64-hex sha256 "
-                         "(`sha256sum <file>`)")
+                self.bad(
+                    f"{key}.sdist.sha256",
+                    "must be the archive's 64-hex sha256 (`sha256sum <file>`)",
+                )
             return Source("sdist", url=str(url), sha256=str(sha))
         p = data["path"]
         if not isinstance(p, str):
@@ -208,8 +272,12 @@ class _Checker:
         for item in items:
             base = re.split(r"[<>=]", item, maxsplit=1)[0]
             if base not in HOST_REQUIREMENTS:
-                self.bad(key, f"unknown requirement {item!r}" + _suggest(base, HOST_REQUIREMENTS)
-                         + f"; known: {', '.join(HOST_REQUIREMENTS)}")
+                self.bad(
+                    key,
+                    f"unknown requirement {item!r}"
+                    + _suggest(base, HOST_REQUIREMENTS)
+                    + f"; known: {', '.join(HOST_REQUIREMENTS)}",
+                )
         return items
 
 
@@ -253,27 +321,33 @@ def load(path: Path) -> Recipe:
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise RecipeError([f"{shown}: invalid TOML: {exc}"],
-                          hint="fix the syntax; see recipes/flash-attn.toml for an example") from exc
+        raise RecipeError(
+            [f"{shown}: invalid TOML: {exc}"],
+            hint="fix the syntax; see recipes/flash-attn.toml for an example",
+        ) from exc
     c = _Checker(shown)
     c.table(data, SCHEMA, "")
     sv = data.get("schema_version")
     if sv is None:
         c.bad("schema_version", f"missing (add `schema_version = {SCHEMA_VERSION}` at the top)")
     elif sv != SCHEMA_VERSION:
-        c.bad("schema_version", f"unsupported version {sv!r}; this rocmbuild reads "
-              f"{SCHEMA_VERSION}")
+        c.bad(
+            "schema_version", f"unsupported version {sv!r}; this rocmbuild reads {SCHEMA_VERSION}"
+        )
     pkg = data.get("package", {}) if isinstance(data.get("package"), dict) else {}
     name = pkg.get("name")
     if not isinstance(name, str) or not name:
-        c.bad("package.name", "missing (the distribution name, e.g. \"flash-attn\")")
+        c.bad("package.name", 'missing (the distribution name, e.g. "flash-attn")')
         name = path.stem
     source = c.source(data.get("source"), "source") if "source" in data else None
     if "source" not in data:
         c.bad("source", "missing (a [source] table with git, sdist or path)")
     alternatives: dict[str, Source] = {}
-    alts = data.get("source", {}).get("alternatives", {}) if isinstance(
-        data.get("source"), dict) else {}
+    alts = (
+        data.get("source", {}).get("alternatives", {})
+        if isinstance(data.get("source"), dict)
+        else {}
+    )
     if isinstance(alts, dict):
         for alt_name, alt in alts.items():
             if alt_name == "default":
@@ -290,8 +364,12 @@ def load(path: Path) -> Recipe:
     build = data.get("build", {}) if isinstance(data.get("build"), dict) else {}
     backend = build.get("backend", "pip-wheel")
     if isinstance(backend, str) and backend not in BACKENDS:
-        c.bad("build.backend", f"unknown backend {backend!r}" + _suggest(backend, BACKENDS)
-              + f"; known: {', '.join(BACKENDS)}")
+        c.bad(
+            "build.backend",
+            f"unknown backend {backend!r}"
+            + _suggest(backend, BACKENDS)
+            + f"; known: {', '.join(BACKENDS)}",
+        )
     variants: dict[str, Variant] = {}
     raw_variants = data.get("variants", {}) if isinstance(data.get("variants"), dict) else {}
     for vname, v in raw_variants.items():
@@ -305,14 +383,21 @@ def load(path: Path) -> Recipe:
             description=str(v.get("description", "")),
             env=c.env(v.get("env", {}), f"{key}.env"),
             mem_per_job_gb=c.number(v.get("mem_per_job_gb"), f"{key}.mem_per_job_gb", 0) or None,
-            host_requires=(c.host_requires(v["host_requires"], f"{key}.host_requires")
-                           if "host_requires" in v else None),
+            host_requires=(
+                c.host_requires(v["host_requires"], f"{key}.host_requires")
+                if "host_requires" in v
+                else None
+            ),
             disk_gb=c.number(v.get("disk_gb"), f"{key}.disk_gb", 0) or None,
         )
     default_variant = build.get("default_variant", next(iter(variants), "default"))
     if variants and default_variant not in variants:
-        c.bad("build.default_variant", f"{default_variant!r} is not a variant"
-              + _suggest(str(default_variant), variants, 0.5) + f"; variants: {', '.join(variants)}")
+        c.bad(
+            "build.default_variant",
+            f"{default_variant!r} is not a variant"
+            + _suggest(str(default_variant), variants, 0.5)
+            + f"; variants: {', '.join(variants)}",
+        )
     patches = _patches(c, data.get("patches", []), path, variants, alternatives)
     validate = data.get("validate", {}) if isinstance(data.get("validate"), dict) else {}
     hipify = c.strings(build.get("hipify", []), "build.hipify")
@@ -328,9 +413,11 @@ def load(path: Path) -> Recipe:
         "validate_imports": c.strings(validate.get("imports", []), "validate.imports"),
     }
     if c.problems or source is None:
-        raise RecipeError(c.problems or [f"{shown}: source: missing"],
-                          hint="fix the keys above; `rocmbuild plan <recipe> --arch gfx942` "
-                          "checks a recipe without building")
+        raise RecipeError(
+            c.problems or [f"{shown}: source: missing"],
+            hint="fix the keys above; `rocmbuild plan <recipe> --arch gfx942` "
+            "checks a recipe without building",
+        )
     return Recipe(
         path=path,
         name=name,
@@ -352,8 +439,13 @@ def load(path: Path) -> Recipe:
     )
 
 
-def _patches(c: _Checker, items: Any, path: Path, variants: dict[str, Variant],
-             alternatives: dict[str, Source]) -> tuple[Patch, ...]:
+def _patches(
+    c: _Checker,
+    items: Any,
+    path: Path,
+    variants: dict[str, Variant],
+    alternatives: dict[str, Source],
+) -> tuple[Patch, ...]:
     if not isinstance(items, list):
         return ()
     out: list[Patch] = []
@@ -384,33 +476,46 @@ def _patches(c: _Checker, items: Any, path: Path, variants: dict[str, Variant],
         when: list[tuple[str, tuple[str, ...]]] = []
         for wk, wv in (item.get("when") or {}).items():
             if wk not in WHEN_KEYS:
-                c.bad(f"{key}.when.{wk}", "unknown condition" + _suggest(wk, WHEN_KEYS)
-                      + f"; known: {', '.join(WHEN_KEYS)}")
+                c.bad(
+                    f"{key}.when.{wk}",
+                    "unknown condition"
+                    + _suggest(wk, WHEN_KEYS)
+                    + f"; known: {', '.join(WHEN_KEYS)}",
+                )
                 continue
             values = (wv,) if isinstance(wv, str) else c.strings(wv, f"{key}.when.{wk}")
             for v in values:
                 if not valid[wk](v):
                     c.bad(f"{key}.when.{wk}", f"{v!r} is not a known {wk.replace('_', ' ')}")
             when.append((wk, tuple(values)))
-        out.append(Patch(file=f, sha256=sha, reason=str(item.get("reason", "")), when=tuple(when),
-                         link=str(item.get("link", ""))))
+        out.append(
+            Patch(
+                file=f,
+                sha256=sha,
+                reason=str(item.get("reason", "")),
+                when=tuple(when),
+                link=str(item.get("link", "")),
+            )
+        )
     return tuple(out)
 
 
 def cli_list(args: argparse.Namespace) -> int:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in available():
         recipe = load(find_recipe(name))
-        rows.append({
-            "name": name,
-            "package": recipe.name,
-            "description": recipe.description,
-            "default_variant": recipe.default_variant,
-            "variants": {v.name: v.description for v in recipe.variants.values()},
-            "sources": ["default", *recipe.alternatives],
-            "archs": list(recipe.supported_archs),
-            "path": str(recipe.path),
-        })
+        rows.append(
+            {
+                "name": name,
+                "package": recipe.name,
+                "description": recipe.description,
+                "default_variant": recipe.default_variant,
+                "variants": {v.name: v.description for v in recipe.variants.values()},
+                "sources": ["default", *recipe.alternatives],
+                "archs": list(recipe.supported_archs),
+                "path": str(recipe.path),
+            }
+        )
     if args.json:
         log.out.print_json(json.dumps(rows))
         return 0
@@ -420,8 +525,12 @@ def cli_list(args: argparse.Namespace) -> int:
     for col in ("recipe", "variants (default first)", "sources", "archs"):
         table.add_column(col)
     for r in rows:
-        variants = sorted(r["variants"], key=lambda v: v != r["default_variant"])
-        table.add_row(r["name"], ", ".join(variants) or "-", ", ".join(r["sources"]),
-                      ", ".join(r["archs"]) or "any")
+        variants = sorted(r["variants"], key=lambda v: v != r["default_variant"])  # type: ignore
+        table.add_row(
+            r["name"],
+            ", ".join(variants) or "-",
+            ", ".join(r["sources"]),
+            ", ".join(r["archs"]) or "any",
+        )
     log.out.print(table)
     return 0

@@ -19,7 +19,13 @@ WHEN_KEYS = ("variant", "source", "arch", "gpu_vendor")
 """Keys of a patch's ``when`` table; each value is a string or a list of strings (any matches)."""
 
 PLACEHOLDERS = (
-    "archs", "archs_comma", "jobs", "rocm_path", "rocm_version", "hip_compiler", "hip_flags",
+    "archs",
+    "archs_comma",
+    "jobs",
+    "rocm_path",
+    "rocm_version",
+    "hip_compiler",
+    "hip_flags",
 )
 """Placeholders usable in env values and commands: ``{archs}`` is the ';'-joined target list,
 ``{archs_comma}`` the ','-joined one, ``{jobs}`` MAX_JOBS, ``{rocm_path}`` / ``{rocm_version}`` the

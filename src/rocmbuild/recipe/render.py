@@ -74,8 +74,10 @@ def _fill(template: str, values: Mapping[str, str], where: str) -> str:
     try:
         return template.format_map(values)
     except KeyError as exc:  # a placeholder that needs something the host does not have
-        raise ToolchainError(f"{where}: {{{exc.args[0]}}} cannot be resolved on this host",
-                             hint="run `rocmbuild doctor` to see what is missing") from exc
+        raise ToolchainError(
+            f"{where}: {{{exc.args[0]}}} cannot be resolved on this host",
+            hint="run `rocmbuild doctor` to see what is missing",
+        ) from exc
 
 
 def _applies(patch: Patch, facts: Mapping[str, tuple[str, ...]]) -> bool:
@@ -89,8 +91,9 @@ def render(recipe: Recipe, target: Target) -> Plan:
             hint=f"variants: {', '.join(recipe.variants)}",
         )
     if not recipe.variants and target.variant not in (None, "default"):
-        raise UsageError(f"--variant: {recipe.path.stem} has no variants",
-                         hint="leave --variant out")
+        raise UsageError(
+            f"--variant: {recipe.path.stem} has no variants", hint="leave --variant out"
+        )
     variant_name = target.variant or recipe.default_variant
     variant = recipe.variants.get(variant_name)
     if target.source == "default":
@@ -103,16 +106,21 @@ def render(recipe: Recipe, target: Target) -> Plan:
             hint="sources: " + ", ".join(["default", *recipe.alternatives]),
         )
     if target.gpu_vendor not in ("amd", "nvidia"):
-        raise UsageError(f"--gpu-vendor: {target.gpu_vendor!r} is not amd or nvidia",
-                         hint="amd is the default; nvidia only for checking HIP-portable code "
-                         "(Triton) on NVIDIA GPUs")
-    archs = arch.parse_archs(target.arch, recipe.supported_archs, f"{recipe.path.name}: "
-                             "arch.supported")
-    mem = (variant.mem_per_job_gb if variant and variant.mem_per_job_gb else
-           recipe.mem_per_job_gb)
+        raise UsageError(
+            f"--gpu-vendor: {target.gpu_vendor!r} is not amd or nvidia",
+            hint="amd is the default; nvidia only for checking HIP-portable code "
+            "(Triton) on NVIDIA GPUs",
+        )
+    archs = arch.parse_archs(
+        target.arch, recipe.supported_archs, f"{recipe.path.name}: arch.supported"
+    )
+    mem = variant.mem_per_job_gb if variant and variant.mem_per_job_gb else recipe.mem_per_job_gb
     disk = variant.disk_gb if variant and variant.disk_gb else recipe.disk_gb
-    host_requires = (variant.host_requires if variant and variant.host_requires is not None
-                     else recipe.host_requires)
+    host_requires = (
+        variant.host_requires
+        if variant and variant.host_requires is not None
+        else recipe.host_requires
+    )
     job_plan = jobs.plan_jobs(mem, target.jobs)
     root = toolchain.find_rocm_root(target.rocm_path)
     torch = toolchain.torch_info()
@@ -126,8 +134,10 @@ def render(recipe: Recipe, target: Target) -> Plan:
     else:
         rocm_version, rocm_from = recipe.rocm_default, f"{recipe.path.name}: target.rocm"
     if not re.fullmatch(r"\d+(\.\d+)*", rocm_version):
-        raise UsageError(f"--rocm-version: {rocm_version!r} is not a version like 6.2",
-                         hint="e.g. --rocm-version 6.2")
+        raise UsageError(
+            f"--rocm-version: {rocm_version!r} is not a version like 6.2",
+            hint="e.g. --rocm-version 6.2",
+        )
 
     values = {
         "archs": ";".join(archs),
@@ -137,8 +147,9 @@ def render(recipe: Recipe, target: Target) -> Plan:
     }
     if root is not None and root.kind == "rocm":
         values["rocm_path"] = str(root.path)
-    uses_compiler = any("{hip_" in v for _, v in (*recipe.env, *recipe.arch_env,
-                                                   *(variant.env if variant else ())))
+    uses_compiler = any(
+        "{hip_" in v for _, v in (*recipe.env, *recipe.arch_env, *(variant.env if variant else ()))
+    )
     compiler_versions: dict[str, str] = {}
     if uses_compiler or "hip-compiler" in host_requires:
         values.update(_compiler_values(compiler_versions))
@@ -149,17 +160,25 @@ def render(recipe: Recipe, target: Target) -> Plan:
         env["HIP_PATH"] = str(root.path)
     keyed_env: dict[str, str] = dict(env)
     key_values = dict(values, jobs="{jobs}")
-    for where, pairs in (("build.env", recipe.env), ("arch.env", recipe.arch_env),
-                         (f"variants.{variant_name}.env", variant.env if variant else ())):
+    for where, pairs in (
+        ("build.env", recipe.env),
+        ("arch.env", recipe.arch_env),
+        (f"variants.{variant_name}.env", variant.env if variant else ()),
+    ):
         for name, template in pairs:
             env[name] = _fill(template, values, f"{recipe.path.name}: {where}.{name}")
             keyed_env[name] = _fill(template, key_values, f"{recipe.path.name}: {where}.{name}")
 
-    facts = {"variant": (variant_name,), "source": (target.source,), "arch": archs,
-             "gpu_vendor": (target.gpu_vendor,)}
+    facts = {
+        "variant": (variant_name,),
+        "source": (target.source,),
+        "arch": archs,
+        "gpu_vendor": (target.gpu_vendor,),
+    }
     patches = tuple(
         {"file": str(_rel(p.file)), "sha256": p.sha256, "reason": p.reason, "link": p.link}
-        for p in recipe.patches if _applies(p, facts)
+        for p in recipe.patches
+        if _applies(p, facts)
     )
     hipify = tuple(_fill(a, values, f"{recipe.path.name}: build.hipify") for a in recipe.hipify)
     wheel_cmd = ["python", "-m", "pip", "wheel", "-v", "--no-deps", "--no-cache-dir"]
@@ -200,9 +219,14 @@ def render(recipe: Recipe, target: Target) -> Plan:
         commands=(tuple(wheel_cmd),),
         python_requires=recipe.python_requires,
         host_requires=host_requires,
-        rocm={"version": rocm_version, "version_from": rocm_from,
-              "root": str(root.path) if root else None, "root_kind": root.kind if root else None,
-              "root_version": root.version if root else None, "compiler": compiler_versions},
+        rocm={
+            "version": rocm_version,
+            "version_from": rocm_from,
+            "root": str(root.path) if root else None,
+            "root_kind": root.kind if root else None,
+            "root_version": root.version if root else None,
+            "compiler": compiler_versions,
+        },
         local_version=local,
         host=host,
         validate={"imports": list(recipe.validate_imports), "kernel": recipe.validate_kernel},
@@ -238,8 +262,9 @@ def _tree_digest(root: Path) -> str:
     h = hashlib.sha256()
     for f in sorted(root.rglob("*")):
         rel = f.relative_to(root)
-        if f.is_file() and not any(part in (".git", "__pycache__", "build", "_skbuild")
-                                   for part in rel.parts):
+        if f.is_file() and not any(
+            part in (".git", "__pycache__", "build", "_skbuild") for part in rel.parts
+        ):
             h.update(str(rel).encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 

@@ -4,10 +4,10 @@ ETA, and hand back the one wheel produced. On failure: the last 30 lines, then t
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
-import json
 import sys
 import threading
 import time
@@ -36,10 +36,15 @@ class _Progress:
         self.lines = 0
         self.last_note = time.monotonic()
         if log.level() == 1 and log.is_tty():
-            self.bar = Progress(TextColumn("  {task.description}"), BarColumn(),
-                                TextColumn("{task.completed}/{task.total}"),
-                                TimeElapsedColumn(), TimeRemainingColumn(), console=log.console,
-                                transient=True)
+            self.bar = Progress(
+                TextColumn("  {task.description}"),
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total}"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=log.console,
+                transient=True,
+            )
             self.task = self.bar.add_task(label, total=None)
             self.bar.start()
 
@@ -93,13 +98,16 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     progress = _Progress(f"building {plan.package} ({plan.variant}, MAX_JOBS={plan.jobs})")
     # Probe torch (the ABI flag needs an import, about a second) while the build runs.
     torch: dict[str, Any] = {}
-    prober = threading.Thread(target=lambda: torch.update(torch_facts(ctx.log_dir / "torch.log")),
-                              daemon=True)
+    prober = threading.Thread(
+        target=lambda: torch.update(torch_facts(ctx.log_dir / "torch.log")), daemon=True
+    )
     prober.start()
     try:
         for command in plan.commands:
-            argv = [sys.executable if a == "python" else a.replace("{wheel_tmp}", str(out_dir))
-                    for a in command]
+            argv = [
+                sys.executable if a == "python" else a.replace("{wheel_tmp}", str(out_dir))
+                for a in command
+            ]
             sh(argv, cwd=tree, env=env, log_path=log_path, on_line=progress)
     except CommandFailed as exc:
         raise BuildError(
@@ -112,7 +120,14 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         prober.join()
     wheels = sorted(out_dir.glob("*.whl"))
     if len(wheels) != 1:
-        raise BuildError(f"{plan.recipe}: expected one wheel in {out_dir}, found {len(wheels)}",
-                         hint=f"see {log_path}")
-    return StageResult(Status.SUCCESS, time.monotonic() - start, wheels[0].name, log_path,
-                       {"raw_wheel": wheels[0], "build_log": log_path, "torch": torch})
+        raise BuildError(
+            f"{plan.recipe}: expected one wheel in {out_dir}, found {len(wheels)}",
+            hint=f"see {log_path}",
+        )
+    return StageResult(
+        Status.SUCCESS,
+        time.monotonic() - start,
+        wheels[0].name,
+        log_path,
+        {"raw_wheel": wheels[0], "build_log": log_path, "torch": torch},
+    )

@@ -52,13 +52,17 @@ def _retry(what: str, fn: Callable[[], T]) -> T:
         except (OSError, CommandFailed) as exc:
             last = exc
             if attempt < ATTEMPTS:
-                log.warn(f"{what}: {_short(exc)}; retrying in {delay:g}s "
-                         f"(attempt {attempt + 1} of {ATTEMPTS})")
+                log.warn(
+                    f"{what}: {_short(exc)}; retrying in {delay:g}s "
+                    f"(attempt {attempt + 1} of {ATTEMPTS})"
+                )
                 time.sleep(delay)
                 delay *= 2
-    raise FetchError(f"{what}: failed {ATTEMPTS} times; last error: {_short(last)}",
-                     hint="check the network or proxy (https_proxy), then run again; "
-                     "completed downloads are kept in the cache")
+    raise FetchError(
+        f"{what}: failed {ATTEMPTS} times; last error: {_short(last)}",
+        hint="check the network or proxy (https_proxy), then run again; "
+        "completed downloads are kept in the cache",
+    )
 
 
 def _short(exc: Exception | None) -> str:
@@ -149,17 +153,21 @@ def extract(archive: Path, dest: Path) -> Path:
                 for member in zf.namelist():
                     target = (tmp / member).resolve()
                     if not target.is_relative_to(tmp.resolve()):
-                        raise FetchError(f"{archive.name}: member {member!r} escapes the "
-                                         "extraction directory; refusing to extract",
-                                         hint="the archive is unsafe; check the source pin")
+                        raise FetchError(
+                            f"{archive.name}: member {member!r} escapes the "
+                            "extraction directory; refusing to extract",
+                            hint="the archive is unsafe; check the source pin",
+                        )
                 zf.extractall(tmp)
         else:
             with tarfile.open(archive) as tf:
                 try:
                     tf.extractall(tmp, filter="data")
                 except tarfile.FilterError as exc:
-                    raise FetchError(f"{archive.name}: unsafe member refused: {exc}",
-                                     hint="the archive is unsafe; check the source pin") from exc
+                    raise FetchError(
+                        f"{archive.name}: unsafe member refused: {exc}",
+                        hint="the archive is unsafe; check the source pin",
+                    ) from exc
         entries = list(tmp.iterdir())
         root = entries[0] if len(entries) == 1 and entries[0].is_dir() else tmp
         os.replace(root, dest)
@@ -174,40 +182,96 @@ def _git_env() -> dict[str, str]:
     return env
 
 
-def git_checkout(url: str, commit: str, submodules: tuple[str, ...], cache: Path, dest: Path,
-                 log_path: Path) -> Path:
+def git_checkout(
+    url: str, commit: str, submodules: tuple[str, ...], cache: Path, dest: Path, log_path: Path
+) -> Path:
     mirror = cache / "git" / hashlib.sha256(url.encode()).hexdigest()[:16]
     env = _git_env()
     if not (mirror / "HEAD").exists():
-        tmp = Path(tempfile.mkdtemp(dir=mirror.parent if mirror.parent.exists() else
-                                    _mk(mirror.parent), prefix=".clone-"))
+        tmp = Path(
+            tempfile.mkdtemp(
+                dir=mirror.parent if mirror.parent.exists() else _mk(mirror.parent),
+                prefix=".clone-",
+            )
+        )
         shutil.rmtree(tmp)
-        _retry(f"git clone {url}", lambda: sh(["git", "clone", "--mirror", "--quiet", url,
-                                                str(tmp)], env=env, log_path=log_path))
+        _retry(
+            f"git clone {url}",
+            lambda: sh(
+                ["git", "clone", "--mirror", "--quiet", url, str(tmp)], env=env, log_path=log_path
+            ),
+        )
         os.replace(tmp, mirror)
-    present = sh(["git", "-C", str(mirror), "cat-file", "-e", f"{commit}^{{commit}}"],
-                 env=env, check=False, log_path=log_path).returncode == 0
+    present = (
+        sh(
+            ["git", "-C", str(mirror), "cat-file", "-e", f"{commit}^{{commit}}"],
+            env=env,
+            check=False,
+            log_path=log_path,
+        ).returncode
+        == 0
+    )
     if not present:
-        _retry(f"git fetch {url}", lambda: sh(["git", "-C", str(mirror), "fetch", "--quiet",
-                                                "origin", "+refs/*:refs/*"], env=env,
-                                               log_path=log_path))
-        present = sh(["git", "-C", str(mirror), "cat-file", "-e", f"{commit}^{{commit}}"],
-                     env=env, check=False, log_path=log_path).returncode == 0
+        _retry(
+            f"git fetch {url}",
+            lambda: sh(
+                ["git", "-C", str(mirror), "fetch", "--quiet", "origin", "+refs/*:refs/*"],
+                env=env,
+                log_path=log_path,
+            ),
+        )
+        present = (
+            sh(
+                ["git", "-C", str(mirror), "cat-file", "-e", f"{commit}^{{commit}}"],
+                env=env,
+                check=False,
+                log_path=log_path,
+            ).returncode
+            == 0
+        )
         if not present:
-            raise FetchError(f"{url}: commit {commit} not found",
-                             hint="check source.commit in the recipe (a full 40-hex sha that "
-                             "exists upstream)")
-    sh(["git", "clone", "--quiet", "--no-checkout", str(mirror), str(dest)], env=env,
-       log_path=log_path)
+            raise FetchError(
+                f"{url}: commit {commit} not found",
+                hint="check source.commit in the recipe (a full 40-hex sha that exists upstream)",
+            )
+    sh(
+        ["git", "clone", "--quiet", "--no-checkout", str(mirror), str(dest)],
+        env=env,
+        log_path=log_path,
+    )
     sh(["git", "-C", str(dest), "remote", "set-url", "origin", url], env=env, log_path=log_path)
-    sh(["git", "-C", str(dest), "-c", "advice.detachedHead=false", "checkout", "--quiet",
-        "--detach", commit], env=env, log_path=log_path)
+    sh(
+        [
+            "git",
+            "-C",
+            str(dest),
+            "-c",
+            "advice.detachedHead=false",
+            "checkout",
+            "--quiet",
+            "--detach",
+            commit,
+        ],
+        env=env,
+        log_path=log_path,
+    )
     if submodules:
-        args = ["git", "-C", str(dest), "-c", "protocol.file.allow=always", "submodule",
-                "update", "--init", "--quiet"]
+        args = [
+            "git",
+            "-C",
+            str(dest),
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "update",
+            "--init",
+            "--quiet",
+        ]
         args += ["--recursive"] if "*" in submodules else ["--", *submodules]
-        _retry(f"git submodule update ({', '.join(submodules)})",
-               lambda: sh(args, env=env, log_path=log_path))
+        _retry(
+            f"git submodule update ({', '.join(submodules)})",
+            lambda: sh(args, env=env, log_path=log_path),
+        )
     return dest
 
 
@@ -225,8 +289,12 @@ def _discard(dest: Path) -> None:
         os.replace(dest, aside)
         old.append(aside)
     if old:
-        threading.Thread(target=lambda: [shutil.rmtree(p, ignore_errors=True) for p in old],
-                         daemon=True).start()
+
+        def remove() -> None:
+            for p in old:
+                shutil.rmtree(p, ignore_errors=True)
+
+        threading.Thread(target=remove, daemon=True).start()
 
 
 def run(plan: Plan, ctx: Context) -> StageResult:
@@ -242,14 +310,19 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         extract(archive, dest)
         reason = f"sdist {archive.name}" + (" (cached download)" if cached else "")
     elif src["kind"] == "git":
-        git_checkout(src["url"], src["commit"], tuple(src["submodules"]), ctx.ws.cache, dest,
-                     log_path)
+        git_checkout(
+            src["url"], src["commit"], tuple(src["submodules"]), ctx.ws.cache, dest, log_path
+        )
         reason = f"git {src['url']} @ {src['commit'][:12]}"
     else:
         origin = Path(src["path"])
         origin = origin if origin.is_absolute() else REPO_ROOT / origin
-        shutil.copytree(origin, dest, ignore=shutil.ignore_patterns(
-            "build", "_skbuild", "__pycache__", "*.egg-info", ".git", "dist"))
+        shutil.copytree(
+            origin,
+            dest,
+            ignore=shutil.ignore_patterns(
+                "build", "_skbuild", "__pycache__", "*.egg-info", ".git", "dist"
+            ),
+        )
         reason = f"path {origin}"
-    return StageResult(Status.SUCCESS, time.monotonic() - start, reason, log_path,
-                       {"tree": dest})
+    return StageResult(Status.SUCCESS, time.monotonic() - start, reason, log_path, {"tree": dest})

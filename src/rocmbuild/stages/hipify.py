@@ -23,6 +23,9 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     try:
         sh(argv, cwd=ctx.artifacts["tree"], env={**os.environ, **plan.env}, log_path=log_path)
     except CommandFailed as exc:
-        raise BuildError(f"hipify ({' '.join(plan.hipify)}) failed: {exc.message}",
-                         hint=exc.hint, detail=exc.detail) from exc
+        raise BuildError(
+            f"hipify ({' '.join(plan.hipify)}) failed: {exc.message}",
+            hint=exc.hint,
+            detail=exc.detail,
+        ) from exc
     return StageResult(Status.SUCCESS, time.monotonic() - start, " ".join(plan.hipify), log_path)

@@ -34,14 +34,25 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         pfile = Path(patch["file"])
         pfile = pfile if pfile.is_absolute() else REPO_ROOT / pfile
         try:
-            sh(["git", "apply", "--check", "-v", str(pfile)], cwd=tree, env=env,
-               log_path=log_path, capture=True)
+            sh(
+                ["git", "apply", "--check", "-v", str(pfile)],
+                cwd=tree,
+                env=env,
+                log_path=log_path,
+                capture=True,
+            )
         except CommandFailed as exc:
             text = exc.detail or ""
             m = _FAILED.search(text)
-            where = (f"hunk at {m.group(1)}:{m.group(2)} does not apply" if m else
-                     (f"{mm.group(1)} is missing from the source"
-                      if (mm := _MISSING.search(text)) else "does not apply"))
+            where = (
+                f"hunk at {m.group(1)}:{m.group(2)} does not apply"
+                if m
+                else (
+                    f"{mm.group(1)} is missing from the source"
+                    if (mm := _MISSING.search(text))
+                    else "does not apply"
+                )
+            )
             raise PatchError(
                 f"{patch['file']}: {where} ({plan.recipe} source {plan.source_name} @ "
                 f"{_pin(plan)})",
@@ -50,8 +61,9 @@ def run(plan: Plan, ctx: Context) -> StageResult:
                 detail=text,
             ) from exc
         sh(["git", "apply", str(pfile)], cwd=tree, env=env, log_path=log_path)
-    return StageResult(Status.SUCCESS, time.monotonic() - start,
-                       f"{len(plan.patches)} patch(es) applied", log_path)
+    return StageResult(
+        Status.SUCCESS, time.monotonic() - start, f"{len(plan.patches)} patch(es) applied", log_path
+    )
 
 
 def _pin(plan: Plan) -> str:

@@ -30,6 +30,7 @@ from rocmbuild.stages import Context
 
 PROVENANCE = "rocmbuild.json"
 
+
 def retag(src: Path, out_dir: Path, local: str, provenance: dict[str, Any]) -> Path:
     """Write ``src`` with ``+local`` appended to its version and rocmbuild.json added."""
     name, version, build, tags = parse_wheel_filename(src.name)
@@ -125,10 +126,14 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         "plan": plan.to_json(),
     }
     try:
-        tagged = retag(raw, ctx.log_dir.parent / f".{plan.short_key}-tagged", plan.local_version,
-                       provenance)
+        tagged = retag(
+            raw, ctx.log_dir.parent / f".{plan.short_key}-tagged", plan.local_version, provenance
+        )
     except (zipfile.BadZipFile, KeyError, ValueError) as exc:
-        raise BuildError(f"{raw.name}: cannot retag: {exc}",
-                         hint="the backend produced an unreadable wheel; see the build log") from exc
-    return StageResult(Status.SUCCESS, time.monotonic() - start, tagged.name, log_path,
-                       {"wheel": tagged})
+        raise BuildError(
+            f"{raw.name}: cannot retag: {exc}",
+            hint="the backend produced an unreadable wheel; see the build log",
+        ) from exc
+    return StageResult(
+        Status.SUCCESS, time.monotonic() - start, tagged.name, log_path, {"wheel": tagged}
+    )
