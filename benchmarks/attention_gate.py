@@ -75,6 +75,24 @@ def cases_summary(data: dict) -> str:
     return "; ".join(out)
 
 
+def _baseline_steps(out: Path, summary: list[str]) -> None:
+    rc, base = validate(out, "sdpa-quick-1", "--kernel", "sdpa", "--quick")
+    rc2, d = validate(out, "sdpa-quick-2", "--kernel", "sdpa", "--quick", "--baseline",
+                      str(out / "sdpa-quick-1.json"))
+    summary.append(f"baseline same-host rerun: exit {rc2} status {d.get('status')}")
+    inflated = json.loads((out / "sdpa-quick-1.json").read_text())
+    for run_ in inflated["kernels"]["runs"]:
+        for e in run_.get("throughput") or []:
+            for dd in ("fwd", "bwd"):
+                if dd in e:
+                    e[dd]["tflops"] *= 1.3
+    (out / "inflated-baseline.json").write_text(json.dumps(inflated))
+    rc3, d = validate(out, "sdpa-quick-3", "--kernel", "sdpa", "--quick", "--baseline",
+                      str(out / "inflated-baseline.json"))
+    summary.append(f"baseline 30% higher: exit {rc3} status {d.get('status')} "
+                   f"({(d.get('failures') or ['-'])[-1][:160]})")
+
+
 class _Summary(list):
     """Printed and written as each step finishes, so a killed run still leaves its results."""
 
@@ -94,42 +112,44 @@ def main() -> int:
     p.add_argument("--wheel", default=None)
     p.add_argument("--bad-wheel", default=None)
     p.add_argument("--full-flash-attn", action="store_true")
+    p.add_argument("--steps", default="sdpa,faults,baseline,unpatched,fa-quick,fa-full",
+                   help="comma-separated subset of the steps to run")
     a = p.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     summary = _Summary(out / "summary.txt")
 
-    rc, sdpa = validate(out, "sdpa", "--kernel", "sdpa", "--cross-check")
-    summary.append(f"sdpa full: exit {rc} status {sdpa.get('status')} :: {cases_summary(sdpa)}")
-    agree = agreement(sdpa)
-    for fault in ("scale", "no-causal", "nan"):
+    steps = set(a.steps.split(","))
+    sdpa: dict = {}
+    fa: dict = {}
+    agree: list[tuple[str, str, float, float, float]] = []
+    if a.wheel and "fa-full" in steps and "fa-quick" not in steps:
+        base = ["--baseline", str(out / "fa-quick.json")] if (out / "fa-quick.json").is_file() \
+            else []
+        rc, fa = validate(out, "fa-full", a.wheel, "--keep-broken", "--cross-check", *base,
+                          timeout=float(os.environ.get("FA_FULL_TIMEOUT", "400")))
+        summary.append(f"flash-attn full: exit {rc} status {fa.get('status')} :: "
+                       f"{cases_summary(fa)} :: {(fa.get('failures') or ['-'])[0][:300]}")
+        agree += agreement(fa)
+    if "sdpa" in steps:
+        rc, sdpa = validate(out, "sdpa", "--kernel", "sdpa", "--cross-check")
+        summary.append(f"sdpa full: exit {rc} status {sdpa.get('status')} :: "
+                       f"{cases_summary(sdpa)}")
+        agree += agreement(sdpa)
+    for fault in ("scale", "no-causal", "nan") if "faults" in steps else ():
         rc, d = validate(out, f"fault-{fault}", "--kernel", "sdpa", "--quick",
                          "--inject-fault", fault)
         fails = d.get("kernels", {}).get("runs", [{}])[0].get("failures", [])
         summary.append(f"fault {fault}: exit {rc} status {d.get('status')} "
                        f"({len(fails)} failures; first: {fails[0] if fails else '-'})")
-    rc, base = validate(out, "sdpa-quick-1", "--kernel", "sdpa", "--quick")
-    rc2, d = validate(out, "sdpa-quick-2", "--kernel", "sdpa", "--quick", "--baseline",
-                      str(out / "sdpa-quick-1.json"))
-    summary.append(f"baseline same-host rerun: exit {rc2} status {d.get('status')}")
-    inflated = json.loads((out / "sdpa-quick-1.json").read_text())
-    for run_ in inflated["kernels"]["runs"]:
-        for e in run_.get("throughput") or []:
-            for dd in ("fwd", "bwd"):
-                if dd in e:
-                    e[dd]["tflops"] *= 1.3
-    (out / "inflated-baseline.json").write_text(json.dumps(inflated))
-    rc3, d = validate(out, "sdpa-quick-3", "--kernel", "sdpa", "--quick", "--baseline",
-                      str(out / "inflated-baseline.json"))
-    summary.append(f"baseline 30% higher: exit {rc3} status {d.get('status')} "
-                   f"({(d.get('failures') or ['-'])[-1][:160]})")
-    fa = {}
-    if a.bad_wheel:
+    if "baseline" in steps:
+        _baseline_steps(out, summary)
+    if a.bad_wheel and "unpatched" in steps:
         rc, d = validate(out, "fa-unpatched", a.bad_wheel, "--quick", "--keep-broken",
                          timeout=300)
         summary.append(f"flash-attn UNPATCHED quick: exit {rc} status {d.get('status')} "
                        f"({(d.get('failures') or ['-'])[0][:200]})")
-    if a.wheel:
+    if a.wheel and "fa-quick" in steps:
         rc, fa = validate(out, "fa-quick", a.wheel, "--quick", "--cross-check", "--keep-broken",
                           timeout=600)
         summary.append(f"flash-attn quick: exit {rc} status {fa.get('status')} :: "

@@ -20,7 +20,7 @@ def test_sdpa_passes_correctness():
     res = attention.gate("sdpa", quick=True, throughput=False)
     assert res["status"] == "passed", res.get("failures")
     statuses = [c["status"] for c in res["correctness"]]
-    assert statuses.count("passed") >= 4
+    assert statuses.count("passed") >= 3  # SDPA skips varlen and Sq != Sk causal
 
 
 @pytest.mark.parametrize("fault", attention.FAULTS)

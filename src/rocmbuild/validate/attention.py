@@ -468,20 +468,56 @@ def _cumsum(xs: tuple[int, ...]) -> list[int]:
     return out
 
 
+_CYCLES_PER_MS: list[float] = []
+
+
+def _sleep_fn() -> Callable[[float], None] | None:
+    """A device-side busy wait of ``ms`` milliseconds (torch.cuda._sleep, calibrated once), or
+    None when this torch lacks it."""
+    import torch
+
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is None:
+        return None
+    if not _CYCLES_PER_MS:
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        sleep(1_000_000)  # warm
+        s.record()
+        sleep(20_000_000)
+        e.record()
+        torch.cuda.synchronize()
+        _CYCLES_PER_MS.append(20_000_000 / max(s.elapsed_time(e), 1e-3))
+    cpm = _CYCLES_PER_MS[0]
+    return lambda ms: sleep(int(cpm * ms))
+
+
 def time_calls(fn: Callable[[int], Any], n_sets: int, warmup: int, repeats: int,
                rounds: int) -> tuple[float, float, list[float]]:
     """Time ``fn(set_index)`` with device events; warm up, rotate input sets, ``rounds`` rounds of
-    ``repeats`` calls. Returns (median ms, run-to-run spread, all samples)."""
+    ``repeats`` calls. Returns (median ms, run-to-run spread, all samples).
+
+    Before each timed call the device is kept busy (a calibrated ``torch.cuda._sleep``) for a few
+    times the call's host-side launch cost, so the start event and the kernels are queued back to
+    back and the events measure device time, not Python/launch overhead (what do_bench's L2 flush
+    achieves as a side effect). Input sets larger than L2 are rotated instead of flushing.
+    """
     import torch
 
+    host: list[float] = []
     for i in range(warmup):
+        t0 = time.perf_counter()
         fn(i % n_sets)
-    torch.cuda.synchronize()
+        host.append((time.perf_counter() - t0) * 1e3)
+        torch.cuda.synchronize()
+    sleep = _sleep_fn()
+    pad_ms = max(0.05, 3 * statistics.median(host)) if host else 0.1
     all_rounds: list[list[float]] = []
     for _ in range(rounds):
         evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                for _ in range(repeats)]
         for i, (s, e) in enumerate(evs):
+            if sleep is not None:
+                sleep(pad_ms)
             s.record()
             fn(i % n_sets)
             e.record()
