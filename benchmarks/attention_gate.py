@@ -42,7 +42,9 @@ def agreement(data: dict) -> list[tuple[str, str, float, float, float]]:
             for d in ("fwd", "bwd"):
                 if d in e and e[d].get("do_bench_ms"):
                     ms, db = e[d]["ms"], e[d]["do_bench_ms"]
-                    rows.append((f"{e['kernel']} {e['shape']}", d, ms, db, 100 * (ms - db) / db))
+                    pad = " (padded)" if e[d].get("padded") else ""
+                    rows.append((f"{e['kernel']} {e['shape']}{pad}", d, ms, db,
+                                 100 * (ms - db) / db))
     return rows
 
 
@@ -168,7 +170,7 @@ def main() -> int:
         print(line)
     print("\n==== events median vs triton do_bench median ====")
     for name, d, ms, db, pct in agree:
-        print(f"{name:<45} {d} {ms:8.4f} ms  do_bench {db:8.4f} ms  diff {pct:+5.2f}%")
+        print(f"{name:<54} {d} {ms:8.4f} ms  do_bench {db:8.4f} ms  diff {pct:+5.2f}%")
     print("\n==== summary ====")
     for s in summary:
         print(s)

@@ -492,14 +492,16 @@ def _sleep_fn() -> Callable[[float], None] | None:
 
 
 def time_calls(fn: Callable[[int], Any], n_sets: int, warmup: int, repeats: int,
-               rounds: int) -> tuple[float, float, list[float]]:
+               rounds: int) -> tuple[float, float, dict[str, Any]]:
     """Time ``fn(set_index)`` with device events; warm up, rotate input sets, ``rounds`` rounds of
-    ``repeats`` calls. Returns (median ms, run-to-run spread, all samples).
+    ``repeats`` calls. Returns (median ms, run-to-run spread, facts about the method).
 
-    Before each timed call the device is kept busy (a calibrated ``torch.cuda._sleep``) for a few
-    times the call's host-side launch cost, so the start event and the kernels are queued back to
-    back and the events measure device time, not Python/launch overhead (what do_bench's L2 flush
-    achieves as a side effect). Input sets larger than L2 are rotated instead of flushing.
+    When a call's host-side launch cost is not small against its device time (small shapes,
+    Python-heavy wrappers), the queue runs dry and back-to-back events would measure the host. In
+    that case each timed call is preceded by a device-side busy wait (``torch.cuda._sleep``) a few
+    times the launch cost, so the start event and the kernels are queued back to back. It is not
+    used for long calls: an idle spin before every call lets the clocks boost and reads a few %
+    fast (seen on an H200). Input sets larger than L2 are rotated instead of flushing the cache.
     """
     import torch
 
@@ -509,10 +511,9 @@ def time_calls(fn: Callable[[int], Any], n_sets: int, warmup: int, repeats: int,
         fn(i % n_sets)
         host.append((time.perf_counter() - t0) * 1e3)
         torch.cuda.synchronize()
-    sleep = _sleep_fn()
-    pad_ms = max(0.05, 3 * statistics.median(host)) if host else 0.1
-    all_rounds: list[list[float]] = []
-    for _ in range(rounds):
+    host_ms = statistics.median(host) if host else 0.0
+
+    def one_round(sleep: Callable[[float], None] | None, pad_ms: float) -> list[float]:
         evs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                for _ in range(repeats)]
         for i, (s, e) in enumerate(evs):
@@ -522,9 +523,18 @@ def time_calls(fn: Callable[[int], Any], n_sets: int, warmup: int, repeats: int,
             fn(i % n_sets)
             e.record()
         torch.cuda.synchronize()
-        all_rounds.append([s.elapsed_time(e) for s, e in evs])
+        return [s.elapsed_time(e) for s, e in evs]
+
+    first = one_round(None, 0.0)
+    sleep = _sleep_fn() if host_ms > 0.3 * statistics.median(first) else None
+    pad_ms = max(0.05, 3 * host_ms)
+    all_rounds = [first] if sleep is None else []
+    while len(all_rounds) < rounds:
+        all_rounds.append(one_round(sleep, pad_ms))
     med, spread = median_and_spread(all_rounds)
-    return med, spread, [x for r in all_rounds for x in r]
+    facts = {"host_launch_ms": host_ms, "padded": sleep is not None,
+             "samples": sum(len(r) for r in all_rounds)}
+    return med, spread, facts
 
 
 def measure_shape(adapter: Adapter, shape: PerfShape, gen: Any, repeats: int, rounds: int,
@@ -557,8 +567,9 @@ def measure_shape(adapter: Adapter, shape: PerfShape, gen: Any, repeats: int, ro
     torch.cuda.synchronize()
     entry["first_call_fwd_ms"] = (time.perf_counter() - t0) * 1e3
     with torch.no_grad():
-        med, spread, _ = time_calls(fwd, n_sets, 10, repeats, rounds)
-    entry["fwd"] = {"ms": med, "spread": spread, "tflops": fwd_flops / (med * 1e-3) / 1e12}
+        med, spread, facts = time_calls(fwd, n_sets, 10, repeats, rounds)
+    entry["fwd"] = {"ms": med, "spread": spread, "tflops": fwd_flops / (med * 1e-3) / 1e12,
+                    **facts}
     if cross_check:
         entry["fwd"]["do_bench_ms"] = _do_bench(lambda: fwd(0))
     if adapter.has_backward:
@@ -573,9 +584,9 @@ def measure_shape(adapter: Adapter, shape: PerfShape, gen: Any, repeats: int, ro
         bwd(0)
         torch.cuda.synchronize()
         entry["first_call_bwd_ms"] = (time.perf_counter() - t0) * 1e3
-        med, spread, _ = time_calls(bwd, n_sets, 10, repeats, rounds)
+        med, spread, facts = time_calls(bwd, n_sets, 10, repeats, rounds)
         entry["bwd"] = {"ms": med, "spread": spread,
-                        "tflops": 2.5 * fwd_flops / (med * 1e-3) / 1e12}
+                        "tflops": 2.5 * fwd_flops / (med * 1e-3) / 1e12, **facts}
         if cross_check:
             entry["bwd"]["do_bench_ms"] = _do_bench(lambda: bwd(0))
         outs.clear()
