@@ -321,7 +321,7 @@ class FaultAdapter(Adapter):
         if self.fault == "scale":
             return o * 1.05
         if self.fault == "nan":
-            o = o.clone()
+            o = o.contiguous().clone()
             o.view(-1)[o.numel() // 2] = float("nan")
             return o
         return o
