@@ -23,6 +23,7 @@ from typing import Any
 
 from rocmbuild import __version__, config, log
 from rocmbuild.errors import UsageError, ValidationError
+from rocmbuild.results import StageResult, Status
 from rocmbuild.run import run as run_cmd
 from rocmbuild.validate import gate as baseline_gate
 from rocmbuild.validate import install as inst
@@ -102,6 +103,12 @@ class ValidationReport:
         if self.kernels.get("status") == "failed":
             out.append(f"kernels: {self.kernels.get('reason', '')}")
         return out
+
+    def stage_result(self) -> StageResult:
+        """For the pipeline's --validate step: FAILED on any failure, else SUCCESS."""
+        status = Status.SUCCESS if self.ok else Status.FAILED
+        return StageResult(status, self.duration_s, "; ".join(self.failures[:3]),
+                           artifacts={"report": self.to_json(), "paths": dict(self.paths)})
 
     def to_json(self) -> dict[str, Any]:
         return {"rocmbuild_version": __version__, "created": self.created,
@@ -247,11 +254,11 @@ def run(wheels: Sequence[Path], archs: Sequence[str] = (),
         if names:
             statuses = [r.get("status") for r in kernels["runs"]]
             if "failed" in statuses:
-                bad = [r for r in kernels["runs"] if r.get("status") == "failed"]
+                failed = [r for r in kernels["runs"] if r.get("status") == "failed"]
                 reasons = [r.get("reason") or "; ".join((r.get("failures") or [])[:3])
-                           for r in bad]
+                           for r in failed]
                 kernels.update(status="failed", reason=" | ".join(
-                    f"{r['kernel']}: {why}" for r, why in zip(bad, reasons, strict=True)))
+                    f"{r['kernel']}: {why}" for r, why in zip(failed, reasons, strict=True)))
             elif "passed" in statuses:
                 kernels.update(status="passed", reason="")
             else:
@@ -267,8 +274,8 @@ def run(wheels: Sequence[Path], archs: Sequence[str] = (),
         created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     )
     if kernels.get("status") == "failed":  # the kernels came from these wheels
-        for w in report.wheels:
-            w.steps["kernels"] = Step("failed", kernels.get("reason", ""))
+        for wr in report.wheels:
+            wr.steps["kernels"] = Step("failed", kernels.get("reason", ""))
     if opts.move_broken:
         for w in infos:
             rep = reports[w.path]

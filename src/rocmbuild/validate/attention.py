@@ -273,9 +273,11 @@ def _flash_attn_module() -> Any:
 class HipAttnAdapter(Adapter):
     """AMD HOSTS ONLY: our HIP attention probe (probes/hip-attention), forward only.
 
-    ``hipattn.forward(q_ptr, k_ptr, v_ptr, out_ptr, batch, seqlen_q, seqlen_k, heads, heads_kv,
-    head_dim, causal, scale)`` writes into a preallocated (poisoned) output. Not run on any AMD
-    hardware yet; on other hosts it reports itself unavailable and its cases are SKIPPED.
+    ``hipattn.forward(q, k, v, o, B, H, S, D, dtype, causal=, scale=, stream=)`` takes device
+    pointers of contiguous [B, H, S, D] tensors (Sq == Sk, equal heads, D 64 or 128) and writes
+    into a preallocated output, which is poisoned with NaN first. Other cases raise
+    NotImplementedError and are reported SKIPPED. Not yet run on AMD hardware; elsewhere it
+    reports itself unavailable and the whole run is SKIPPED.
     """
 
     name = "hipattn"
@@ -296,12 +298,15 @@ class HipAttnAdapter(Adapter):
         import hipattn
         import torch
 
-        q, k, v = (t.contiguous() for t in (q, k, v))
-        out = torch.full_like(q, float("nan"))  # poisoned: every element must be written
-        b, sq, h, d = q.shape
-        hipattn.forward(q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), b, sq,
-                        k.shape[1], h, k.shape[2], d, causal, 1.0 / math.sqrt(d))
-        return out
+        b, s, h, d = q.shape
+        if k.shape != q.shape or d not in (64, 128):
+            raise NotImplementedError("the probe needs Sq == Sk, equal heads and D 64 or 128")
+        qh, kh, vh = (t.detach().transpose(1, 2).contiguous() for t in (q, k, v))
+        out = torch.full_like(qh, float("nan"))  # poisoned: every element must be written
+        hipattn.forward(qh.data_ptr(), kh.data_ptr(), vh.data_ptr(), out.data_ptr(), b, h, s, d,
+                        q.dtype, causal=causal,
+                        stream=torch.cuda.current_stream().cuda_stream)
+        return out.transpose(1, 2)
 
 
 class FaultAdapter(Adapter):
@@ -411,6 +416,8 @@ def run_case(adapter: Adapter, case: Case, gen: Any) -> CaseResult:
     res = CaseResult(case.name, case.dtype, "passed")
     if case.varlen and not adapter.has_varlen:
         return CaseResult(case.name, case.dtype, "skipped", f"{adapter.name} has no varlen entry")
+    shape_q: tuple[int, ...]
+    shape_k: tuple[int, ...]
     if case.varlen:
         total = sum(case.varlen)
         shape_q, shape_k = (total, case.heads, case.head_dim), (total, case.heads_kv, case.head_dim)
@@ -651,6 +658,8 @@ def gate(kernel: str, *, fault: str | None = None, quick: bool = False,
             for a in ([adapter] + ([SdpaAdapter()] if compare_sdpa and kernel != "sdpa" else [])):
                 try:
                     e = measure_shape(a, shape, gen, repeats, rounds, cross_check)
+                except NotImplementedError as exc:
+                    e = {"shape": shape.name, "kernel": a.name, "skipped": str(exc)}
                 except Exception as exc:  # noqa: BLE001 - a crash is a failure with its text
                     e = {"shape": shape.name, "kernel": a.name, "error": _short(exc)}
                     if a is adapter:

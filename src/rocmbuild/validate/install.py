@@ -164,8 +164,8 @@ def create_venv(root: Path, log: Path, torch_from: Path | None = None) -> Venv:
     if r.returncode != 0:
         # No ensurepip for the base interpreter (e.g. Debian without python3-venv): make the
         # venv without pip and drive it with this interpreter's pip (`pip --python`).
-        run([*base, "--without-pip", str(root)], log_path=log, error=ValidationError,
-            hint=f"could not create a venv; read {log}")
+        run([*base, "--without-pip", str(root)], log_path=log,
+            hint=f"could not create a venv with {sys.executable}; read {log}")
         pip = [sys.executable, "-m", "pip", "--python", str(root / "bin" / "python")]
     py = root / "bin" / "python"
     site = next((root / "lib").glob("python3*/site-packages"))
