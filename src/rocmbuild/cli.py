@@ -137,6 +137,10 @@ def _cmd_promote(args: argparse.Namespace) -> int:
     from rocmbuild import publish
 
     return publish.cli_promote(args)
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from rocmbuild import validate
+
+    return validate.cli_validate(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -195,7 +199,39 @@ def build_parser() -> argparse.ArgumentParser:
     # -- commands added by later capabilities register below, one block each --
     # [doctor]
     # [audit]
-    # [validate]
+    p = sub.add_parser("validate", help="install wheels in a fresh venv, import, check torch "
+                       "compatibility, audit, and gate the attention kernels on a GPU",
+                       description="Validate wheels: isolated install and import, torch "
+                       "compatibility guard, code-object audit, and (on a GPU) attention "
+                       "correctness and throughput. Failing wheels move to <workdir>/broken/.")
+    p.add_argument("wheels", nargs="*", help="wheel files to validate together")
+    p.add_argument("--arch", default=_env("ROCMBUILD_ARCH"),
+                   help="gfx targets the audit requires [env ROCMBUILD_ARCH; default: the "
+                   "wheel's rocmbuild.json archs]")
+    p.add_argument("--torch-from", default=_env("ROCMBUILD_TORCH_FROM"),
+                   help="site-packages dir holding the torch to validate against [env "
+                   "ROCMBUILD_TORCH_FROM; default: the torch this Python imports]")
+    p.add_argument("--kernels", action=argparse.BooleanOptionalAction, default=True,
+                   help="run the GPU kernel gate (SKIPPED without a GPU) [default on]")
+    p.add_argument("--kernel", default="auto",
+                   choices=["auto", "flash-attn", "sdpa", "hipattn"],
+                   help="kernel under test; auto: flash-attn when a wheel provides it, plus the "
+                   "hipattn probe on AMD hosts; sdpa checks the harness itself")
+    p.add_argument("--quick", action="store_true", help="small correctness/throughput subset")
+    p.add_argument("--inject-fault", choices=["scale", "no-causal", "nan"], default=None,
+                   help="self-test: wrap the kernel with a deliberate error; the gate must fail")
+    p.add_argument("--cross-check", action="store_true",
+                   help="also time every call with triton.testing.do_bench")
+    p.add_argument("--baseline", default=None,
+                   help="JSON report of the last good run on this host/arch; fail on a "
+                   "throughput drop beyond max(10%%, 3x run-to-run spread)")
+    p.add_argument("--json", default=None, help="write the JSON report here")
+    p.add_argument("--md", default=None, help="write the Markdown report here")
+    p.add_argument("--html", default=None, help="write the HTML report here")
+    p.add_argument("--keep-broken", action="store_true",
+                   help="leave failing wheels in place instead of moving them to broken/")
+    p.add_argument("--keep-venv", action="store_true", help="keep the validation venv")
+    p.set_defaults(handler=_cmd_validate)
     p = sub.add_parser(
         "publish",
         help="add wheels to an index (static directory or server)",

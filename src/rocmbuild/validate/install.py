@@ -1,0 +1,304 @@
+"""Isolated install, import check and torch compatibility guard.
+
+A fresh venv is made with ``--system-site-packages``. The host's torch is never reinstalled from
+an index: when it lives outside the base interpreter's site-packages (a venv or conda env), its
+directory is added to the new venv through a ``.pth`` file (``--torch-from`` names it explicitly).
+Wheels go in with ``--no-deps``; their declared requirements, except torch, are installed next
+(already-satisfied ones are found on the inherited paths and not fetched).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import sys
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from rocmbuild.errors import UsageError, ValidationError
+from rocmbuild.run import run
+
+# Requirements never installed from an index by the validator.
+NEVER_INSTALL = {"torch", "pytorch-triton-rocm"}
+
+
+@dataclass(frozen=True)
+class WheelInfo:
+    path: Path
+    name: str
+    version: str
+    top_level: tuple[str, ...]
+    requires: tuple[str, ...]
+    native: bool  # holds a shared library: bound to the torch C++ ABI it was built against
+    meta: dict[str, Any] | None  # *.dist-info/rocmbuild.json, None when absent
+
+
+def read_wheel(path: Path) -> WheelInfo:
+    """Read name, version, top-level modules, requirements and rocmbuild.json from a wheel."""
+    if not path.is_file():
+        raise UsageError(f"{path}: no such wheel file", hint="pass paths to .whl files")
+    if path.suffix != ".whl":
+        raise UsageError(f"{path}: not a .whl file", hint="pass paths to .whl files")
+    try:
+        zf = zipfile.ZipFile(path)
+    except zipfile.BadZipFile as exc:
+        raise ValidationError(f"{path}: not a valid wheel (bad zip: {exc})",
+                              hint="rebuild the wheel") from exc
+    with zf:
+        names = zf.namelist()
+        dist_infos = sorted({n.split("/")[0] for n in names if n.split("/")[0].endswith(
+            ".dist-info")})
+        if not dist_infos:
+            raise ValidationError(f"{path}: no .dist-info directory",
+                                  hint="rebuild the wheel")
+        di = dist_infos[0]
+        metadata = zf.read(f"{di}/METADATA").decode("utf-8", "replace")
+        name = _header(metadata, "Name") or di.rsplit("-", 1)[0]
+        version = _header(metadata, "Version") or ""
+        requires = tuple(m.strip() for m in re.findall(r"^Requires-Dist:(.*)$", metadata,
+                                                       re.MULTILINE))
+        if f"{di}/top_level.txt" in names:
+            top = zf.read(f"{di}/top_level.txt").decode().split()
+        else:
+            top = _top_level_from_names(names)
+        meta = None
+        if f"{di}/rocmbuild.json" in names:
+            try:
+                meta = json.loads(zf.read(f"{di}/rocmbuild.json"))
+            except json.JSONDecodeError as exc:
+                raise ValidationError(f"{path}: {di}/rocmbuild.json is not valid JSON ({exc})",
+                                      hint="rebuild the wheel with rocmbuild") from exc
+        native = any(re.search(r"\.so(\.\d+)*$", n) for n in names)
+    return WheelInfo(path, name, version, tuple(sorted(set(top))), requires, native, meta)
+
+
+def _header(metadata: str, key: str) -> str | None:
+    m = re.search(rf"^{key}:\s*(.+)$", metadata, re.MULTILINE)
+    return m.group(1).strip() if m else None
+
+
+def _top_level_from_names(names: list[str]) -> list[str]:
+    top = set()
+    for n in names:
+        first = n.split("/")[0]
+        if first.endswith((".dist-info", ".data")) or first.endswith(".pth"):
+            continue
+        if "/" in n:
+            top.add(first)
+        elif n.endswith(".py"):
+            top.add(n[:-3])
+        elif ".so" in n:
+            top.add(n.split(".")[0])
+    return sorted(top)
+
+
+def requirements_to_install(wheels: list[WheelInfo]) -> list[str]:
+    """Declared requirements of all wheels, minus torch and minus the wheels themselves."""
+    own = {canonicalize_name(w.name) for w in wheels}
+    out: list[str] = []
+    for w in wheels:
+        for spec in w.requires:
+            try:
+                req = Requirement(spec)
+            except InvalidRequirement:
+                continue
+            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+                continue
+            cname = canonicalize_name(req.name)
+            if cname in NEVER_INSTALL or cname in own:
+                continue
+            if str(req) not in out:
+                out.append(str(req))
+    return out
+
+
+# ----------------------------------------------------------------------------- the venv
+
+
+@dataclass
+class Venv:
+    root: Path
+    python: Path
+    torch_from: Path | None
+    log: Path
+    pip: list[str]
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)  # nothing of the caller's may shadow the wheels under test
+        env.pop("PYTHONHOME", None)
+        env["VIRTUAL_ENV"] = str(self.root)
+        env["PATH"] = f"{self.root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+        env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+        env.update(extra or {})
+        return env
+
+
+def host_torch_dir() -> Path | None:
+    """The directory holding the torch package this interpreter would import (not imported)."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))).parent
+
+
+def create_venv(root: Path, log: Path, torch_from: Path | None = None) -> Venv:
+    if torch_from is not None:
+        torch_from = torch_from.absolute()
+        if not (torch_from / "torch" / "__init__.py").is_file():
+            raise UsageError(f"--torch-from {torch_from}: no torch package in that directory",
+                             hint="name the site-packages directory that contains torch/")
+    else:
+        torch_from = host_torch_dir()
+    base = [sys.executable, "-m", "venv", "--system-site-packages", "--clear"]
+    pip: list[str] | None = None
+    r = run([*base, str(root)], log_path=log, check=False)
+    if r.returncode != 0:
+        # No ensurepip for the base interpreter (e.g. Debian without python3-venv): make the
+        # venv without pip and drive it with this interpreter's pip (`pip --python`).
+        run([*base, "--without-pip", str(root)], log_path=log,
+            hint=f"could not create a venv with {sys.executable}; read {log}")
+        pip = [sys.executable, "-m", "pip", "--python", str(root / "bin" / "python")]
+    py = root / "bin" / "python"
+    site = next((root / "lib").glob("python3*/site-packages"))
+    if torch_from is not None:
+        # Appended after the venv's own site-packages, so the wheels under test win.
+        (site / "_rocmbuild_torch.pth").write_text(f"{torch_from}\n")
+    return Venv(root, py, torch_from, log, pip or [str(py), "-m", "pip"])
+
+
+def install(venv: Venv, wheels: list[WheelInfo]) -> tuple[bool, str]:
+    """Install wheels with --no-deps, then their requirements except torch. (ok, output tail)."""
+    pip = [*venv.pip, "install", "--no-input"]
+    r = run([*pip, "--no-deps", *[str(w.path) for w in wheels]], env=venv.env(),
+            log_path=venv.log, check=False)
+    if r.returncode != 0:
+        return False, r.output
+    reqs = requirements_to_install(wheels)
+    if reqs:
+        r = run([*pip, *reqs], env=venv.env(), log_path=venv.log, check=False)
+        if r.returncode != 0:
+            return False, f"installing requirements {' '.join(reqs)} failed:\n{r.output}"
+    return True, r.output
+
+
+_PROBE = r"""
+import importlib, json, sys, traceback
+res = {"python": sys.version.split()[0], "torch": None, "imports": {}}
+try:
+    import torch
+    res["torch"] = {
+        "version": torch.__version__,
+        "hip": getattr(torch.version, "hip", None),
+        "cuda": getattr(torch.version, "cuda", None),
+        "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI),
+        "path": torch.__file__,
+    }
+except Exception as exc:
+    res["torch_error"] = f"{type(exc).__name__}: {exc}"
+for mod in sys.argv[1:]:
+    try:
+        m = importlib.import_module(mod)
+        res["imports"][mod] = {"ok": True, "file": getattr(m, "__file__", None)}
+    except BaseException as exc:
+        res["imports"][mod] = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
+                               "traceback": traceback.format_exc()[-2000:]}
+print("@@ROCMBUILD@@" + json.dumps(res))
+"""
+
+
+def probe(venv: Venv, modules: list[str], extra_env: dict[str, str] | None = None
+          ) -> dict[str, Any]:
+    """Import torch and each module inside the venv; returns torch facts and import results."""
+    r = run([str(venv.python), "-c", _PROBE, *modules], env=venv.env(extra_env),
+            log_path=venv.log, capture=True, check=False, cwd=venv.root)
+    for line in r.output.splitlines():
+        if line.startswith("@@ROCMBUILD@@"):
+            return json.loads(line[len("@@ROCMBUILD@@"):])
+    tail = "\n".join(r.output.splitlines()[-15:])
+    return {"torch": None, "imports": {m: {"ok": False, "error": f"the import probe crashed "
+                                           f"(exit {r.returncode}): {tail}"} for m in modules}}
+
+
+# ----------------------------------------------------------------------------- the guard
+
+
+@dataclass
+class GuardResult:
+    problems: list[str] = field(default_factory=list)  # failures
+    warnings: list[str] = field(default_factory=list)
+    checked: dict[str, Any] = field(default_factory=dict)
+
+
+def _release(v: str) -> str:
+    try:
+        return Version(v).base_version
+    except InvalidVersion:
+        return v.split("+")[0]
+
+
+def _major_minor(v: str | None) -> str | None:
+    if not v:
+        return None
+    parts = re.findall(r"\d+", v)
+    return ".".join(parts[:2]) if len(parts) >= 2 else None
+
+
+def guard(meta: dict[str, Any] | None, env_torch: dict[str, Any] | None, native: bool,
+          wheel_name: str = "wheel") -> GuardResult:
+    """Compare what the wheel was built against (rocmbuild.json) with the venv's torch.
+
+    Mismatches fail a wheel with native code (it is bound to torch's C++ ABI); for a pure-Python
+    wheel they are warnings.
+    """
+    g = GuardResult()
+    if meta is None:
+        g.warnings.append(f"{wheel_name}: no rocmbuild.json in the wheel; compatibility guard "
+                          "skipped")
+        return g
+    built = meta.get("torch") or {}
+    if env_torch is None:
+        g.problems.append("torch cannot be imported in the validation venv")
+        return g
+    issues: list[str] = []
+    want_v, have_v = built.get("version"), env_torch.get("version")
+    g.checked["torch.version"] = {"wheel": want_v, "env": have_v}
+    if want_v and have_v and _release(want_v) != _release(have_v):
+        issues.append(f"torch version: wheel built against {want_v}, environment has {have_v}")
+    want_hip = built.get("hip") or None
+    rocm = meta.get("rocm_version")
+    have_hip = env_torch.get("hip")
+    g.checked["torch.hip"] = {"wheel": want_hip, "rocm_version": rocm, "env": have_hip}
+    if want_hip and not have_hip:
+        issues.append(f"HIP: wheel built for a ROCm torch (HIP {want_hip}), environment torch "
+                      f"{have_v} is not a ROCm build")
+    elif want_hip and _major_minor(want_hip) != _major_minor(have_hip):
+        issues.append(f"HIP: wheel built for HIP {want_hip}, environment torch has HIP {have_hip}")
+    elif not want_hip and rocm and have_hip and native and (
+            _major_minor(str(rocm)) != _major_minor(have_hip)):
+        issues.append(f"ROCm: wheel built for ROCm {rocm}, environment torch has HIP {have_hip}")
+    want_abi, have_abi = built.get("cxx11_abi"), env_torch.get("cxx11_abi")
+    g.checked["cxx11_abi"] = {"wheel": want_abi, "env": have_abi}
+    if want_abi is not None and have_abi is not None and bool(want_abi) != bool(have_abi):
+        issues.append(f"_GLIBCXX_USE_CXX11_ABI: wheel {int(bool(want_abi))}, environment torch "
+                      f"{int(bool(have_abi))}")
+    if native:
+        g.problems.extend(issues)
+    else:
+        g.warnings.extend(f"{i} (pure-Python wheel: not ABI-bound, warning only)" for i in issues)
+    return g
+
+
+def guard_hint(meta: dict[str, Any] | None) -> str:
+    recipe = (meta or {}).get("recipe") or "<recipe>"
+    built = ((meta or {}).get("torch") or {}).get("version") or "the wheel's torch"
+    return (f"install torch {built} in this environment, or rebuild the wheel against this "
+            f"torch: `rocmbuild build {recipe}` on this host")

@@ -1,0 +1,184 @@
+"""Render a validation report (the JSON dict) as Markdown and as one self-contained HTML page
+with an inline SVG chart: TFLOP/s by shape, this run against the baseline and torch SDPA."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+
+def _fmt(x: Any, spec: str = ".1f") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def _perf_rows(run: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per (shape, direction) of the kernel under test, with SDPA and baseline."""
+    by_key: dict[tuple[str, str], dict[str, Any]] = {}
+    for e in run.get("throughput") or []:
+        for d in ("fwd", "bwd"):
+            if d not in e:
+                continue
+            row = by_key.setdefault((e["shape"], d), {"shape": e["shape"], "direction": d})
+            if e.get("role", "test") == "test":
+                row.update(tflops=e[d]["tflops"], ms=e[d]["ms"], spread=e[d].get("spread"),
+                           pct_peak=e[d].get("pct_peak"), do_bench_ms=e[d].get("do_bench_ms"),
+                           first_ms=e.get(f"first_call_{d}_ms"))
+            else:
+                row["sdpa_tflops"] = e[d]["tflops"]
+    for b in (run.get("baseline") or {}).get("rows", []):
+        if b.get("role", "test") == "test" and (b["shape"], b["direction"]) in by_key:
+            by_key[(b["shape"], b["direction"])]["baseline_tflops"] = b.get("baseline_tflops")
+    return [r for r in by_key.values() if "tflops" in r]
+
+
+def to_markdown(data: dict[str, Any]) -> str:
+    lines = [f"## rocmbuild validate: {data['status'].upper()}", ""]
+    lines += ["| wheel | install | guard | import | audit | kernels |", "|---|---|---|---|---|---|"]
+    for w in data["wheels"]:
+        st = w["steps"]
+        cells = [st.get(k, {}).get("status", "-") for k in
+                 ("install", "guard", "import", "audit", "kernels")]
+        lines.append(f"| {w['wheel']} | " + " | ".join(cells) + " |")
+    k = data["kernels"]
+    lines += ["", f"Kernel gate: **{k.get('status', '-')}** {k.get('reason', '')}".rstrip()]
+    for run in k.get("runs", []):
+        dev = run.get("device") or {}
+        lines += ["", f"### {run.get('kernel')}" + (f" (fault: {run['fault']})"
+                                                    if run.get("fault") else "")
+                  + f": {run.get('status')}" + (f" on {dev.get('name')}" if dev else "")]
+        if run.get("reason"):
+            lines.append(f"Reason: {run['reason']}")
+        cases = run.get("correctness") or []
+        if cases:
+            n_pass = sum(c["status"] == "passed" for c in cases)
+            n_skip = sum(c["status"] == "skipped" for c in cases)
+            lines += ["", f"Correctness: {n_pass}/{len(cases)} passed, {n_skip} skipped", "",
+                      "| case | status | max rel err / tol |", "|---|---|---|"]
+            for c in cases:
+                worst = max(((e / c["tolerance"][n]) for n, e in c["errors"].items()),
+                            default=None)
+                lines.append(f"| {c['case']} | {c['status']} | {_fmt(worst, '.3f')} |")
+        rows = _perf_rows(run)
+        if rows:
+            lines += ["", "| shape | dir | TFLOP/s | % peak | SDPA TFLOP/s | baseline | "
+                      "spread | first call ms |", "|---|---|---|---|---|---|---|---|"]
+            for r in rows:
+                lines.append(
+                    f"| {r['shape']} | {r['direction']} | {_fmt(r['tflops'])} | "
+                    f"{_fmt(r.get('pct_peak'))} | {_fmt(r.get('sdpa_tflops'))} | "
+                    f"{_fmt(r.get('baseline_tflops'))} | {_fmt(r.get('spread'), '.1%')} | "
+                    f"{_fmt(r.get('first_ms'), '.0f')} |")
+        for f in (run.get("baseline") or {}).get("problems", []):
+            lines.append(f"- baseline: {f}")
+    if data.get("failures"):
+        lines += ["", "Failures:"] + [f"- {f}" for f in data["failures"]]
+    return "\n".join(lines) + "\n"
+
+
+_COLORS = {"this run": "#1f77b4", "baseline": "#aaaaaa", "torch SDPA": "#ff7f0e"}
+
+
+def chart_svg(rows: list[dict[str, Any]], width: int = 900) -> str:
+    """Grouped horizontal bars: per shape and direction, this run / baseline / SDPA TFLOP/s."""
+    series = [("this run", "tflops"), ("baseline", "baseline_tflops"),
+              ("torch SDPA", "sdpa_tflops")]
+    series = [s for s in series if any(r.get(s[1]) for r in rows)]
+    if not rows or not series:
+        return ""
+    bar_h, gap, left, right, top = 14, 12, 300, 70, 30
+    group_h = bar_h * len(series) + gap
+    height = top + group_h * len(rows) + 30
+    vmax = max(r.get(k) or 0 for r in rows for _, k in series) or 1.0
+    scale = (width - left - right) / vmax
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'role="img" aria-label="TFLOP/s by shape" font-family="sans-serif" font-size="12">']
+    x = left
+    for name, _ in series:  # legend
+        out.append(f'<rect x="{x}" y="8" width="12" height="12" fill="{_COLORS[name]}"/>'
+                   f'<text x="{x + 16}" y="18">{html.escape(name)}</text>')
+        x += 120
+    for i, r in enumerate(rows):
+        y0 = top + i * group_h
+        label = f"{r['shape']} {r['direction']}"
+        out.append(f'<text x="{left - 6}" y="{y0 + group_h / 2}" text-anchor="end">'
+                   f'{html.escape(label)}</text>')
+        for j, (name, key) in enumerate(series):
+            v = r.get(key)
+            if not v:
+                continue
+            y = y0 + j * bar_h
+            w = max(1.0, v * scale)
+            out.append(f'<rect x="{left}" y="{y}" width="{w:.1f}" height="{bar_h - 2}" '
+                       f'fill="{_COLORS[name]}"><title>{html.escape(name)}: {v:.1f}</title></rect>'
+                       f'<text x="{left + w + 4:.1f}" y="{y + bar_h - 4}">{v:.0f}</text>')
+    axis_y = top + group_h * len(rows)
+    out.append(f'<line x1="{left}" y1="{axis_y}" x2="{width - right}" y2="{axis_y}" '
+               f'stroke="#333"/><text x="{left}" y="{axis_y + 18}">0</text>'
+               f'<text x="{width - right}" y="{axis_y + 18}" text-anchor="end">'
+               f'{vmax:.0f} TFLOP/s</text></svg>')
+    return "".join(out)
+
+
+_CSS = """body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;
+margin:8px 0 16px}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}
+th{background:#f3f3f3}.passed{color:#127a12}.failed{color:#c00;font-weight:bold}
+.skipped,.warning{color:#a66b00}h1 .failed,h1 .passed{font-weight:bold}"""
+
+
+def _status(s: str) -> str:
+    return f'<span class="{html.escape(s)}">{html.escape(s)}</span>'
+
+
+def to_html(data: dict[str, Any]) -> str:
+    e = html.escape
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>rocmbuild validate"
+             f"</title><style>{_CSS}</style></head><body>",
+             f"<h1>rocmbuild validate: {_status(data['status'])}</h1>",
+             f"<p>{e(data['created'])} &middot; rocmbuild {e(data['rocmbuild_version'])}"
+             f" &middot; torch {e(str((data['environment'].get('torch') or {}).get('version')))}"
+             "</p>", "<h2>Wheels</h2><table><tr><th>wheel</th><th>step</th><th>status</th>"
+             "<th>details</th></tr>"]
+    for w in data["wheels"]:
+        for name, st in w["steps"].items():
+            parts.append(f"<tr><td>{e(w['wheel'])}</td><td>{e(name)}</td>"
+                         f"<td>{_status(st['status'])}</td><td>{e(st.get('reason', ''))}</td></tr>")
+    parts.append("</table>")
+    k = data["kernels"]
+    parts.append(f"<h2>Kernel gate: {_status(k.get('status', '-'))}</h2>"
+                 f"<p>{e(k.get('reason', '') or '')}</p>")
+    for run in k.get("runs", []):
+        dev = run.get("device") or {}
+        title = f"{run.get('kernel')}" + (f" (fault: {run['fault']})" if run.get("fault") else "")
+        parts.append(f"<h3>{e(title)}: {_status(run.get('status', '-'))} "
+                     f"{e(dev.get('name', ''))}</h3>")
+        if run.get("reason"):
+            parts.append(f"<p>{e(run['reason'])}</p>")
+        rows = _perf_rows(run)
+        if rows:
+            parts.append(chart_svg(rows))
+            parts.append("<table><tr><th>shape</th><th>dir</th><th>TFLOP/s</th><th>% peak</th>"
+                         "<th>SDPA TFLOP/s</th><th>baseline</th><th>spread</th>"
+                         "<th>first call ms</th></tr>")
+            for r in rows:
+                parts.append(
+                    f"<tr><td>{e(r['shape'])}</td><td>{r['direction']}</td>"
+                    f"<td>{_fmt(r['tflops'])}</td><td>{_fmt(r.get('pct_peak'))}</td>"
+                    f"<td>{_fmt(r.get('sdpa_tflops'))}</td><td>{_fmt(r.get('baseline_tflops'))}"
+                    f"</td><td>{_fmt(r.get('spread'), '.1%')}</td>"
+                    f"<td>{_fmt(r.get('first_ms'), '.0f')}</td></tr>")
+            parts.append("</table>")
+        cases = run.get("correctness") or []
+        if cases:
+            parts.append("<table><tr><th>correctness case</th><th>status</th>"
+                         "<th>rel err (out, dq, dk, dv)</th><th>tolerance</th><th>reason</th></tr>")
+            for c in cases:
+                errs = ", ".join(f"{n} {v:.1e}" for n, v in c["errors"].items())
+                tols = ", ".join(sorted({f"{v:.1e}" for v in c["tolerance"].values()}))
+                parts.append(f"<tr><td>{e(c['case'])}</td><td>{_status(c['status'])}</td>"
+                             f"<td>{e(errs)}</td><td>{e(tols)}</td><td>{e(c['reason'])}</td></tr>")
+            parts.append("</table>")
+    if data.get("failures"):
+        parts.append("<h2>Failures</h2><ul>" + "".join(f"<li>{e(f)}</li>"
+                                                      for f in data["failures"]) + "</ul>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

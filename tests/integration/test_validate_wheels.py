@@ -1,0 +1,182 @@
+"""`rocmbuild validate` on real wheels built here by pip from tiny projects, in a real venv.
+
+One validation run (one venv) covers three wheels: a good one, one whose rocmbuild.json says it was
+built for torch 2.5.1+rocm6.2 (this host has torch 2.13.0+cpu: the guard must fail it), and one
+whose import fails the way a wrong-ABI extension does. Each ships a real shared library compiled
+here with cc. The ROCm torch cannot exist here, so the mismatch is declared in rocmbuild.json.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import shutil
+import sys
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+from PIL import Image
+
+from rocmbuild.run import run
+
+
+def _pixels(png: Path) -> list[tuple[int, int, int]]:
+    b = Image.open(png).convert("RGB").tobytes()
+    return list(zip(b[0::3], b[1::3], b[2::3], strict=True))
+
+
+HOST_TORCH = {"version": torch.__version__, "hip": torch.version.hip,
+              "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI)}
+ROCM_TORCH = {"version": "2.5.1+rocm6.2", "hip": "6.2.41133", "cxx11_abi": False}
+
+
+def _add_to_wheel(whl: Path, name: str, data: bytes) -> None:
+    """Add ``<dist-info>/name`` to a wheel and list it in RECORD."""
+    with zipfile.ZipFile(whl) as z:
+        items = {i: z.read(i) for i in z.namelist()}
+    di = next(n.split("/")[0] for n in items if n.split("/")[0].endswith(".dist-info"))
+    items[f"{di}/{name}"] = data
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    items[f"{di}/RECORD"] = (items[f"{di}/RECORD"].decode()
+                             + f"{di}/{name},sha256={digest},{len(data)}\n").encode()
+    with zipfile.ZipFile(whl, "w", zipfile.ZIP_DEFLATED) as z:
+        for k, v in items.items():
+            z.writestr(k, v)
+
+
+def _build(root: Path, out: Path, pkg: str, init: str, requires: list[str],
+           torch_meta: dict | None) -> Path:
+    src = root / pkg
+    (src / pkg).mkdir(parents=True)
+    (src / pkg / "__init__.py").write_text(init)
+    (src / "native.c").write_text("int rb_answer(void) { return 42; }\n")
+    run(["cc", "-shared", "-fPIC", "-o", src / pkg / "_native.so", src / "native.c"])
+    (src / "setup.py").write_text(textwrap.dedent(f"""
+        from setuptools import setup
+        setup(name={pkg!r}, version="1.0", packages=[{pkg!r}],
+              package_data={{{pkg!r}: ["_native.so"]}}, install_requires={requires!r})
+    """))
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
+         "-w", out, src])
+    whl = next(out.glob(f"{pkg}-1.0-*.whl"))
+    if torch_meta is not None:
+        meta = {"rocmbuild_version": "0.1.0", "recipe": pkg, "variant": "default", "archs": [],
+                "rocm_version": "6.2" if torch_meta.get("hip") else None, "torch": torch_meta}
+        _add_to_wheel(whl, "rocmbuild.json", json.dumps(meta).encode())
+    return whl
+
+
+@pytest.fixture(scope="session")
+def validated(tmp_path_factory):
+    root = tmp_path_factory.mktemp("validate")
+    wheels = root / "wheels"
+    wheels.mkdir()
+    good = _build(root, wheels, "rbgood", "import os\nANSWER = 42\n", ["torch>=1.0", "packaging"],
+                  HOST_TORCH)
+    rocm = _build(root, wheels, "rbrocm", "", ["torch==2.5.1"], ROCM_TORCH)
+    undefined = "rbbroken/_C.so: undefined symbol: _ZN3c104cuda9SetDeviceEi"
+    broken = _build(root, wheels, "rbbroken", f"raise ImportError({undefined!r})\n", ["torch"],
+                    HOST_TORCH)
+    work = root / "work"
+    r = run([sys.executable, "-m", "rocmbuild", "--workdir", work, "validate", good, rocm, broken,
+             "--kernel", "sdpa", "--json", root / "r.json", "--md", root / "r.md",
+             "--html", root / "r.html"], check=False, capture=True, timeout=600)
+    report = json.loads((root / "r.json").read_text())
+    by_name = {w["name"]: w for w in report["wheels"]}
+    return {"root": root, "run": r, "report": report, "wheels": by_name, "work": work,
+            "paths": {"good": good, "rocm": rocm, "broken": broken}}
+
+
+def test_exit_code_and_one_line_error(validated):
+    r = validated["run"]
+    assert r.returncode == 8
+    err = [ln for ln in r.output.splitlines() if ln.startswith("validation error:")]
+    assert len(err) == 1 and "(+" in err[0]  # first failure, and how many more
+
+
+def test_good_wheel_passes_and_stays(validated):
+    w = validated["wheels"]["rbgood"]
+    st = {k: v["status"] for k, v in w["steps"].items()}
+    assert st == {"install": "passed", "guard": "passed", "import": "passed", "audit": "skipped"}
+    assert w["moved_to"] is None and validated["paths"]["good"].exists()
+
+
+def test_torch_never_reinstalled(validated):
+    env = validated["report"]["environment"]
+    assert env["torch"]["version"] == torch.__version__  # rbrocm asked for torch==2.5.1
+    assert Path(env["torch"]["path"]).resolve() == Path(torch.__file__).resolve()
+
+
+def test_guard_names_the_mismatch_and_moves_the_wheel(validated):
+    w = validated["wheels"]["rbrocm"]
+    g = w["steps"]["guard"]
+    assert g["status"] == "failed"
+    assert f"wheel built against 2.5.1+rocm6.2, environment has {torch.__version__}" in g["reason"]
+    assert "not a ROCm build" in g["reason"]
+    assert "rebuild the wheel against this torch" in g["reason"]
+    moved = Path(w["moved_to"])
+    assert moved == validated["work"] / "broken" / validated["paths"]["rocm"].name
+    assert moved.is_file() and not validated["paths"]["rocm"].exists()
+
+
+def test_import_error_text_is_reported(validated):
+    w = validated["wheels"]["rbbroken"]
+    assert w["steps"]["import"]["status"] == "failed"
+    assert "undefined symbol: _ZN3c104cuda9SetDeviceEi" in w["steps"]["import"]["reason"]
+    assert Path(w["moved_to"]).is_file()
+
+
+def test_kernels_skipped_without_gpu_never_passed(validated):
+    if torch.cuda.is_available():
+        pytest.skip("this host has a GPU")
+    k = validated["report"]["kernels"]
+    assert k["status"] == "skipped" and "no GPU" in k["reason"]
+    assert "| rbgood-1.0-py3-none-any.whl | passed | passed | passed | skipped |" in (
+        validated["root"] / "r.md").read_text()
+
+
+def test_html_report_renders(validated, tmp_path, chromium):
+    png = tmp_path / "r.png"
+    dom = chromium(validated["root"] / "r.html", png, "1200,900")
+    assert "rocmbuild validate" in dom and "not a ROCm build" in dom
+    assert png.stat().st_size > 0
+    px = _pixels(png)
+    assert len(set(px)) > 10  # not blank
+    red = sum(1 for p in px if p[0] > 180 and p[1] < 40 and p[2] < 40)
+    assert red > 50  # the FAILED status is drawn in red
+
+
+def test_bad_wheel_path_is_a_usage_error(tmp_path):
+    r = run([sys.executable, "-m", "rocmbuild", "--workdir", tmp_path, "validate",
+             tmp_path / "nope.whl"], check=False, capture=True)
+    assert r.returncode == 2 and "nope.whl: no such wheel file" in r.output
+
+
+def test_no_wheels_needs_a_kernel(tmp_path):
+    r = run([sys.executable, "-m", "rocmbuild", "validate"], check=False, capture=True)
+    assert r.returncode == 2 and "no wheels given" in r.output
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed")
+def test_h200_report_chart_renders(tmp_path, chromium):
+    """The chart page built from the real H200 flash-attn run recorded in docs/."""
+    from rocmbuild.config import REPO_ROOT
+    from rocmbuild.validate import report
+
+    raw = json.loads((REPO_ROOT / "docs/validate-h200/flash-attn-full.json").read_text())
+    page = tmp_path / "h200.html"
+    page.write_text(report.to_html(raw))
+    png = tmp_path / "h200.png"
+    dom = chromium(page, png, "1200,1400")
+    assert "<svg" in dom and "TFLOP/s" in dom and "torch SDPA" in dom
+    assert "B4 S4096 H32 D128 full fp16 fwd" in dom and "baseline" in dom
+    px = _pixels(png)
+    blue = sum(1 for p in px if abs(p[0] - 0x1F) < 10 and abs(p[1] - 0x77) < 10
+               and abs(p[2] - 0xB4) < 10)
+    orange = sum(1 for p in px if abs(p[0] - 0xFF) < 10 and abs(p[1] - 0x7F) < 10
+                 and abs(p[2] - 0x0E) < 10)
+    assert blue > 2000 and orange > 2000  # this-run and SDPA bars are drawn
