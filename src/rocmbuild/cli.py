@@ -180,6 +180,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="rebuild even when the cache holds a wheel for these inputs",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.add_argument("--validate", action="store_true",
+                   default=os.environ.get("ROCMBUILD_VALIDATE") == "1",
+                   help="validate the wheel after the build (isolated install, import, torch "
+                   "guard, audit, GPU kernel gate; reports in <workdir>/reports/) "
+                   "[env ROCMBUILD_VALIDATE=1]")
     p.set_defaults(handler=_cmd_build)
 
     p = sub.add_parser(

@@ -202,6 +202,8 @@ def cli_build(args: argparse.Namespace) -> int:
         force=args.force,
     )
     result = build(plan, ctx)
+    if args.validate:
+        _validate(result, ws, args)
     if args.json:
         log.out.print_json(json.dumps(result.to_json()))
         return 0
@@ -212,6 +214,22 @@ def cli_build(args: argparse.Namespace) -> int:
         highlight=False,
     )
     return 0
+
+
+def _validate(result: BuildResult, ws: config.Workspace, args: argparse.Namespace) -> None:
+    """`build --validate`: the validator on the built wheel, reports under <workdir>/reports/."""
+    from rocmbuild import validate
+    from rocmbuild.validate import report
+
+    stem = ws.reports / f"{result.plan.recipe}-{result.plan.short_key}"
+    opts = validate.ValidateOptions(workdir=str(ws.root), json_out=stem.with_suffix(".json"),
+                                    md_out=stem.with_suffix(".md"),
+                                    html_out=stem.with_suffix(".html"))
+    ws.reports.mkdir(parents=True, exist_ok=True)
+    rep = validate.run([result.wheel], result.plan.archs, opts)
+    if not args.json:
+        log.out.print(report.to_markdown(rep.to_json()), markup=False)
+    validate.raise_if_failed(rep, opts)
 
 
 def cli_plan(args: argparse.Namespace) -> int:

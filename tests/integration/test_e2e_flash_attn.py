@@ -136,3 +136,23 @@ def test_json_summary_and_force(triton_build: dict, tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert summary(res.stderr)[3] == "built"
     assert zipfile.ZipFile(tmp_path / "out" / NAME).testzip() is None
+
+
+def test_nvidia_check_build_applies_the_triton_patch(triton_build: dict, tmp_path: Path) -> None:
+    """`--gpu-vendor nvidia` selects the recipe patch (when = triton + nvidia) and applies it to
+    a fresh copy of the real sdist; the default (amd) build above has no patch."""
+    env = {**triton_build["env"], "ROCMBUILD_WHEEL_DIR": str(tmp_path / "nv")}
+    res = rocmbuild("flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi",
+                    "--gpu-vendor", "nvidia", env=env)
+    assert res.returncode == 0, res.stderr
+    assert "1 patch(es) applied" in res.stderr and summary(res.stderr)[3] == "built"
+    wheel = next((tmp_path / "nv").glob("*.whl"))
+    with zipfile.ZipFile(wheel) as zf:
+        init = zf.read("flash_attn/flash_attn_triton_amd/__init__.py").decode()
+        prov = json.loads(zf.read(next(n for n in zf.namelist()
+                                       if n.endswith("rocmbuild.json"))))
+    assert "_AMD_ONLY_OPTIONS" in init
+    assert prov["gpu_vendor"] == "nvidia" and len(prov["patches"]) == 1
+    assert prov["runtime_env"] == {"FLASH_ATTENTION_TRITON_AMD_ENABLE": "TRUE"}
+    with zipfile.ZipFile(triton_build["wheel"]) as zf:
+        assert zf.read("flash_attn/flash_attn_triton_amd/__init__.py") == b""

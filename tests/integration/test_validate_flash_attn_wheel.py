@@ -1,7 +1,7 @@
 """Validate the real flash-attn Triton-variant wheel (install, import, guard, audit).
 
-Runs when ROCMBUILD_TEST_FLASH_ATTN_WHEEL names a built wheel (the e2e build fixture sets it);
-skipped otherwise. The wheel needs `triton` at import time; CPU hosts without it must get the
+Uses the wheel the e2e build fixture made from the real PyPI sdist (or the wheel that
+ROCMBUILD_TEST_FLASH_ATTN_WHEEL names). The wheel needs `triton` at import time; CPU hosts without it must get the
 import error text, not a pass. (Seen here: with triton 3.9.0 flash-attn 2.8.3.post1's Triton
 backend fails at import with "key contains names that are not kernel arguments"; on the H200 with
 triton 3.6.0 it imports and passes the kernel gate.)
@@ -16,17 +16,14 @@ import shutil
 import sys
 from pathlib import Path
 
-import pytest
-
 from rocmbuild.run import run
 
-WHEEL = os.environ.get("ROCMBUILD_TEST_FLASH_ATTN_WHEEL")
 
 
-@pytest.mark.skipif(not WHEEL, reason="ROCMBUILD_TEST_FLASH_ATTN_WHEEL is not set")
-def test_real_triton_wheel(tmp_path):
-    whl = tmp_path / Path(WHEEL).name
-    shutil.copy(WHEEL, whl)
+def test_real_triton_wheel(tmp_path, triton_build):
+    wheel = os.environ.get("ROCMBUILD_TEST_FLASH_ATTN_WHEEL") or str(triton_build["wheel"])
+    whl = tmp_path / Path(wheel).name
+    shutil.copy(wheel, whl)
     r = run([sys.executable, "-m", "rocmbuild", "--workdir", tmp_path / "w", "validate", whl,
              "--keep-broken", "--json", tmp_path / "r.json"], check=False, capture=True,
             timeout=900)

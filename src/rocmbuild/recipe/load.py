@@ -109,6 +109,7 @@ VARIANT_KEYS = {
     "mem_per_job_gb": (int, float),
     "host_requires": list,
     "disk_gb": (int, float),
+    "runtime_env": dict,
 }
 PATCH_KEYS = {"file": str, "sha256": str, "reason": str, "when": dict, "link": str}
 TYPE_NAMES = {
@@ -389,6 +390,7 @@ def load(path: Path) -> Recipe:
                 else None
             ),
             disk_gb=c.number(v.get("disk_gb"), f"{key}.disk_gb", 0) or None,
+            runtime_env=c.env(v.get("runtime_env", {}), f"{key}.runtime_env"),
         )
     default_variant = build.get("default_variant", next(iter(variants), "default"))
     if variants and default_variant not in variants:

@@ -79,6 +79,10 @@ class Variant:
     host_requires: tuple[str, ...] | None = None
     """Overrides build.host_requires."""
     disk_gb: float | None = None
+    runtime_env: tuple[tuple[str, str], ...] = ()
+    """Environment the built wheel needs at run time (e.g. the flash-attn Triton backend is chosen
+    by FLASH_ATTENTION_TRITON_AMD_ENABLE at import). Recorded in rocmbuild.json as
+    ``runtime_env``; the validator sets it, and users must too."""
 
 
 @dataclass(frozen=True)

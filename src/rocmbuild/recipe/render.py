@@ -55,6 +55,7 @@ class Plan:
     local_version: str
     host: dict[str, Any]
     validate: dict[str, Any]
+    runtime_env: dict[str, str] = field(default_factory=dict)
     cache_key: str = field(default="")
 
     def to_json(self) -> dict[str, Any]:
@@ -230,6 +231,9 @@ def render(recipe: Recipe, target: Target) -> Plan:
         local_version=local,
         host=host,
         validate={"imports": list(recipe.validate_imports), "kernel": recipe.validate_kernel},
+        runtime_env={k: _fill(v, values, f"{recipe.path.name}: variants.{variant_name}."
+                              f"runtime_env.{k}") for k, v in (variant.runtime_env if variant
+                                                                else ())},
     )
     key_material = plan.to_json()
     for volatile in ("jobs", "jobs_reason", "recipe_path", "cache_key"):

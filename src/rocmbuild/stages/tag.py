@@ -110,6 +110,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         "gpu_vendor": plan.gpu_vendor,
         "rocm_version": plan.rocm["version"],
         "local_version": plan.local_version,
+        "runtime_env": plan.runtime_env,
         "cache_key": plan.cache_key,
         "python_tag": plan.host["python_tag"],
         "source": plan.source,

@@ -145,13 +145,11 @@ def _pick_kernels(opts: ValidateOptions, infos: list[inst.WheelInfo],
 
 
 def _runtime_env(infos: list[inst.WheelInfo]) -> dict[str, str]:
-    """Environment the wheels need at import time. rocmbuild.json may carry ``runtime_env``; the
-    flash-attn Triton variant (no compiled extension) is selected by an import-time variable."""
+    """Environment the wheels need at import time: rocmbuild.json's ``runtime_env`` (from the
+    recipe variant, e.g. FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE for the flash-attn Triton one)."""
     env: dict[str, str] = {}
     for w in infos:
         env.update({str(k): str(v) for k, v in ((w.meta or {}).get("runtime_env") or {}).items()})
-        if "flash_attn" in w.top_level and not w.native:
-            env.setdefault("FLASH_ATTENTION_TRITON_AMD_ENABLE", "TRUE")
     return env
 
 
@@ -323,6 +321,12 @@ def cli_validate(args: argparse.Namespace) -> int:
         move_broken=not args.keep_broken, keep_venv=args.keep_venv)
     rep = run([Path(w) for w in args.wheels], archs, opts)
     log.out.print(render.to_markdown(rep.to_json()), markup=False)
+    raise_if_failed(rep, opts)
+    return 0
+
+
+def raise_if_failed(rep: ValidationReport, opts: ValidateOptions) -> None:
+    """One line for the CLI: the first failure, how many more, and where the wheels went."""
     if not rep.ok:
         moved = [w.moved_to for w in rep.wheels if w.moved_to]
         raise ValidationError(
@@ -330,4 +334,3 @@ def cli_validate(args: argparse.Namespace) -> int:
             + (f" (+{len(rep.failures) - 1} more)" if len(rep.failures) > 1 else ""),
             hint=("moved to " + ", ".join(moved) + "; " if moved else "")
             + "read the report table above" + (f" and {opts.json_out}" if opts.json_out else ""))
-    return 0
