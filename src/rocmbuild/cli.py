@@ -103,6 +103,18 @@ def _cmd_recipes(args: argparse.Namespace) -> int:
     return load.cli_list(args)
 
 
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from rocmbuild import doctor
+
+    return doctor.cli_doctor(args)
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from rocmbuild import audit
+
+    return audit.cli_audit(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="rocmbuild",
@@ -136,8 +148,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_recipes)
 
     # -- commands added by later capabilities register below, one block each --
-    # [doctor]
-    # [audit]
+    p = sub.add_parser("doctor", help="check this host for a ROCm build: compiler, archs, GPUs, "
+                       "groups, torch, disk, memory",
+                       description="One line per check (ok / warn / fail) with the exact fix. Exit "
+                       "0 only when the requested build can run here; 10 otherwise.")
+    p.add_argument("--arch", default=_env("ROCMBUILD_ARCH"),
+                   help="gfx targets to test-compile, e.g. gfx942 or gfx90a,gfx942 [env "
+                   "ROCMBUILD_ARCH; default: the GPUs found, else gfx90a,gfx942 as a warning]")
+    p.add_argument("--recipe", default=None,
+                   help="recipe whose disk and memory-per-job estimates to check against")
+    p.add_argument("--hip-compiler", default=None,
+                   help="HIP compiler to check [env ROCMBUILD_HIP_COMPILER; default: detected]")
+    p.add_argument("--root", default="/",
+                   help="file system root for sysfs, /dev, /etc/group, /opt/rocm (fixture trees)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    p.set_defaults(handler=_cmd_doctor)
+
+    p = sub.add_parser("audit", help="list the gfx targets in the device code of wheels / .so files",
+                       description="For every ELF shared object in each wheel (or each .so/.o "
+                       "given), list the gfx targets in its HIP offload bundles (.hip_fatbin, "
+                       "CCOB-compressed, -fgpu-rdc). Exit 7 when a requested arch is missing or a "
+                       ".so has HIP host code but no device code.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="wheel, .so, .o or .hipfb files")
+    p.add_argument("--arch", default=None,
+                   help="gfx targets every HIP .so must carry, e.g. gfx90a,gfx942 (gfx90a also "
+                   "matches gfx90a:xnack+)")
+    p.add_argument("--json", action="store_true", help="print the audit as JSON on stdout")
+    p.set_defaults(handler=_cmd_audit)
+
     # [validate]
     # [publish]
     return parser
