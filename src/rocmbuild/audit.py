@@ -175,22 +175,24 @@ def elf_sections(buf: Any) -> list[_Section]:
 # --------------------------------------------------------------------------- bundles
 
 
-def _entries(header: Any, pos: int = 0) -> tuple[list[tuple[str, int, int]], int]:
-    """Entry table of a plain bundle at header[pos:]: ([(id, offset, size)], bytes spanned)."""
+def _entries(header: Any, pos: int = 0,
+             limit: int | None = None) -> tuple[list[tuple[str, int, int]], int]:
+    """Entry table of a plain bundle at header[pos:limit]: ([(id, offset, size)], bytes spanned)."""
+    limit = len(header) if limit is None else limit
     if bytes(header[pos:pos + 24]) != BUNDLE_MAGIC:
         raise BundleFormatError("missing __CLANG_OFFLOAD_BUNDLE__ magic")
-    if len(header) < pos + 32:
+    if limit < pos + 32:
         raise BundleFormatError("truncated bundle header")
     (n,) = struct.unpack_from("<Q", header, pos + 24)
     if n > 4096:
         raise BundleFormatError(f"implausible bundle entry count {n}")
     p, span, out = pos + 32, 32, []
     for _ in range(n):
-        if p + 24 > len(header):
+        if p + 24 > limit:
             raise BundleFormatError("truncated bundle entry table")
         off, size, idlen = struct.unpack_from("<QQQ", header, p)
         p += 24
-        if idlen > 4096 or p + idlen > len(header):
+        if idlen > 4096 or p + idlen > limit:
             raise BundleFormatError("truncated bundle entry id")
         out.append((bytes(header[p:p + idlen]).decode("ascii", "replace"), off, size))
         p += idlen
@@ -276,7 +278,7 @@ def bundles_in(buf: Any, start: int = 0, end: int | None = None) -> Iterator[Bun
             pos = nxt + 1
             continue
         if nxt == b_pos:
-            entries, span = _entries(buf, nxt)
+            entries, span = _entries(buf, nxt, end)
             yield _bundle("plain", nxt, entries)
             stop = nxt + span
         else:

@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     p.set_defaults(handler=_cmd_doctor)
 
-    p = sub.add_parser("audit", help="list the gfx targets in the device code of wheels / .so files",
+    p = sub.add_parser("audit", help="list the gfx targets in the device code of wheels / .so",
                        description="For every ELF shared object in each wheel (or each .so/.o "
                        "given), list the gfx targets in its HIP offload bundles (.hip_fatbin, "
                        "CCOB-compressed, -fgpu-rdc). Exit 7 when a requested arch is missing or a "

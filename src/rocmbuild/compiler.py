@@ -28,6 +28,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rocmbuild.errors import ToolchainError
 from rocmbuild.run import run
@@ -156,10 +157,12 @@ def load_toolchain_json(directory: Path | None = None) -> list[dict[str, object]
 
 
 def _from_toolchain_entry(c: Mapping[str, object], source: str) -> HipCompiler:
-    flags = [str(f) for f in c.get("flags", []) or []]  # type: ignore[union-attr]
-    return _make(str(c["path"]), str(c.get("kind", "clang")), c.get("rocm_path") and
-                 str(c["rocm_path"]), c.get("device_lib_path") and str(c["device_lib_path"]),
-                 flags, source)
+    raw_flags: Any = c.get("flags") or []
+    flags = [str(f) for f in raw_flags]
+    rocm = c.get("rocm_path")
+    dlp = c.get("device_lib_path")
+    return _make(str(c["path"]), str(c.get("kind", "clang")), str(rocm) if rocm else None,
+                 str(dlp) if dlp else None, flags, source)
 
 
 def _rocm_from_path(p: Path) -> str | None:

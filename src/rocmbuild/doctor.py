@@ -136,8 +136,10 @@ def rocm_version(path: Path) -> str | None:
 def torch_build(site_paths: Sequence[str] | None = None) -> dict[str, Any] | None:
     """The installed torch, read from its metadata and torch/version.py without importing it:
     {"version", "kind": "rocm"|"cuda"|"cpu", "hip", "cuda", "location"}; None if not installed."""
-    paths = list(site_paths) if site_paths is not None else None
-    dists = importlib.metadata.distributions(name="torch", **({"path": paths} if paths else {}))
+    if site_paths is not None:
+        dists = importlib.metadata.distributions(name="torch", path=list(site_paths))
+    else:
+        dists = importlib.metadata.distributions(name="torch")
     dist = next(iter(dists), None)
     if dist is None:
         return None
@@ -233,16 +235,17 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
     rpath, rwhere, rver = rocm_root(root)
     if rpath is None:
         add(Check("rocm", "fail", "no ROCm root (ROCM_PATH, HIP_PATH, /opt/rocm, /usr/include/hip)",
-                  "install ROCm (amdgpu-install --usecase=rocm), set ROCM_PATH, or on Debian 12 run "
-                  "scripts/install-hip-toolchain.sh"))
+                  "install ROCm (amdgpu-install --usecase=rocm), set ROCM_PATH, or on Debian 12 "
+                  "run scripts/install-hip-toolchain.sh"))
     else:
         add(Check("rocm", "ok", f"{rpath} ({rwhere}), version {rver or 'unknown'}",
                   data={"path": str(rpath), "version": rver}))
 
     # GPUs from KFD
     nodes = archmod.kfd_nodes(root / "sys")
-    gpus = [{"gfx": n["gfx"], "node": n["node"], "name": archmod.KNOWN_ARCHS.get(n["gfx"], "?"),
-             "gfx_target_version": n.get("gfx_target_version")} for n in nodes]
+    gpus: list[dict[str, str]] = [
+        {"gfx": n["gfx"], "node": n["node"], "name": archmod.KNOWN_ARCHS.get(n["gfx"], "?"),
+         "gfx_target_version": n.get("gfx_target_version", "")} for n in nodes]
     kfd_dir = root / "sys/class/kfd/kfd/topology/nodes"
     if gpus:
         add(Check("gpus", "ok", ", ".join(f"{g['gfx']} ({g['name']}) node {g['node']}"

@@ -96,8 +96,9 @@ def objs(tmp_path_factory, clang19, clang22) -> dict[str, Path]:
         futs = {n: ex.submit(_compile, c, s, d / n, ar, e) for n, (c, s, ar, e) in jobs.items()}
         out = {n: f.result() for n, f in futs.items()}
     # two TUs in one .so: one compressed bundle and one plain bundle in .hip_fatbin
-    run([c19.path, "-fPIC", "-shared", str(out["a_c.o"]), str(out["b.o"]), "-o", str(d / "multi.so"),
-         "-L/usr/lib/x86_64-linux-gnu", "-lamdhip64"], env=hip_env(), capture=True)
+    run([c19.path, "-fPIC", "-shared", str(out["a_c.o"]), str(out["b.o"]),
+         "-o", str(d / "multi.so"), "-L/usr/lib/x86_64-linux-gnu", "-lamdhip64"],
+        env=hip_env(), capture=True)
     out["multi.so"] = d / "multi.so"
     run(["cc", "-fPIC", "-shared", str(d / "host.c"), "-o", str(d / "host.so")], capture=True)
     out["host.so"] = d / "host.so"

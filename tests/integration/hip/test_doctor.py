@@ -146,7 +146,8 @@ def test_no_compiler(tmp_path, monkeypatch):
     assert not rep.ok
     p = subprocess.run([sys.executable, "-m", "rocmbuild", "doctor", "--root",
                         str(tmp_path / "root"), "--arch", "gfx942"], capture_output=True,
-                       text=True, env={**os.environ, "ROCMBUILD_TOOLCHAIN_DIR": str(tmp_path / "e")})
+                       text=True,
+                       env={**os.environ, "ROCMBUILD_TOOLCHAIN_DIR": str(tmp_path / "e")})
     assert p.returncode == 10
     assert "fail hip-compiler" in p.stderr and "doctor: 1 check(s) failed" in p.stderr
 
