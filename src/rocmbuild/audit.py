@@ -32,7 +32,8 @@ BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 CCOB_MAGIC = b"CCOB"
 ELF_MAGIC = b"\x7fELF"
 ALIGN = 4096
-_EXTRACT_ABOVE = 32 * 1024 * 1024  # wheel members larger than this go through a temp file + mmap
+_EXTRACT_ABOVE = 32 * 1024 * 1024
+_CCOB_HEAD_IN = 1 << 20  # compressed bytes read to reach a CCOB's entry table  # wheel members larger than this go through a temp file + mmap
 _HOST_SYMBOLS = (b"__hip_fatbin\0", b"__hip_gpubin_handle", b"__hip_module_ctor")
 
 # Generic targets (LLVM >= 19) and the processors whose code they run on.
@@ -145,6 +146,7 @@ def covers(found: str, wanted: str) -> bool:
 class _Section:
     name: str
     type: int
+    addr: int
     offset: int
     size: int
 
@@ -165,10 +167,10 @@ def elf_sections(buf: Any) -> list[_Section]:
     str_off, str_size = raw[shstrndx][4], raw[shstrndx][5]
     names = bytes(buf[str_off:str_off + str_size])
     out = []
-    for name_off, sh_type, _flags, _addr, off, size in raw:
+    for name_off, sh_type, _flags, addr, off, size in raw:
         end = names.find(b"\0", name_off)
         name = names[name_off:end if end >= 0 else None].decode("latin-1")
-        out.append(_Section(name, sh_type, off, size))
+        out.append(_Section(name, sh_type, addr, off, size))
     return out
 
 
@@ -223,38 +225,35 @@ def _ccob(buf: Any, pos: int, limit: int) -> tuple[list[tuple[str, int, int]], i
     end = pos + total if total else limit
     if end > limit or end < pos + hdr:
         raise BundleFormatError(f"CCOB v{version} size {total} runs past the section")
-    payload = memoryview(buf)[pos + hdr:end]
+    if method not in (0, 1):
+        raise BundleFormatError(f"unknown CCOB compression method {method}")
+    # Decompress only as far as the entry table reaches (it sits at the start of the payload);
+    # the code objects after it are never inflated.
+    payload = bytes(buf[pos + hdr:min(end, pos + hdr + _CCOB_HEAD_IN)])
+    got = b""
+    want = 4096
     try:
-        if method == 1:
-            import zstandard
+        while True:
+            if method == 1:
+                import zstandard
 
-            dobj: Any = zstandard.ZstdDecompressor().decompressobj()
-        elif method == 0:
-            dobj = zlib.decompressobj()
-        else:
-            raise BundleFormatError(f"unknown CCOB compression method {method}")
-        got = bytearray()
-        step = 1 << 16
-        for i in range(0, len(payload), step):
-            got += dobj.decompress(payload[i:i + step])
-            if len(got) >= 32:
-                try:
-                    entries, _ = _entries(got)
-                    break
-                except BundleFormatError as exc:
-                    if "truncated" not in str(exc):
-                        raise
-        else:
-            entries, _ = _entries(got)
+                with zstandard.ZstdDecompressor().stream_reader(payload) as reader:
+                    got = reader.read(want)
+            else:
+                got = zlib.decompressobj().decompress(payload, want)
+            try:
+                entries, _ = _entries(got)
+                break
+            except BundleFormatError as exc:
+                if "truncated" not in str(exc) or len(got) < want or want >= 1 << 24:
+                    raise
+                want *= 8
     except BundleFormatError:
         raise
     except Exception as exc:  # zstd / zlib errors
         raise BundleFormatError(f"CCOB v{version} payload does not decompress: {exc}") from exc
-    finally:
-        payload.release()
-    if not total:  # v1 has no size field: the stream ends where the compressed frame ends
-        unused = getattr(dobj, "unused_data", b"")
-        end = limit - len(unused) if unused else limit
+    if not total:  # v1 has no size field; probing for the next bundle goes on after the header
+        end = pos + hdr
     return entries, version, end
 
 
@@ -263,28 +262,56 @@ def _bundle(kind: str, offset: int, entries: list[tuple[str, int, int]]) -> Bund
     return Bundle(kind, offset, targets, tuple(eid for eid, _o, _s in entries))
 
 
-def bundles_in(buf: Any, start: int = 0, end: int | None = None) -> Iterator[Bundle]:
-    """Bundles laid out back to back (4096-aligned) in buf[start:end], e.g. a .hip_fatbin."""
+def _bundle_at(buf: Any, pos: int, end: int) -> tuple[Bundle, int] | None:
+    """The bundle starting at buf[pos] and where it ends, or None when no bundle starts there."""
+    head = bytes(buf[pos:pos + 24])
+    if head == BUNDLE_MAGIC:
+        entries, span = _entries(buf, pos, end)
+        return _bundle("plain", pos, entries), pos + span
+    if head[:4] == CCOB_MAGIC:
+        entries, version, stop = _ccob(buf, pos, end)
+        return _bundle(f"CCOBv{version}", pos, entries), stop
+    return None
+
+
+def bundles_in(buf: Any, start: int = 0, end: int | None = None,
+               starts: Sequence[int] | None = None) -> Iterator[Bundle]:
+    """Bundles in buf[start:end], e.g. a .hip_fatbin. ``starts``: the known bundle offsets (from
+    .hipFatBinSegment). Without them every 4096-byte boundary is probed, and each bundle found is
+    skipped by its size, so payloads are never read."""
     end = len(buf) if end is None else end
+    if starts is not None:
+        for s in starts:
+            found = _bundle_at(buf, s, end)
+            if found is None:
+                raise BundleFormatError(f"no offload bundle at {s:#x}, where .hipFatBinSegment "
+                                        "points")
+            yield found[0]
+        return
     pos = start
     while pos < end:
-        b_pos = buf.find(BUNDLE_MAGIC, pos, end)
-        c_pos = buf.find(CCOB_MAGIC, pos, end)
-        cands = [p for p in (b_pos, c_pos) if p >= 0]
-        if not cands:
-            return
-        nxt = min(cands)
-        if (nxt - start) % ALIGN:  # bundles start on page boundaries; skip stray matches
-            pos = nxt + 1
+        found = _bundle_at(buf, pos, end)
+        if found is None:
+            pos += ALIGN
             continue
-        if nxt == b_pos:
-            entries, span = _entries(buf, nxt, end)
-            yield _bundle("plain", nxt, entries)
-            stop = nxt + span
-        else:
-            entries, version, stop = _ccob(buf, nxt, end)
-            yield _bundle(f"CCOBv{version}", nxt, entries)
-        pos = max(nxt + 1, start + -(-(stop - start) // ALIGN) * ALIGN)
+        yield found[0]
+        pos = start + max(pos - start + ALIGN, -(-(found[1] - start) // ALIGN) * ALIGN)
+
+
+def _wrapper_starts(buf: Any, seg: _Section, fat: _Section) -> list[int] | None:
+    """Bundle file offsets from the 24-byte HIPF wrappers in .hipFatBinSegment (a linked .so holds
+    each bundle's address there); None when they cannot be used (relocatable .o: addresses 0)."""
+    if seg.size % 24 or seg.size == 0 or seg.offset + seg.size > len(buf):
+        return None
+    ptrs = []
+    for i in range(seg.offset, seg.offset + seg.size, 24):
+        magic, _version, ptr = struct.unpack_from("<IIQ", buf, i)
+        if magic != 0x48495046:
+            return None
+        ptrs.append(ptr)
+    if len(set(ptrs)) != len(ptrs) or not all(fat.addr <= p < fat.addr + fat.size for p in ptrs):
+        return None
+    return sorted(fat.offset + (p - fat.addr) for p in ptrs)
 
 
 def scan(buf: Any) -> tuple[list[Bundle], bool, bool]:
@@ -294,14 +321,18 @@ def scan(buf: Any) -> tuple[list[Bundle], bool, bool]:
         return list(bundles_in(buf)), False, False
     bundles: list[Bundle] = []
     hip_host = links_hip = False
-    for s in elf_sections(buf):
+    sections = elf_sections(buf)
+    relocatable = struct.unpack_from("<H", buf, 0x10)[0] == 1  # ET_REL
+    seg = next((s for s in sections if s.name == ".hipFatBinSegment"), None)
+    for s in sections:
         if s.type == 8:  # SHT_NOBITS: nothing in the file
             continue
         if s.name == ".hip_fatbin":
             hip_host = True
             if s.offset + s.size > len(buf):
                 raise BundleFormatError(".hip_fatbin runs past the end of the file")
-            bundles.extend(bundles_in(buf, s.offset, s.offset + s.size))
+            starts = None if relocatable or seg is None else _wrapper_starts(buf, seg, s)
+            bundles.extend(bundles_in(buf, s.offset, s.offset + s.size, starts))
         elif s.name == ".hipFatBinSegment":
             hip_host = True
         elif s.name.startswith("__CLANG_OFFLOAD_BUNDLE__"):

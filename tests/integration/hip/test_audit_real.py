@@ -127,3 +127,15 @@ def test_cli_exit_7_names_the_so_and_json(objs, tmp_path):
     p = subprocess.run([sys.executable, "-m", "rocmbuild", "audit", str(tmp_path / "nope.whl")],
                        capture_output=True, text=True)
     assert p.returncode == 2 and "nope.whl: no such file" in p.stderr
+
+
+def test_linked_so_bundles_come_from_hipfatbinsegment(objs):
+    """In a linked .so, .hipFatBinSegment's HIPF wrappers point at each TU's bundle; the audit
+    follows them (no probing) and they agree with probing every page of .hip_fatbin."""
+    data = objs["multi.so"].read_bytes()
+    secs = {s.name: s for s in audit.elf_sections(data)}
+    fat, seg = secs[".hip_fatbin"], secs[".hipFatBinSegment"]
+    starts = audit._wrapper_starts(data, seg, fat)
+    assert starts is not None and len(starts) == 2
+    probed = [b.offset for b in audit.bundles_in(data, fat.offset, fat.offset + fat.size)]
+    assert starts == probed
