@@ -32,8 +32,8 @@ BUNDLE_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
 CCOB_MAGIC = b"CCOB"
 ELF_MAGIC = b"\x7fELF"
 ALIGN = 4096
-_EXTRACT_ABOVE = 32 * 1024 * 1024
-_CCOB_HEAD_IN = 1 << 20  # compressed bytes read to reach a CCOB's entry table  # wheel members larger than this go through a temp file + mmap
+_EXTRACT_ABOVE = 32 * 1024 * 1024  # larger wheel members go through a temp file + mmap
+_CCOB_HEAD_IN = 1 << 20  # compressed bytes read to reach a CCOB's entry table
 _HOST_SYMBOLS = (b"__hip_fatbin\0", b"__hip_gpubin_handle", b"__hip_module_ctor")
 
 # Generic targets (LLVM >= 19) and the processors whose code they run on.
