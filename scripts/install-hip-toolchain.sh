@@ -82,6 +82,11 @@ HIP64="$F/usr/include"
 if [ "$WITH_950" = 1 ]; then
   if ! apt-cache policy clang-22 2>/dev/null | grep -q 'Candidate: [0-9]'; then
     if [ "$APT_UPDATED" = 0 ]; then $SUDO apt-get update -qq; APT_UPDATED=1; fi
+    if ! apt-cache policy clang-22 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+      echo "install-hip-toolchain.sh: clang-22 has no apt candidate; it comes from" \
+        "bookworm-security (deb http://security.debian.org/debian-security bookworm-security main)" >&2
+      exit 1
+    fi
   fi
   apt_install clang-22 lld-22 clang-tools-22 libclang-rt-22-dev
   if [ -f "$DL21/ocml.bc" ] && [ -f "$HIP64/hip/hip_runtime.h" ]; then
