@@ -76,18 +76,43 @@ class Report:
 # --------------------------------------------------------------------------- recipe estimates
 
 
-def _recipe_needs(name: str) -> tuple[float, float]:
-    """(memory per compile job in GB, disk in GB) for a recipe. Uses the recipe loader when it
-    exists; falls back to defaults when it does not (the lead wires the real fields)."""
+def _load_recipe(name: str) -> tuple[Any, Any] | None:
+    """(recipe, its default variant or None) through the recipe loader; None when the loader is
+    not available. Loader errors (unknown name, bad TOML) propagate."""
     try:
         from rocmbuild.recipe.load import find_recipe, load  # type: ignore[import-not-found]
     except ImportError:
-        return DEFAULT_MEM_PER_JOB_GB, DEFAULT_DISK_GB
+        return None
     recipe: Any = load(find_recipe(name))
-    mem = _first_attr(recipe, ("mem_per_job_gb", "build.mem_per_job_gb", "resources.mem_per_job_gb",
-                               "jobs.mem_per_job_gb"), DEFAULT_MEM_PER_JOB_GB)
-    disk = _first_attr(recipe, ("disk_gb", "build.disk_gb", "resources.disk_gb"), DEFAULT_DISK_GB)
+    variants = getattr(recipe, "variants", None) or {}
+    return recipe, variants.get(getattr(recipe, "default_variant", ""))
+
+
+def _recipe_needs(name: str) -> tuple[float, float]:
+    """(memory per compile job in GB, disk in GB) for a recipe (its default variant's overrides
+    first). Falls back to defaults when the recipe loader is not available."""
+    loaded = _load_recipe(name)
+    if loaded is None:
+        return DEFAULT_MEM_PER_JOB_GB, DEFAULT_DISK_GB
+    recipe, variant = loaded
+    mem = _first_attr(variant, ("mem_per_job_gb",), 0.0) or _first_attr(
+        recipe, ("mem_per_job_gb", "build.mem_per_job_gb"), DEFAULT_MEM_PER_JOB_GB)
+    disk = _first_attr(variant, ("disk_gb",), 0.0) or _first_attr(
+        recipe, ("disk_gb", "build.disk_gb"), DEFAULT_DISK_GB)
     return float(mem), float(disk)
+
+
+def _recipe_host_requires(name: str) -> tuple[str, ...]:
+    """build.host_requires of a recipe (default variant first): "torch", "rocm-torch", ...;
+    () when the recipe loader is not available."""
+    loaded = _load_recipe(name)
+    if loaded is None:
+        return ()
+    recipe, variant = loaded
+    reqs = getattr(variant, "host_requires", None)
+    if reqs is None:
+        reqs = getattr(recipe, "host_requires", ())
+    return tuple(str(r) for r in reqs or ())
 
 
 def _first_attr(obj: Any, paths: Iterable[str], default: float) -> float:
@@ -304,16 +329,30 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
     add(_device_check(root, real, uname, groups, db, bool(gpus)))
     add(_group_check(root, real, uname, groups, db, have_db))
 
-    # torch
-    add(_torch_check(site_paths, rver))
-
-    # disk, memory
+    # recipe estimates and host requirements
     mem_per_job, disk_gb = DEFAULT_MEM_PER_JOB_GB, DEFAULT_DISK_GB
+    host_reqs: tuple[str, ...] = ()
     if recipe:
         try:
             mem_per_job, disk_gb = _recipe_needs(recipe)
+            host_reqs = _recipe_host_requires(recipe)
         except RocmbuildError as exc:
             add(Check("recipe", "fail", exc.message, exc.hint))
+
+    # torch
+    tcheck = _torch_check(site_paths, rver)
+    kind = (tcheck.data.get("torch") or {}).get("kind")
+    if "rocm-torch" in host_reqs and kind != "rocm":
+        tcheck.status = "fail"
+        tcheck.message += f" (recipe {recipe} needs a ROCm torch)"
+        tcheck.fix = tcheck.fix or "install a ROCm torch (download.pytorch.org/whl/rocmX.Y)"
+    elif "torch" in host_reqs and kind is None:
+        tcheck.status = "fail"
+        tcheck.message = f"torch not installed; recipe {recipe} builds against it"
+        tcheck.fix = "install torch into this Python (a ROCm build for ROCm extensions)"
+    add(tcheck)
+
+    # disk, memory
     where = _nearest_existing(workdir if workdir is not None else
                               (root if root != Path("/") else Path.cwd()))
     free = shutil.disk_usage(where).free / GiB

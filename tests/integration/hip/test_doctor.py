@@ -211,3 +211,19 @@ def test_real_machine():
     torch = c["torch"]["data"]["torch"]
     if torch is not None:
         assert torch["kind"] in ("cpu", "cuda", "rocm")
+
+
+@pytest.mark.parametrize(("reqs", "site", "status"), [
+    (("rocm-torch",), "cpu", "fail"),
+    (("rocm-torch",), "rocm", "ok"),
+    (("torch",), "cuda", "warn"),
+])
+def test_recipe_host_requires_torch(tmp_path, monkeypatch, reqs, site, status):
+    """The recipe loader lives on the lead's branch; its answer is stubbed here."""
+    monkeypatch.setattr(doctor, "_recipe_host_requires", lambda name: reqs)
+    rep = diagnose(root=make_root(tmp_path), archs=["gfx942"], recipe="flash-attn", user="alice",
+                   site_paths=[str(make_site(tmp_path, site))], env={})
+    t = rep.get("torch")
+    assert t.status == status
+    if status == "fail":
+        assert "needs a ROCm torch" in t.message and not rep.ok
