@@ -6,7 +6,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from rocmbuild import audit
+from rocmbuild.compiler import accepts_arch
+
+from .conftest import build_probe
 
 
 def test_probe_two_archs_audit_exact(probe_wheel_2):
@@ -39,3 +44,12 @@ def test_probe_942_only_fails_gfx90a(probe_wheel_942):
                         "--arch", "gfx90a"], capture_output=True, text=True)
     assert p.returncode == 7
     assert "hipattn/_hipattn." in p.stderr and "no device code for gfx90a" in p.stderr
+
+
+def test_probe_gfx950_with_clang22(tmp_path, hipc):
+    """gfx950 needs clang-22 (install-hip-toolchain.sh --with-gfx950) or a ROCm >= 6.4 compiler."""
+    ok, why = accepts_arch(hipc, "gfx950")
+    if not ok:
+        pytest.skip(f"{hipc.path} cannot compile gfx950: {why}")
+    whl = build_probe(tmp_path, hipc, ["gfx950"])
+    assert audit.audit_wheel(whl, ["gfx950"]).objects[0].archs == ["gfx950"]
