@@ -156,7 +156,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="gfx targets to test-compile, e.g. gfx942 or gfx90a,gfx942 [env "
                    "ROCMBUILD_ARCH; default: the GPUs found, else gfx90a,gfx942 as a warning]")
     p.add_argument("--recipe", default=None,
-                   help="recipe whose disk and memory-per-job estimates to check against")
+                   help="recipe whose disk, memory-per-job and host_requires (rocm-torch) to "
+                   "check against")
     p.add_argument("--hip-compiler", default=None,
                    help="HIP compiler to check [env ROCMBUILD_HIP_COMPILER; default: detected]")
     p.add_argument("--root", default="/",
