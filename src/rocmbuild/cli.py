@@ -137,10 +137,24 @@ def _cmd_promote(args: argparse.Namespace) -> int:
     from rocmbuild import publish
 
     return publish.cli_promote(args)
+
+
 def _cmd_validate(args: argparse.Namespace) -> int:
     from rocmbuild import validate
 
     return validate.cli_validate(args)
+
+
+def _cmd_doctor(args: argparse.Namespace) -> int:
+    from rocmbuild import doctor
+
+    return doctor.cli_doctor(args)
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from rocmbuild import audit
+
+    return audit.cli_audit(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -180,11 +194,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="rebuild even when the cache holds a wheel for these inputs",
     )
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    p.add_argument("--validate", action="store_true",
-                   default=os.environ.get("ROCMBUILD_VALIDATE") == "1",
-                   help="validate the wheel after the build (isolated install, import, torch "
-                   "guard, audit, GPU kernel gate; reports in <workdir>/reports/) "
-                   "[env ROCMBUILD_VALIDATE=1]")
+    p.add_argument(
+        "--validate",
+        action="store_true",
+        default=os.environ.get("ROCMBUILD_VALIDATE") == "1",
+        help="validate the wheel after the build (isolated install, import, torch "
+        "guard, audit, GPU kernel gate; reports in <workdir>/reports/) "
+        "[env ROCMBUILD_VALIDATE=1]",
+    )
     p.set_defaults(handler=_cmd_build)
 
     p = sub.add_parser(
@@ -202,39 +219,116 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(handler=_cmd_recipes)
 
     # -- commands added by later capabilities register below, one block each --
-    # [doctor]
-    # [audit]
-    p = sub.add_parser("validate", help="install wheels in a fresh venv, import, check torch "
-                       "compatibility, audit, and gate the attention kernels on a GPU",
-                       description="Validate wheels: isolated install and import, torch "
-                       "compatibility guard, code-object audit, and (on a GPU) attention "
-                       "correctness and throughput. Failing wheels move to <workdir>/broken/.")
+    p = sub.add_parser(
+        "doctor",
+        help="check this host for a ROCm build: compiler, archs, GPUs, groups, torch, disk, memory",
+        description="One line per check (ok / warn / fail) with the exact fix. Exit "
+        "0 only when the requested build can run here; 10 otherwise.",
+    )
+    p.add_argument(
+        "--arch",
+        default=_env("ROCMBUILD_ARCH"),
+        help="gfx targets to test-compile, e.g. gfx942 or gfx90a,gfx942 [env "
+        "ROCMBUILD_ARCH; default: the GPUs found, else gfx90a,gfx942 as a warning]",
+    )
+    p.add_argument(
+        "--recipe",
+        default=None,
+        help="recipe whose disk, memory-per-job and host_requires (rocm-torch) to check against",
+    )
+    p.add_argument(
+        "--hip-compiler",
+        default=None,
+        help="HIP compiler to check [env ROCMBUILD_HIP_COMPILER; default: detected]",
+    )
+    p.add_argument(
+        "--root",
+        default="/",
+        help="file system root for sysfs, /dev, /etc/group, /opt/rocm (fixture trees)",
+    )
+    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+    p.set_defaults(handler=_cmd_doctor)
+
+    p = sub.add_parser(
+        "audit",
+        help="list the gfx targets in the device code of wheels / .so",
+        description="For every ELF shared object in each wheel (or each .so/.o "
+        "given), list the gfx targets in its HIP offload bundles (.hip_fatbin, "
+        "CCOB-compressed, -fgpu-rdc). Exit 7 when a requested arch is missing or a "
+        ".so has HIP host code but no device code.",
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH", help="wheel, .so, .o or .hipfb files")
+    p.add_argument(
+        "--arch",
+        default=None,
+        help="gfx targets every HIP .so must carry, e.g. gfx90a,gfx942 (gfx90a also "
+        "matches gfx90a:xnack+)",
+    )
+    p.add_argument("--json", action="store_true", help="print the audit as JSON on stdout")
+    p.set_defaults(handler=_cmd_audit)
+
+    # [validate]
+    # [publish]
+    p = sub.add_parser(
+        "validate",
+        help="install wheels in a fresh venv, import, check torch "
+        "compatibility, audit, and gate the attention kernels on a GPU",
+        description="Validate wheels: isolated install and import, torch "
+        "compatibility guard, code-object audit, and (on a GPU) attention "
+        "correctness and throughput. Failing wheels move to <workdir>/broken/.",
+    )
     p.add_argument("wheels", nargs="*", help="wheel files to validate together")
-    p.add_argument("--arch", default=_env("ROCMBUILD_ARCH"),
-                   help="gfx targets the audit requires [env ROCMBUILD_ARCH; default: the "
-                   "wheel's rocmbuild.json archs]")
-    p.add_argument("--torch-from", default=_env("ROCMBUILD_TORCH_FROM"),
-                   help="site-packages dir holding the torch to validate against [env "
-                   "ROCMBUILD_TORCH_FROM; default: the torch this Python imports]")
-    p.add_argument("--kernels", action=argparse.BooleanOptionalAction, default=True,
-                   help="run the GPU kernel gate (SKIPPED without a GPU) [default on]")
-    p.add_argument("--kernel", default="auto",
-                   choices=["auto", "flash-attn", "sdpa", "hipattn"],
-                   help="kernel under test; auto: flash-attn when a wheel provides it, plus the "
-                   "hipattn probe on AMD hosts; sdpa checks the harness itself")
+    p.add_argument(
+        "--arch",
+        default=_env("ROCMBUILD_ARCH"),
+        help="gfx targets the audit requires [env ROCMBUILD_ARCH; default: the "
+        "wheel's rocmbuild.json archs]",
+    )
+    p.add_argument(
+        "--torch-from",
+        default=_env("ROCMBUILD_TORCH_FROM"),
+        help="site-packages dir holding the torch to validate against [env "
+        "ROCMBUILD_TORCH_FROM; default: the torch this Python imports]",
+    )
+    p.add_argument(
+        "--kernels",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="run the GPU kernel gate (SKIPPED without a GPU) [default on]",
+    )
+    p.add_argument(
+        "--kernel",
+        default="auto",
+        choices=["auto", "flash-attn", "sdpa", "hipattn"],
+        help="kernel under test; auto: flash-attn when a wheel provides it, plus the "
+        "hipattn probe on AMD hosts; sdpa checks the harness itself",
+    )
     p.add_argument("--quick", action="store_true", help="small correctness/throughput subset")
-    p.add_argument("--inject-fault", choices=["scale", "no-causal", "nan"], default=None,
-                   help="self-test: wrap the kernel with a deliberate error; the gate must fail")
-    p.add_argument("--cross-check", action="store_true",
-                   help="also time every call with triton.testing.do_bench")
-    p.add_argument("--baseline", default=None,
-                   help="JSON report of the last good run on this host/arch; fail on a "
-                   "throughput drop beyond max(10%%, 3x run-to-run spread)")
+    p.add_argument(
+        "--inject-fault",
+        choices=["scale", "no-causal", "nan"],
+        default=None,
+        help="self-test: wrap the kernel with a deliberate error; the gate must fail",
+    )
+    p.add_argument(
+        "--cross-check",
+        action="store_true",
+        help="also time every call with triton.testing.do_bench",
+    )
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="JSON report of the last good run on this host/arch; fail on a "
+        "throughput drop beyond max(10%%, 3x run-to-run spread)",
+    )
     p.add_argument("--json", default=None, help="write the JSON report here")
     p.add_argument("--md", default=None, help="write the Markdown report here")
     p.add_argument("--html", default=None, help="write the HTML report here")
-    p.add_argument("--keep-broken", action="store_true",
-                   help="leave failing wheels in place instead of moving them to broken/")
+    p.add_argument(
+        "--keep-broken",
+        action="store_true",
+        help="leave failing wheels in place instead of moving them to broken/",
+    )
     p.add_argument("--keep-venv", action="store_true", help="keep the validation venv")
     p.set_defaults(handler=_cmd_validate)
     p = sub.add_parser(

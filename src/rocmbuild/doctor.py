@@ -1,0 +1,502 @@
+"""``rocmbuild doctor``: is this host ready for the requested ROCm build? One line per check.
+
+Each check is ok / warn / fail and, when not ok, carries the exact fix. Only a ``fail`` means the
+requested build cannot run here (exit 10); things that matter only for running kernels (GPUs,
+/dev/kfd, groups) are warnings, because wheels are compiled on GPU-less hosts too.
+
+``root`` moves the file system root for everything read from disk (sysfs, /dev, /etc/group,
+/etc/passwd, /opt/rocm, /usr/local/cuda), so the tests feed fixture trees. The compiler itself and
+toolchain.json are not moved: acceptance of an arch is always tested by a real compile.
+"""
+
+from __future__ import annotations
+
+import grp
+import importlib.metadata
+import json
+import os
+import pwd
+import re
+import shutil
+import stat
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rocmbuild import arch as archmod
+from rocmbuild import compiler as compmod
+from rocmbuild.errors import RocmbuildError, ToolchainError
+from rocmbuild.jobs import GiB, plan_jobs
+
+DEFAULT_ARCHS = ("gfx90a", "gfx942")
+DEFAULT_MEM_PER_JOB_GB = 2.0
+DEFAULT_DISK_GB = 5.0
+GROUP_FIX = "sudo usermod -aG video,render $USER, then log out and in again"
+
+# What a compiler needs for an arch it rejects.
+ARCH_FIX = {
+    "gfx942": "needs clang >= 19 with ROCm >= 6.0 device libs: ROCm >= 6.0's amdclang++, or on "
+    "Debian 12 scripts/install-hip-toolchain.sh (clang-19)",
+    "gfx950": "needs clang >= 21 with ROCm >= 6.4 device libs: ROCm >= 6.4's amdclang++, or on "
+    "Debian 12 scripts/install-hip-toolchain.sh --with-gfx950 (clang-22)",
+}
+
+
+@dataclass
+class Check:
+    name: str
+    status: str  # "ok" | "warn" | "fail"
+    message: str
+    fix: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Report:
+    archs: list[str]
+    recipe: str | None
+    checks: list[Check]
+
+    @property
+    def ok(self) -> bool:
+        return not any(c.status == "fail" for c in self.checks)
+
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if c.status == "fail"]
+
+    def get(self, name: str) -> Check:
+        return next(c for c in self.checks if c.name == name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "archs": self.archs, "recipe": self.recipe,
+                "checks": [asdict(c) for c in self.checks]}
+
+
+# --------------------------------------------------------------------------- recipe estimates
+
+
+def _load_recipe(name: str) -> tuple[Any, Any] | None:
+    """(recipe, its default variant or None) through the recipe loader; None when the loader is
+    not available. Loader errors (unknown name, bad TOML) propagate."""
+    try:
+        from rocmbuild.recipe.load import find_recipe, load  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    recipe: Any = load(find_recipe(name))
+    variants = getattr(recipe, "variants", None) or {}
+    return recipe, variants.get(getattr(recipe, "default_variant", ""))
+
+
+def _recipe_needs(name: str) -> tuple[float, float]:
+    """(memory per compile job in GB, disk in GB) for a recipe (its default variant's overrides
+    first). Falls back to defaults when the recipe loader is not available."""
+    loaded = _load_recipe(name)
+    if loaded is None:
+        return DEFAULT_MEM_PER_JOB_GB, DEFAULT_DISK_GB
+    recipe, variant = loaded
+    mem = _first_attr(variant, ("mem_per_job_gb",), 0.0) or _first_attr(
+        recipe, ("mem_per_job_gb", "build.mem_per_job_gb"), DEFAULT_MEM_PER_JOB_GB)
+    disk = _first_attr(variant, ("disk_gb",), 0.0) or _first_attr(
+        recipe, ("disk_gb", "build.disk_gb"), DEFAULT_DISK_GB)
+    return float(mem), float(disk)
+
+
+def _recipe_host_requires(name: str) -> tuple[str, ...]:
+    """build.host_requires of a recipe (default variant first): "torch", "rocm-torch", ...;
+    () when the recipe loader is not available."""
+    loaded = _load_recipe(name)
+    if loaded is None:
+        return ()
+    recipe, variant = loaded
+    reqs = getattr(variant, "host_requires", None)
+    if reqs is None:
+        reqs = getattr(recipe, "host_requires", ())
+    return tuple(str(r) for r in reqs or ())
+
+
+def _first_attr(obj: Any, paths: Iterable[str], default: float) -> float:
+    for p in paths:
+        cur = obj
+        for part in p.split("."):
+            cur = cur.get(part) if isinstance(cur, dict) else getattr(cur, part, None)
+            if cur is None:
+                break
+        if isinstance(cur, int | float):
+            return float(cur)
+    return default
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _under(root: Path, p: str | Path) -> Path:
+    return root / str(p).lstrip("/")
+
+
+def rocm_root(root: Path) -> tuple[Path | None, str, str | None]:
+    """(ROCm root, where from, version) from ROCM_PATH, HIP_PATH, /opt/rocm, then Debian /usr."""
+    cands = compmod.rocm_candidates(root) + [(root / "usr", "Debian /usr")]
+    for path, where in cands:
+        if (path / ".info/version").is_file() or (path / "include/hip/hip_runtime.h").is_file():
+            return path, where, rocm_version(path)
+    return None, "", None
+
+
+def rocm_version(path: Path) -> str | None:
+    info = path / ".info/version"
+    if info.is_file():
+        text = info.read_text(errors="replace").strip()
+        return text.split()[0] if text else None
+    hv = path / "include/hip/hip_version.h"
+    if hv.is_file():
+        txt = hv.read_text(errors="replace")
+        parts = [re.search(rf"#define HIP_VERSION_{k}\s+(\d+)", txt) for k in
+                 ("MAJOR", "MINOR", "PATCH")]
+        if all(parts):
+            return ".".join(m.group(1) for m in parts if m)
+    return None
+
+
+def torch_build(site_paths: Sequence[str] | None = None) -> dict[str, Any] | None:
+    """The installed torch, read from its metadata and torch/version.py without importing it:
+    {"version", "kind": "rocm"|"cuda"|"cpu", "hip", "cuda", "location"}; None if not installed."""
+    if site_paths is not None:
+        dists = importlib.metadata.distributions(name="torch", path=list(site_paths))
+    else:
+        dists = importlib.metadata.distributions(name="torch")
+    dist = next(iter(dists), None)
+    if dist is None:
+        return None
+    version = dist.version
+    fields: dict[str, str | None] = {"hip": None, "cuda": None}
+    vfile = Path(str(dist.locate_file("torch/version.py")))
+    if vfile.is_file():
+        text = vfile.read_text(errors="replace")
+        for key in fields:
+            m = re.search(rf"^{key}\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+            fields[key] = m.group(1) if m else None
+    local = version.partition("+")[2]
+    if fields["hip"] or local.startswith("rocm"):
+        kind = "rocm"
+    elif fields["cuda"] or local.startswith("cu"):
+        kind = "cuda"
+    else:
+        kind = "cpu"
+    return {"version": version, "kind": kind, "hip": fields["hip"], "cuda": fields["cuda"],
+            "location": str(vfile.parent)}
+
+
+def _group_db(root: Path) -> tuple[dict[str, tuple[int, list[str]]], bool]:
+    """name -> (gid, members) from <root>/etc/group; (db, readable)."""
+    f = root / "etc/group"
+    try:
+        text = f.read_text(errors="replace")
+    except OSError:
+        return {}, False
+    db: dict[str, tuple[int, list[str]]] = {}
+    for line in text.splitlines():
+        parts = line.split(":")
+        if len(parts) >= 4 and parts[2].isdigit():
+            db[parts[0]] = (int(parts[2]), [m for m in parts[3].split(",") if m])
+    return db, True
+
+
+def _user_groups(root: Path, user: str, db: dict[str, tuple[int, list[str]]],
+                 real: bool) -> set[str]:
+    names = {g for g, (_gid, members) in db.items() if user in members}
+    by_gid = {gid: g for g, (gid, _m) in db.items()}
+    try:
+        for line in (root / "etc/passwd").read_text(errors="replace").splitlines():
+            parts = line.split(":")
+            if len(parts) > 3 and parts[0] == user and parts[3].isdigit():
+                names.add(by_gid.get(int(parts[3]), ""))
+    except OSError:
+        pass
+    if real:  # this process's actual supplementary groups (newgrp, sssd, ...)
+        for gid in os.getgroups():
+            try:
+                names.add(by_gid.get(gid) or grp.getgrgid(gid).gr_name)
+            except KeyError:
+                pass
+    names.discard("")
+    return names
+
+
+def _can_rw(path: Path, real: bool, user: str, groups: set[str],
+            db: dict[str, tuple[int, list[str]]]) -> bool:
+    if real:
+        return os.access(path, os.R_OK | os.W_OK)
+    st = path.stat()
+    mode = st.st_mode
+    if mode & stat.S_IROTH and mode & stat.S_IWOTH:
+        return True
+    gname = next((g for g, (gid, _m) in db.items() if gid == st.st_gid), None)
+    return bool(mode & stat.S_IRGRP and mode & stat.S_IWGRP and gname in groups)
+
+
+def _nearest_existing(p: Path) -> Path:
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
+             recipe: str | None = None, hip_compiler: str | None = None,
+             site_paths: Sequence[str] | None = None, user: str | None = None,
+             workdir: Path | None = None, env: dict[str, str] | None = None) -> Report:
+    """Run every check. ``user`` (fixture tests) names the user whose groups and device access
+    are computed from the fixture's /etc/group and file modes instead of this process's."""
+    env = dict(os.environ if env is None else env)
+    root = Path(root)
+    real = root == Path("/") and user is None
+    checks: list[Check] = []
+    add = checks.append
+
+    # ROCm root
+    rpath, rwhere, rver = rocm_root(root)
+    if rpath is None:
+        add(Check("rocm", "fail", "no ROCm root (ROCM_PATH, HIP_PATH, /opt/rocm, /usr/include/hip)",
+                  "install ROCm (amdgpu-install --usecase=rocm), set ROCM_PATH, or on Debian 12 "
+                  "run scripts/install-hip-toolchain.sh"))
+    else:
+        add(Check("rocm", "ok", f"{rpath} ({rwhere}), version {rver or 'unknown'}",
+                  data={"path": str(rpath), "version": rver}))
+
+    # GPUs from KFD
+    nodes = archmod.kfd_nodes(root / "sys")
+    gpus: list[dict[str, str]] = [
+        {"gfx": n["gfx"], "node": n["node"], "name": archmod.KNOWN_ARCHS.get(n["gfx"], "?"),
+         "gfx_target_version": n.get("gfx_target_version", "")} for n in nodes]
+    kfd_dir = root / "sys/class/kfd/kfd/topology/nodes"
+    if gpus:
+        add(Check("gpus", "ok", ", ".join(f"{g['gfx']} ({g['name']}) node {g['node']}"
+                                          for g in gpus), data={"gpus": gpus}))
+    else:
+        add(Check("gpus", "warn", f"no AMD GPU in {kfd_dir}: compiling works, running kernels "
+                  "(validate) does not", "on a GPU host: load the amdgpu driver; in a container: "
+                  "--device /dev/kfd --device /dev/dri", data={"gpus": []}))
+
+    # requested archs
+    defaults = False
+    if archs is None or list(archs) == ["native"]:
+        if gpus:
+            archs = list(dict.fromkeys(g["gfx"] for g in gpus))
+        elif archs is None:
+            archs, defaults = list(DEFAULT_ARCHS), True
+        else:
+            archs = []
+            add(Check("arch", "fail", "--arch native: no AMD GPU found",
+                      "name the targets, e.g. --arch gfx942 (MI300) or --arch gfx90a (MI200)"))
+    archs = list(archs)
+    if defaults:
+        add(Check("arch", "warn", f"no --arch and no GPU: builds need --arch; checking "
+                  f"{','.join(archs)}", "pass --arch, e.g. --arch gfx942"))
+    elif gpus and archs:
+        host = {g["gfx"] for g in gpus}
+        missing = sorted(host - {a.split(":")[0] for a in archs})
+        if missing:
+            add(Check("arch-vs-gpus", "warn", f"GPUs here are {', '.join(sorted(host))} but "
+                      f"--arch is {','.join(archs)}: the wheel will not run on "
+                      f"{', '.join(missing)}", f"add {','.join(missing)} to --arch"))
+
+    # HIP compiler and per-arch acceptance
+    hipc = None
+    try:
+        hipc = compmod.detect(hip_compiler, root=root)
+    except ToolchainError as exc:
+        add(Check("hip-compiler", "fail", exc.message, exc.hint))
+    if hipc is not None:
+        add(Check("hip-compiler", "ok", f"{hipc.path} ({hipc.kind} {hipc.version}) from "
+                  f"{hipc.source}", data=hipc.to_json()))
+        for a in archs:
+            ok, msg = compmod.accepts_arch(hipc, a)
+            status = "ok" if ok else ("warn" if defaults else "fail")
+            fix = None if ok else ARCH_FIX.get(a.split(":")[0], "use a newer ROCm / clang "
+                                               "(set ROCMBUILD_HIP_COMPILER)")
+            add(Check(f"arch:{a}", status, msg, fix))
+
+    # rocm-smi / amd-smi
+    add(_smi_check(root, rpath, real, bool(gpus)))
+
+    # /dev/kfd and render nodes, groups
+    uname = user or pwd.getpwuid(os.getuid()).pw_name
+    db, have_db = _group_db(root)
+    groups = _user_groups(root, uname, db, real) if have_db else set()
+    add(_device_check(root, real, uname, groups, db, bool(gpus)))
+    add(_group_check(root, real, uname, groups, db, have_db))
+
+    # recipe estimates and host requirements
+    mem_per_job, disk_gb = DEFAULT_MEM_PER_JOB_GB, DEFAULT_DISK_GB
+    host_reqs: tuple[str, ...] = ()
+    if recipe:
+        try:
+            mem_per_job, disk_gb = _recipe_needs(recipe)
+            host_reqs = _recipe_host_requires(recipe)
+        except RocmbuildError as exc:
+            add(Check("recipe", "fail", exc.message, exc.hint))
+
+    # torch
+    tcheck = _torch_check(site_paths, rver)
+    kind = (tcheck.data.get("torch") or {}).get("kind")
+    if "rocm-torch" in host_reqs and kind != "rocm":
+        tcheck.status = "fail"
+        tcheck.message += f" (recipe {recipe} needs a ROCm torch)"
+        tcheck.fix = tcheck.fix or "install a ROCm torch (download.pytorch.org/whl/rocmX.Y)"
+    elif "torch" in host_reqs and kind is None:
+        tcheck.status = "fail"
+        tcheck.message = f"torch not installed; recipe {recipe} builds against it"
+        tcheck.fix = "install torch into this Python (a ROCm build for ROCm extensions)"
+    add(tcheck)
+
+    # disk, memory
+    where = _nearest_existing(workdir if workdir is not None else
+                              (root if root != Path("/") else Path.cwd()))
+    free = shutil.disk_usage(where).free / GiB
+    if free >= disk_gb:
+        add(Check("disk", "ok", f"{free:.1f} GiB free at {where} (needs ~{disk_gb:g} GiB)"))
+    else:
+        add(Check("disk", "fail", f"{free:.1f} GiB free at {where}, the build needs ~{disk_gb:g} "
+                  "GiB", "free space, or point --workdir / ROCMBUILD_WORKDIR at a bigger disk"))
+    plan = plan_jobs(mem_per_job, root=root)
+    if plan.usable_bytes >= mem_per_job * GiB:
+        add(Check("memory", "ok", f"MAX_JOBS={plan.jobs}: {plan.reason}",
+                  data={"jobs": plan.jobs, "mem_per_job_gb": mem_per_job}))
+    else:
+        add(Check("memory", "warn", f"{plan.usable_bytes / GiB:.1f} GiB usable, less than one "
+                  f"compile job's ~{mem_per_job:g} GiB: the build may be OOM-killed",
+                  "close other programs, add swap, or build on a bigger host",
+                  data={"jobs": plan.jobs, "mem_per_job_gb": mem_per_job}))
+
+    # HIP_PLATFORM trap
+    hp = env.get("HIP_PLATFORM")
+    cuda = root / "usr/local/cuda"
+    if hp and hp != "amd":
+        add(Check("hip-platform", "fail", f"HIP_PLATFORM={hp}: HIP tools target NVIDIA",
+                  "export HIP_PLATFORM=amd (or unset it)"))
+    elif not hp and cuda.exists():
+        add(Check("hip-platform", "warn", f"{cuda} exists and HIP_PLATFORM is unset: hipcc, "
+                  "hipconfig and CMake pick the NVIDIA platform (rocmbuild sets HIP_PLATFORM=amd "
+                  "for its own builds)", "export HIP_PLATFORM=amd for manual hipcc/cmake runs"))
+    else:
+        add(Check("hip-platform", "ok", f"HIP_PLATFORM={hp or 'unset'}, no /usr/local/cuda"
+                  if not cuda.exists() else f"HIP_PLATFORM={hp}"))
+    return Report(archs, recipe, checks)
+
+
+def _smi_check(root: Path, rpath: Path | None, real: bool, have_gpus: bool) -> Check:
+    dirs = [root / "opt/rocm/bin", root / "usr/bin"]
+    if rpath is not None:
+        dirs.insert(0, rpath / "bin")
+    search = os.pathsep.join([*(str(d) for d in dirs)] + ([os.environ.get("PATH", "")]
+                                                          if real else []))
+    for tool, args in (("amd-smi", ["version"]), ("rocm-smi", ["--showproductname"])):
+        path = shutil.which(tool, path=search)
+        if not path:
+            continue
+        if not real:
+            return Check("smi", "ok", f"{tool} at {path} (not run on a fixture root)")
+        from rocmbuild.run import run
+
+        res = run([path, *args], capture=True, check=False, timeout=30)
+        first = next((ln.strip() for ln in res.output.splitlines() if ln.strip()), "")
+        if res.returncode == 0:
+            return Check("smi", "ok", f"{tool}: {first[:160]}")
+        return Check("smi", "warn" if have_gpus else "ok",
+                     f"{tool} exited {res.returncode}: {first[:160]}",
+                     "check the amdgpu driver (dmesg | grep amdgpu)" if have_gpus else None)
+    if have_gpus:
+        return Check("smi", "warn", "neither amd-smi nor rocm-smi found",
+                     "install amd-smi (ships with ROCm) or rocm-smi (apt install rocm-smi)")
+    return Check("smi", "ok", "amd-smi / rocm-smi not installed (optional; no GPU here)")
+
+
+def _device_check(root: Path, real: bool, user: str, groups: set[str],
+                  db: dict[str, tuple[int, list[str]]], have_gpus: bool) -> Check:
+    kfd = root / "dev/kfd"
+    renders = sorted((root / "dev/dri").glob("renderD*"))
+    data = {"kfd": kfd.exists(), "render_nodes": [r.name for r in renders]}
+    if not kfd.exists():
+        return Check("devices", "warn", f"{kfd} missing: no ROCm kernel driver, GPU kernels "
+                     "cannot run here (compiling still works)",
+                     "on a GPU host: sudo modprobe amdgpu (install amdgpu-dkms); in a container: "
+                     "docker run --device /dev/kfd --device /dev/dri ...", data=data)
+    if not renders:
+        return Check("devices", "warn", f"{kfd} exists but no {root / 'dev/dri'}/renderD*",
+                     "in a container also pass --device /dev/dri", data=data)
+    denied = [str(p) for p in [kfd, *renders] if not _can_rw(p, real, user, groups, db)]
+    if denied:
+        return Check("devices", "warn", f"no read/write access for {user} to "
+                     f"{', '.join(denied)}", GROUP_FIX, data=data)
+    return Check("devices", "ok", f"{kfd} and {', '.join(r.name for r in renders)} accessible",
+                 data=data)
+
+
+def _group_check(root: Path, real: bool, user: str, groups: set[str],
+                 db: dict[str, tuple[int, list[str]]], have_db: bool) -> Check:
+    if real and os.getuid() == 0:
+        return Check("groups", "ok", "running as root: device access is not limited by groups")
+    if not have_db:
+        return Check("groups", "warn", f"cannot read {root / 'etc/group'}", GROUP_FIX)
+    need = [g for g in ("video", "render") if g in db]
+    missing = [g for g in need if g not in groups]
+    if missing:
+        return Check("groups", "warn", f"{user} is not in group(s) {', '.join(missing)}: "
+                     "GPU kernels cannot run", GROUP_FIX, data={"groups": sorted(groups)})
+    return Check("groups", "ok", f"{user} is in {', '.join(need) or '(no video/render groups)'}",
+                 data={"groups": sorted(groups)})
+
+
+def _torch_check(site_paths: Sequence[str] | None, rocm_ver: str | None) -> Check:
+    info = torch_build(site_paths)
+    if info is None:
+        return Check("torch", "ok", "torch not installed (needed only by torch-based recipes)",
+                     data={"torch": None})
+    fix = ("install a ROCm torch, e.g. pip install torch --index-url "
+           "https://download.pytorch.org/whl/rocm6.2 (match your ROCm)")
+    if info["kind"] != "rocm":
+        return Check("torch", "warn", f"torch {info['version']} is a {info['kind'].upper()} "
+                     "build: --no-build-isolation builds compile against it, so torch-based HIP "
+                     "extensions (flash-attn) cannot build here", fix, data={"torch": info})
+    hip = info["hip"] or "?"
+    if rocm_ver and info["hip"] and info["hip"].split(".")[:2] != rocm_ver.split(".")[:2]:
+        return Check("torch", "warn", f"torch {info['version']} is built for HIP {hip} but the "
+                     f"ROCm root is {rocm_ver}: extensions may fail to load",
+                     "use the ROCm that matches torch (ROCM_PATH) or the torch that matches ROCm",
+                     data={"torch": info})
+    return Check("torch", "ok", f"torch {info['version']} is a ROCm build (HIP {hip})",
+                 data={"torch": info})
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def cli_doctor(args: Any) -> int:
+    from rich.markup import escape
+
+    from rocmbuild import log
+
+    archs: list[str] | None = None
+    if args.arch:
+        archs = ["native"] if args.arch.strip() == "native" else list(
+            archmod.parse_archs(args.arch))
+    report = diagnose(root=Path(args.root), archs=archs, recipe=args.recipe,
+                      hip_compiler=args.hip_compiler)
+    if args.json:
+        log.out.print_json(json.dumps(report.to_json()))
+    else:
+        colors = {"ok": "green", "warn": "yellow", "fail": "red"}
+        for c in report.checks:
+            log.console.print(f"[{colors[c.status]}]{c.status:<4}[/] {c.name:<14} "
+                              f"{escape(c.message)}")
+            if c.fix and c.status != "ok":
+                log.console.print(f"{'':<20}[cyan]fix:[/cyan] {escape(c.fix)}")
+    fails = report.failures()
+    if fails:
+        raise ToolchainError(
+            f"doctor: {len(fails)} check(s) failed: {', '.join(c.name for c in fails)}",
+            hint=fails[0].fix)
+    return 0

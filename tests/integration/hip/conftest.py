@@ -1,0 +1,139 @@
+"""Session fixtures for the HIP tests: real device-code objects built with the real compiler.
+
+Nothing here is faked: every .so/.o is compiled in the test session by clang++ -x hip from the
+toolchain that scripts/install-hip-toolchain.sh installs (or a real ROCm). The tests fail, rather
+than skip, when no HIP compiler is found: CI installs one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from rocmbuild import compiler
+from rocmbuild.compiler import HipCompiler, hip_env
+from rocmbuild.run import run
+
+REPO = Path(__file__).resolve().parents[3]
+PROBE = REPO / "probes/hip-attention"
+
+KERNEL_A = """#include <hip/hip_runtime.h>
+__global__ void ka(float* x) { x[threadIdx.x] *= 2.0f; }
+extern "C" void launch_a(float* x) { hipLaunchKernelGGL(ka, dim3(1), dim3(64), 0, 0, x); }
+"""
+KERNEL_B = """#include <hip/hip_runtime.h>
+__global__ void kb(float* x) { x[threadIdx.x] += 1.0f; }
+extern "C" void launch_b(float* x) { hipLaunchKernelGGL(kb, dim3(1), dim3(64), 0, 0, x); }
+"""
+NO_KERNELS = """#include <hip/hip_runtime.h>
+extern "C" int count_devices() { int n = 0; (void)hipGetDeviceCount(&n); return n; }
+"""
+
+
+def _by_name(name: str) -> HipCompiler | None:
+    for c in compiler.load_toolchain_json():
+        if c.get("name") == name:
+            return compiler._from_toolchain_entry(c, "toolchain.json")
+    return None
+
+
+@pytest.fixture(scope="session")
+def hipc() -> HipCompiler:
+    """The compiler rocmbuild detects (clang-22 when installed, a real ROCm's amdclang++...)."""
+    return compiler.detect()
+
+
+@pytest.fixture(scope="session")
+def clang19() -> HipCompiler:
+    """clang-19 from toolchain.json (emits CCOB v2); fall back to the detected compiler."""
+    return _by_name("clang-19") or compiler.detect()
+
+
+@pytest.fixture(scope="session")
+def clang22() -> HipCompiler | None:
+    return _by_name("clang-22")
+
+
+def _compile(c: HipCompiler, srcs: list[Path], out: Path, archs: list[str], extra: list[str]):
+    argv = [c.path, "-x", "hip", *c.flags, *(f"--offload-arch={a}" for a in archs), *extra,
+            *map(str, srcs), "-o", str(out)]
+    run(argv, env=hip_env(), capture=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def objs(tmp_path_factory, clang19, clang22) -> dict[str, Path]:
+    """name -> built file. Built in parallel (2 workers)."""
+    d = tmp_path_factory.mktemp("hipobjs")
+    a, b, nok = d / "a.hip", d / "b.hip", d / "nok.hip"
+    a.write_text(KERNEL_A)
+    b.write_text(KERNEL_B)
+    nok.write_text(NO_KERNELS)
+    (d / "host.c").write_text("int host_only(int x) { return x + 1; }\n")
+    so = ["-fPIC", "-shared"]
+    c19 = clang19
+    jobs = {
+        "one.so": (c19, [a], ["gfx942"], so),
+        "two.so": (c19, [a], ["gfx90a:xnack+", "gfx942"], so),
+        "comp.so": (c19, [a], ["gfx90a", "gfx942"], [*so, "--offload-compress"]),
+        "a_c.o": (c19, [a], ["gfx90a", "gfx942"], ["-fPIC", "-c", "--offload-compress"]),
+        "b.o": (c19, [b], ["gfx90a", "gfx942"], ["-fPIC", "-c"]),
+        "rdc.o": (c19, [a], ["gfx90a", "gfx942"], ["-fPIC", "-c", "-fgpu-rdc"]),
+        "nok.so": (c19, [nok], ["gfx942"], so),
+        "hostonly.o": (c19, [a], ["gfx942"], ["-fPIC", "-c", "--offload-host-only"]),
+    }
+    if clang22 is not None:
+        jobs["c22.so"] = (clang22, [a], ["gfx942:sramecc+:xnack-", "gfx950"],
+                          [*so, "--offload-compress"])
+        jobs["generic.so"] = (clang22, [a], ["gfx9-4-generic"], so)
+    out: dict[str, Path] = {}
+    with ThreadPoolExecutor(2) as ex:
+        futs = {n: ex.submit(_compile, c, s, d / n, ar, e) for n, (c, s, ar, e) in jobs.items()}
+        out = {n: f.result() for n, f in futs.items()}
+    # two TUs in one .so: one compressed bundle and one plain bundle in .hip_fatbin
+    run([c19.path, "-fPIC", "-shared", str(out["a_c.o"]), str(out["b.o"]),
+         "-o", str(d / "multi.so"), "-L/usr/lib/x86_64-linux-gnu", "-lamdhip64"],
+        env=hip_env(), capture=True)
+    out["multi.so"] = d / "multi.so"
+    run(["cc", "-fPIC", "-shared", str(d / "host.c"), "-o", str(d / "host.so")], capture=True)
+    out["host.so"] = d / "host.so"
+    return out
+
+
+def make_wheel(path: Path, members: dict[str, bytes | Path]) -> Path:
+    """A minimal wheel (zip + dist-info) holding ``members``."""
+    name, version = path.name.split("-")[:2]
+    di = f"{name}-{version}.dist-info"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for arc, data in members.items():
+            zf.writestr(arc, data.read_bytes() if isinstance(data, Path) else data)
+        zf.writestr(f"{di}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        zf.writestr(f"{di}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\n"
+                    "Tag: cp311-cp311-linux_x86_64\n")
+        zf.writestr(f"{di}/RECORD", "")
+    return path
+
+
+def build_probe(out_dir: Path, c: HipCompiler, archs: list[str]) -> Path:
+    """pip wheel the probe exactly as the lead's recipe will: env from HipCompiler.build_env."""
+    env = {**hip_env(), **c.build_env(archs, jobs=os.cpu_count() or 2)}
+    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w",
+         str(out_dir), str(PROBE)], env=env, capture=True, timeout=600)
+    wheels = sorted(out_dir.glob("hipattn-*.whl"))
+    assert len(wheels) == 1, wheels
+    return wheels[0]
+
+
+@pytest.fixture(scope="session")
+def probe_wheel_2(tmp_path_factory, hipc) -> Path:
+    return build_probe(tmp_path_factory.mktemp("probe2"), hipc, ["gfx90a", "gfx942"])
+
+
+@pytest.fixture(scope="session")
+def probe_wheel_942(tmp_path_factory, hipc) -> Path:
+    return build_probe(tmp_path_factory.mktemp("probe942"), hipc, ["gfx942"])

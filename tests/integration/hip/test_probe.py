@@ -1,0 +1,55 @@
+"""The hip-attention probe compiles for real (scikit-build-core + CMake HIP + the detected
+compiler), its wheel imports without a GPU, and the audit sees exactly the requested archs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from rocmbuild import audit
+from rocmbuild.compiler import accepts_arch
+
+from .conftest import build_probe
+
+
+def test_probe_two_archs_audit_exact(probe_wheel_2):
+    res = audit.audit_wheel(probe_wheel_2, ["gfx90a", "gfx942"])
+    assert res.ok, res.problems
+    (so,) = res.objects
+    assert so.name.startswith("hipattn/_hipattn.") and so.name.endswith(".so")
+    assert so.archs == ["gfx90a", "gfx942"]
+
+
+def test_probe_wheel_imports(probe_wheel_2, tmp_path):
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                    "--target", str(target), str(probe_wheel_2)], check=True)
+    code = ("import hipattn; print(hipattn.archs()); n = hipattn.device_count(); print(n)\n"
+            "try:\n    hipattn.forward(0, 0, 0, 0, 1, 1, 8, 96, 'float16')\n"
+            "except ValueError as e:\n    print('ValueError', e)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0] == "['gfx90a', 'gfx942']"
+    int(lines[1])  # a GPU count, or -100 (hipErrorNoDevice) on this GPU-less machine
+    assert lines[2] == "ValueError D: head dim 96 is not supported (64 or 128)"
+
+
+def test_probe_942_only_fails_gfx90a(probe_wheel_942):
+    assert audit.audit_wheel(probe_wheel_942, []).objects[0].archs == ["gfx942"]
+    p = subprocess.run([sys.executable, "-m", "rocmbuild", "audit", str(probe_wheel_942),
+                        "--arch", "gfx90a"], capture_output=True, text=True)
+    assert p.returncode == 7
+    assert "hipattn/_hipattn." in p.stderr and "no device code for gfx90a" in p.stderr
+
+
+def test_probe_gfx950_with_clang22(tmp_path, hipc):
+    """gfx950 needs clang-22 (install-hip-toolchain.sh --with-gfx950) or a ROCm >= 6.4 compiler."""
+    ok, why = accepts_arch(hipc, "gfx950")
+    if not ok:
+        pytest.skip(f"{hipc.path} cannot compile gfx950: {why}")
+    whl = build_probe(tmp_path, hipc, ["gfx950"])
+    assert audit.audit_wheel(whl, ["gfx950"]).objects[0].archs == ["gfx950"]
