@@ -24,7 +24,7 @@ if [ "${ROCMBUILD_SKIP_APT:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v apt-g
 fi
 # The HIP device-compile toolchain (clang-19 + device libs), when its installer exists.
 if [ -x scripts/install-hip-toolchain.sh ] && [ "${ROCMBUILD_SKIP_APT:-0}" != 1 ]; then
-  scripts/install-hip-toolchain.sh
+  scripts/install-hip-toolchain.sh --with-gfx950
 fi
 
 if [ ! -x .venv/bin/python ]; then

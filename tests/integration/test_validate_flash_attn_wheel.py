@@ -1,8 +1,9 @@
 """Validate the real flash-attn Triton-variant wheel (install, import, guard, audit).
 
 Uses the wheel the e2e build fixture made from the real PyPI sdist (or the wheel that
-ROCMBUILD_TEST_FLASH_ATTN_WHEEL names). The wheel needs `triton` at import time; CPU hosts without it must get the
-import error text, not a pass. (Seen here: with triton 3.9.0 flash-attn 2.8.3.post1's Triton
+ROCMBUILD_TEST_FLASH_ATTN_WHEEL names). The wheel needs `triton` at import time; CPU hosts
+without it must get the import error text, not a pass. (Seen here: with triton 3.9.0 flash-attn
+2.8.3.post1's Triton
 backend fails at import with "key contains names that are not kernel arguments"; on the H200 with
 triton 3.6.0 it imports and passes the kernel gate.)
 """
@@ -17,7 +18,6 @@ import sys
 from pathlib import Path
 
 from rocmbuild.run import run
-
 
 
 def test_real_triton_wheel(tmp_path, triton_build):

@@ -7,7 +7,6 @@ than skip, when no HIP compiler is found: CI installs one.
 
 from __future__ import annotations
 
-import os
 import sys
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
@@ -120,10 +119,14 @@ def make_wheel(path: Path, members: dict[str, bytes | Path]) -> Path:
 
 
 def build_probe(out_dir: Path, c: HipCompiler, archs: list[str]) -> Path:
-    """pip wheel the probe exactly as the lead's recipe will: env from HipCompiler.build_env."""
-    env = {**hip_env(), **c.build_env(archs, jobs=os.cpu_count() or 2)}
-    run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps", "-w",
-         str(out_dir), str(PROBE)], env=env, capture=True, timeout=600)
+    """Build the probe through rocmbuild itself (recipes/hip-attention-probe.toml): the real
+    CLI, the detected compiler ``c``, pip wheel + scikit-build-core + CMake HIP + ninja, then the
+    build's own audit stage, which fails the build if an arch is missing."""
+    env = {**hip_env(), "ROCMBUILD_WORKDIR": str(out_dir / "work"),
+           "ROCMBUILD_HIP_COMPILER": str(c.path)}
+    res = run([sys.executable, "-m", "rocmbuild", "build", "hip-attention-probe", "--arch",
+               ",".join(archs), "-w", str(out_dir)], env=env, capture=True, timeout=600)
+    assert "] audit" in res.output and f"device code for {', '.join(sorted(archs))}" in res.output
     wheels = sorted(out_dir.glob("hipattn-*.whl"))
     assert len(wheels) == 1, wheels
     return wheels[0]

@@ -1,0 +1,27 @@
+"""Audit: every shared object in the built wheel must carry device code for every requested arch.
+A wheel that lacks one fails the build here, naming the .so and the arch, before anyone meets
+"invalid device function". Pure-Python wheels pass with nothing to check."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rocmbuild import audit
+from rocmbuild.recipe.render import Plan
+from rocmbuild.results import StageResult, Status
+from rocmbuild.stages import Context
+
+
+def run(plan: Plan, ctx: Context) -> StageResult:
+    start = time.monotonic()
+    wheel: Path = ctx.artifacts["wheel"]
+    report = audit.audit_wheel(wheel, plan.archs)
+    audit.require(report)
+    if not report.objects:
+        return StageResult(Status.SUCCESS, time.monotonic() - start,
+                           "no shared objects: pure-Python wheel, no device code to check")
+    found = sorted({a for so in report.objects for a in so.archs})
+    return StageResult(Status.SUCCESS, time.monotonic() - start,
+                       f"{len(report.objects)} shared object(s); device code for "
+                       f"{', '.join(found) or 'none'}", artifacts={"audit": report.to_json()})
