@@ -13,6 +13,8 @@
 # run only checks what is there. DIR defaults to ${ROCMBUILD_TOOLCHAIN_DIR:-$HOME/.cache/rocmbuild/hiptc}.
 # See shared/notes/toolchain.md for the facts behind every step.
 set -euo pipefail
+# (grep -q on a pipe would close it early: with pipefail, apt-cache's SIGPIPE fails the test)
+has_candidate() { local p; p=$(apt-cache policy "$1" 2>/dev/null); grep -q 'Candidate: [0-9]' <<<"$p"; }
 
 W=${ROCMBUILD_TOOLCHAIN_DIR:-$HOME/.cache/rocmbuild/hiptc}
 WITH_950=${ROCMBUILD_WITH_GFX950:-0}
@@ -38,7 +40,7 @@ say() { echo "[hip-toolchain] $*"; }
 
 missing_pkgs() {  # print the packages of "$@" that are not installed
   for p in "$@"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+    [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == *"install ok installed"* ]] || echo "$p"
   done
 }
 
@@ -80,9 +82,9 @@ F="$W/forky"
 DL21="$F/usr/lib/llvm-21/lib/clang/21/amdgcn/bitcode"
 HIP64="$F/usr/include"
 if [ "$WITH_950" = 1 ]; then
-  if ! apt-cache policy clang-22 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+  if ! has_candidate clang-22; then
     if [ "$APT_UPDATED" = 0 ]; then $SUDO apt-get update -qq; APT_UPDATED=1; fi
-    if ! apt-cache policy clang-22 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+    if ! has_candidate clang-22; then
       echo "install-hip-toolchain.sh: clang-22 has no apt candidate; it comes from" \
         "bookworm-security (deb http://security.debian.org/debian-security bookworm-security main)" >&2
       exit 1
