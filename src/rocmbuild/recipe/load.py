@@ -72,7 +72,7 @@ KNOWN_ENV = (
 
 SCHEMA: dict[str, Any] = {
     "schema_version": int,
-    "package": {"name": str, "description": str},
+    "package": {"name": str, "description": str, "version": str},
     "target": {"rocm": str},
     "source": {
         "git": str,
@@ -95,6 +95,7 @@ SCHEMA: dict[str, Any] = {
         "python_requires": list,
         "host_requires": list,
         "hipify": list,
+        "cmake_args": list,
         "pip_args": list,
         "default_variant": str,
     },
@@ -405,6 +406,13 @@ def load(path: Path) -> Recipe:
     hipify = c.strings(build.get("hipify", []), "build.hipify")
     for i, arg in enumerate(hipify):
         c.placeholders(arg, f"build.hipify[{i}]")
+    cmake_args = c.strings(build.get("cmake_args", []), "build.cmake_args")
+    for i, arg in enumerate(cmake_args):
+        c.placeholders(arg, f"build.cmake_args[{i}]")
+    version = pkg.get("version", "")
+    if backend == "cmake" and not version:
+        c.bad("package.version", "missing (the cmake backend needs the wheel version, "
+              "e.g. version = \"1.0.0\")")
     fields = {
         "mem_per_job_gb": c.number(build.get("mem_per_job_gb"), "build.mem_per_job_gb", 2.0),
         "disk_gb": c.number(build.get("disk_gb"), "build.disk_gb", 5.0),
@@ -432,6 +440,8 @@ def load(path: Path) -> Recipe:
         backend=str(backend),
         no_build_isolation=bool(build.get("no_build_isolation", True)),
         hipify=hipify,
+        cmake_args=cmake_args,
+        version=str(version),
         default_variant=str(default_variant),
         variants=variants,
         patches=patches,

@@ -8,9 +8,13 @@ from pathlib import Path
 
 SCHEMA_VERSION = 1
 
-BACKENDS = ("pip-wheel",)
+BACKENDS = ("pip-wheel", "cmake")
 """Build backends. ``pip-wheel``: ``pip wheel --no-build-isolation --no-deps`` in the patched tree
-(setuptools, scikit-build-core and other PEP 517 backends that drive CMake and ninja)."""
+(setuptools, scikit-build-core and other PEP 517 backends that drive CMake and ninja).
+``cmake``: configure with ``-G Ninja`` (CMAKE_HIP_ARCHITECTURES from --arch, CMAKE_HIP_PLATFORM=amd,
+the detected HIP compiler and flags), build with ``-j MAX_JOBS``, install into a staging prefix,
+and package that prefix as a ``py3-none-<platform>`` wheel under ``<package name>/`` (for HIP
+libraries that are not Python extensions). Needs ``package.version``."""
 
 HOST_REQUIREMENTS = ("torch", "rocm-torch", "rocm-sdk", "hip-compiler")
 """What ``build.host_requires`` may name. ``rocm-sdk`` may carry a minimum: ``rocm-sdk>=6.0``."""
@@ -121,5 +125,10 @@ class Recipe:
     patches: tuple[Patch, ...]
     validate_imports: tuple[str, ...]
     validate_kernel: str
+    version: str = ""
+    """package.version: the wheel version for the ``cmake`` backend (pip-wheel reads the
+    project's own)."""
+    cmake_args: tuple[str, ...] = ()
+    """build.cmake_args: extra ``-D...`` arguments for the cmake backend's configure step."""
     raw_sha256: str = field(default="")
     """sha256 of the recipe file's bytes (provenance)."""

@@ -55,6 +55,7 @@ class Plan:
     local_version: str
     host: dict[str, Any]
     validate: dict[str, Any]
+    version: str = ""
     runtime_env: dict[str, str] = field(default_factory=dict)
     cache_key: str = field(default="")
 
@@ -148,7 +149,9 @@ def render(recipe: Recipe, target: Target) -> Plan:
     }
     if root is not None and root.kind == "rocm":
         values["rocm_path"] = str(root.path)
-    uses_compiler = any(
+    if recipe.backend == "cmake" and "hip-compiler" not in host_requires:
+        host_requires = (*host_requires, "hip-compiler")
+    uses_compiler = recipe.backend == "cmake" or any(
         "{hip_" in v for _, v in (*recipe.env, *recipe.arch_env, *(variant.env if variant else ()))
     )
     compiler_versions: dict[str, str] = {}
@@ -182,10 +185,10 @@ def render(recipe: Recipe, target: Target) -> Plan:
         if _applies(p, facts)
     )
     hipify = tuple(_fill(a, values, f"{recipe.path.name}: build.hipify") for a in recipe.hipify)
-    wheel_cmd = ["python", "-m", "pip", "wheel", "-v", "--no-deps", "--no-cache-dir"]
-    if recipe.no_build_isolation:
-        wheel_cmd.append("--no-build-isolation")
-    wheel_cmd += [*recipe.pip_args, "-w", "{wheel_tmp}", "."]
+    commands = _commands(recipe, values)
+    if recipe.backend == "cmake":
+        env["CMAKE_BUILD_PARALLEL_LEVEL"] = values["jobs"]
+        keyed_env["CMAKE_BUILD_PARALLEL_LEVEL"] = "{jobs}"
     local = f"rocm{rocm_version}." + ".".join(a.split(":")[0] for a in archs)
     host = {
         "python": f"{sys.version_info.major}.{sys.version_info.minor}",
@@ -217,7 +220,7 @@ def render(recipe: Recipe, target: Target) -> Plan:
         disk_gb=disk,
         patches=patches,
         hipify=hipify,
-        commands=(tuple(wheel_cmd),),
+        commands=commands,
         python_requires=recipe.python_requires,
         host_requires=host_requires,
         rocm={
@@ -231,6 +234,7 @@ def render(recipe: Recipe, target: Target) -> Plan:
         local_version=local,
         host=host,
         validate={"imports": list(recipe.validate_imports), "kernel": recipe.validate_kernel},
+        version=recipe.version,
         runtime_env={k: _fill(v, values, f"{recipe.path.name}: variants.{variant_name}."
                               f"runtime_env.{k}") for k, v in (variant.runtime_env if variant
                                                                 else ())},
@@ -245,6 +249,31 @@ def render(recipe: Recipe, target: Target) -> Plan:
         key_material["source"]["tree_sha256"] = _tree_digest(recipe.path.parent / source.path)
     blob = json.dumps(key_material, sort_keys=True).encode()
     return _replace_key(plan, hashlib.sha256(blob).hexdigest())
+
+
+def _commands(recipe: Recipe, values: Mapping[str, str]) -> tuple[tuple[str, ...], ...]:
+    """The backend's commands. ``python`` is this interpreter; ``{wheel_tmp}`` and
+    ``{stage_dir}`` are directories the build stage makes inside the tree."""
+    if recipe.backend == "cmake":
+        where = f"{recipe.path.name}: build.cmake_args"
+        configure = [
+            "cmake", "-S", ".", "-B", "_rocmbuild_cmake", "-G", "Ninja",
+            "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_HIP_PLATFORM=amd",
+            f"-DCMAKE_HIP_ARCHITECTURES={values['archs']}",
+            f"-DCMAKE_HIP_COMPILER={_fill('{hip_compiler}', values, where)}",
+            f"-DCMAKE_HIP_FLAGS={values.get('hip_flags', '')}",
+            "-DCMAKE_INSTALL_PREFIX={stage_dir}",
+            *(_fill(a, values, where) for a in recipe.cmake_args),
+        ]
+        return (
+            tuple(configure),
+            ("cmake", "--build", "_rocmbuild_cmake"),  # -j from CMAKE_BUILD_PARALLEL_LEVEL
+            ("cmake", "--install", "_rocmbuild_cmake"),
+        )
+    wheel_cmd = ["python", "-m", "pip", "wheel", "-v", "--no-deps", "--no-cache-dir"]
+    if recipe.no_build_isolation:
+        wheel_cmd.append("--no-build-isolation")
+    return (tuple([*wheel_cmd, *recipe.pip_args, "-w", "{wheel_tmp}", "."]),)
 
 
 def _replace_key(plan: Plan, key: str) -> Plan:

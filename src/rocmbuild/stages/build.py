@@ -9,12 +9,14 @@ import os
 import re
 import shutil
 import sys
+import sysconfig
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from wheel.wheelfile import WheelFile
 
 from rocmbuild import log, toolchain
 from rocmbuild.errors import BuildError, CommandFailed
@@ -85,13 +87,37 @@ def torch_facts(log_path: Path) -> dict[str, Any]:
         return {"version": info.version, "hip": info.hip, "cuda": info.cuda, "cxx11_abi": None}
 
 
+def package_prefix(prefix: Path, out_dir: Path, name: str, version: str) -> Path:
+    """Pack a cmake install prefix as ``<name>-<version>-py3-none-<platform>.whl`` with the files
+    under ``<name>/`` (RECORD written by WheelFile)."""
+    if not prefix.is_dir() or not any(prefix.rglob("*")):
+        raise BuildError(f"{name}: `cmake --install` put nothing in {prefix}",
+                         hint="the project needs install() rules for its targets")
+    dist = re.sub(r"[-_.]+", "_", name).lower()
+    plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    wheel = out_dir / f"{dist}-{version}-py3-none-{plat}.whl"
+    info = f"{dist}-{version}.dist-info"
+    with WheelFile(wheel, "w") as wf:
+        for f in sorted(p for p in prefix.rglob("*") if p.is_file()):
+            wf.write(str(f), f"{dist}/{f.relative_to(prefix)}")
+        wf.writestr(f"{info}/METADATA",
+                    f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        wf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: rocmbuild\n"
+                    f"Root-Is-Purelib: false\nTag: py3-none-{plat}\n")
+    return wheel
+
+
 def run(plan: Plan, ctx: Context) -> StageResult:
     start = time.monotonic()
     tree: Path = ctx.artifacts["tree"]
     out_dir = tree / "_rocmbuild_dist"
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir()
-    env = {**os.environ, **plan.env}
+    stage_dir = tree / "_rocmbuild_stage"
+    shutil.rmtree(stage_dir, ignore_errors=True)
+    # This interpreter's bin first: the venv's cmake (>= 3.27) and ninja, not the system's.
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = {**os.environ, "PATH": path, **plan.env}
     log_path = ctx.log_dir / "build.log"
     if log_path.exists():
         log_path.unlink()
@@ -105,7 +131,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     try:
         for command in plan.commands:
             argv = [
-                sys.executable if a == "python" else a.replace("{wheel_tmp}", str(out_dir))
+                sys.executable if a == "python" else
+                a.replace("{wheel_tmp}", str(out_dir)).replace("{stage_dir}", str(stage_dir))
                 for a in command
             ]
             sh(argv, cwd=tree, env=env, log_path=log_path, on_line=progress)
@@ -118,6 +145,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     finally:
         progress.stop()
         prober.join()
+    if plan.backend == "cmake":
+        package_prefix(stage_dir, out_dir, plan.package, plan.version)
     wheels = sorted(out_dir.glob("*.whl"))
     if len(wheels) != 1:
         raise BuildError(
