@@ -12,11 +12,9 @@ toolchain.json are not moved: acceptance of an arch is always tested by a real c
 from __future__ import annotations
 
 import grp
-import importlib.metadata
 import json
 import os
 import pwd
-import re
 import shutil
 import stat
 from collections.abc import Iterable, Sequence
@@ -26,6 +24,7 @@ from typing import Any
 
 from rocmbuild import arch as archmod
 from rocmbuild import compiler as compmod
+from rocmbuild import toolchain
 from rocmbuild.errors import RocmbuildError, ToolchainError
 from rocmbuild.jobs import GiB, plan_jobs
 
@@ -144,47 +143,16 @@ def rocm_root(root: Path) -> tuple[Path | None, str, str | None]:
 
 
 def rocm_version(path: Path) -> str | None:
-    info = path / ".info/version"
-    if info.is_file():
-        text = info.read_text(errors="replace").strip()
-        return text.split()[0] if text else None
-    hv = path / "include/hip/hip_version.h"
-    if hv.is_file():
-        txt = hv.read_text(errors="replace")
-        parts = [re.search(rf"#define HIP_VERSION_{k}\s+(\d+)", txt) for k in
-                 ("MAJOR", "MINOR", "PATCH")]
-        if all(parts):
-            return ".".join(m.group(1) for m in parts if m)
-    return None
+    return toolchain.rocm_version(path) or None
 
 
 def torch_build(site_paths: Sequence[str] | None = None) -> dict[str, Any] | None:
-    """The installed torch, read from its metadata and torch/version.py without importing it:
-    {"version", "kind": "rocm"|"cuda"|"cpu", "hip", "cuda", "location"}; None if not installed."""
-    if site_paths is not None:
-        dists = importlib.metadata.distributions(name="torch", path=list(site_paths))
-    else:
-        dists = importlib.metadata.distributions(name="torch")
-    dist = next(iter(dists), None)
-    if dist is None:
+    """The installed torch (no import): {"version", "kind", "hip", "cuda", "location"}."""
+    info = toolchain.torch_info(list(site_paths) if site_paths is not None else None)
+    if not info.version:
         return None
-    version = dist.version
-    fields: dict[str, str | None] = {"hip": None, "cuda": None}
-    vfile = Path(str(dist.locate_file("torch/version.py")))
-    if vfile.is_file():
-        text = vfile.read_text(errors="replace")
-        for key in fields:
-            m = re.search(rf"^{key}\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
-            fields[key] = m.group(1) if m else None
-    local = version.partition("+")[2]
-    if fields["hip"] or local.startswith("rocm"):
-        kind = "rocm"
-    elif fields["cuda"] or local.startswith("cu"):
-        kind = "cuda"
-    else:
-        kind = "cpu"
-    return {"version": version, "kind": kind, "hip": fields["hip"], "cuda": fields["cuda"],
-            "location": str(vfile.parent)}
+    return {"version": info.version, "kind": info.kind, "hip": info.hip, "cuda": info.cuda,
+            "location": info.location}
 
 
 def _group_db(root: Path) -> tuple[dict[str, tuple[int, list[str]]], bool]:

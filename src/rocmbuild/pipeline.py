@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rocmbuild import config, log, toolchain
+from rocmbuild.digest import sha256_file
 from rocmbuild.errors import ToolchainError
 from rocmbuild.recipe import load, render
 from rocmbuild.recipe.render import Plan, Target
@@ -140,7 +141,7 @@ def build(plan: Plan, ctx: Context) -> BuildResult:
         mark = {"success": "ok", "skipped": "skipped", "cached": "cached"}.get(res.status.value)
         log.info(f"      {mark} in {res.duration:.1f}s: {res.reason}")
     wheel: Path = ctx.artifacts["wheel"]
-    sha = tag.sha256_file(wheel)
+    sha = sha256_file(wheel)
     entry = _cache().store(
         ctx.ws.cache,
         plan.cache_key,

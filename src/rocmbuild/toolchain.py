@@ -30,12 +30,16 @@ class TorchInfo:
     version: str  # "" when torch is not installed
     hip: str | None  # torch.version.hip, e.g. "6.2.41133-dd7f95766"
     cuda: str | None
+    location: str = ""  # the torch package directory
 
     @property
     def kind(self) -> str:
         if not self.version:
             return "none"
-        return "rocm" if self.hip else ("cuda" if self.cuda else "cpu")
+        local = self.version.partition("+")[2]
+        if self.hip or local.startswith("rocm"):
+            return "rocm"
+        return "cuda" if self.cuda or local.startswith("cu") else "cpu"
 
     @property
     def hip_short(self) -> str | None:
@@ -46,7 +50,8 @@ class TorchInfo:
         return f"{m.group(1)}.{m.group(2)}" if m else None
 
 
-def _version_from_root(root: Path) -> str:
+def rocm_version(root: Path) -> str:
+    """"6.2.0" from <root>/.info/version (ROCm) or include/hip/hip_version.h; "" if neither."""
     info = root / ".info" / "version"
     if info.is_file():
         return info.read_text().strip().split("-")[0]
@@ -67,10 +72,10 @@ def find_rocm_root(explicit: str | None = None) -> RocmRoot | None:
     for cand in candidates:
         if cand and Path(cand).is_dir():
             root = Path(cand)
-            return RocmRoot(root, _version_from_root(root), "rocm", (root / "bin/hipcc").exists())
+            return RocmRoot(root, rocm_version(root), "rocm", (root / "bin/hipcc").exists())
     if Path("/usr/include/hip/hip_version.h").is_file():
         root = Path("/usr")
-        return RocmRoot(root, _version_from_root(root), "debian", Path("/usr/bin/hipcc").exists())
+        return RocmRoot(root, rocm_version(root), "debian", Path("/usr/bin/hipcc").exists())
     return None
 
 
@@ -83,11 +88,13 @@ def sdk_at_least(root: RocmRoot | None, minimum: str) -> bool:
         return False
 
 
-def torch_info() -> TorchInfo:
-    """The torch in this interpreter, read from its metadata and torch/version.py (no import)."""
-    try:
-        dist = importlib.metadata.distribution("torch")
-    except importlib.metadata.PackageNotFoundError:
+def torch_info(site_paths: list[str] | None = None) -> TorchInfo:
+    """The torch in this interpreter (or in ``site_paths``), read from its metadata and
+    torch/version.py without importing it."""
+    found = (importlib.metadata.distributions(name="torch", path=list(site_paths))
+             if site_paths is not None else importlib.metadata.distributions(name="torch"))
+    dist = next(iter(found), None)
+    if dist is None:
         return TorchInfo("", None, None)
     hip = cuda = None
     version_py = Path(str(dist.locate_file("torch/version.py")))
@@ -97,7 +104,7 @@ def torch_info() -> TorchInfo:
         hip = m.group(1) if m else None
         m = re.search(r"^cuda\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
         cuda = m.group(1) if m else None
-    return TorchInfo(dist.version, hip, cuda)
+    return TorchInfo(dist.version, hip, cuda, str(version_py.parent))
 
 
 def dist_version(name: str) -> str | None:

@@ -51,6 +51,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from rocmbuild import log
+from rocmbuild.digest import sha256_file
 from rocmbuild.errors import PublishError
 
 API_VERSION = "1.1"
@@ -95,14 +96,6 @@ class WheelInfo:
     size: int
     metadata: bytes  # the METADATA file, served as <wheel>.metadata
     requires_python: str | None
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def read_wheel(path: Path) -> WheelInfo:

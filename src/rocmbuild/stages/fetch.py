@@ -27,6 +27,7 @@ from typing import TypeVar
 
 from rocmbuild import log
 from rocmbuild.config import REPO_ROOT
+from rocmbuild.digest import sha256_file
 from rocmbuild.errors import CommandFailed, FetchError
 from rocmbuild.recipe.render import Plan
 from rocmbuild.results import StageResult, Status
@@ -73,20 +74,12 @@ def _short(exc: Exception | None) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def download(url: str, sha256: str, cache: Path) -> Path:
     """The verified archive in the cache, downloading it if needed."""
     name = url.rsplit("/", 1)[-1].split("?")[0] or "source.tar.gz"
     dest = cache / "downloads" / sha256 / name
     if dest.is_file():
-        if _sha256(dest) == sha256:
+        if sha256_file(dest) == sha256:
             return dest
         log.warn(f"{dest}: cached file does not match its sha256; downloading again")
         dest.unlink()
@@ -202,16 +195,11 @@ def git_checkout(
             ),
         )
         os.replace(tmp, mirror)
-    present = (
-        sh(
-            ["git", "-C", str(mirror), "cat-file", "-e", f"{commit}^{{commit}}"],
-            env=env,
-            check=False,
-            log_path=log_path,
-        ).returncode
-        == 0
-    )
-    if not present:
+    def present() -> bool:
+        argv = ["git", "-C", str(mirror), "cat-file", "-e", f"{commit}^{{commit}}"]
+        return sh(argv, env=env, check=False, log_path=log_path).returncode == 0
+
+    if not present():
         _retry(
             f"git fetch {url}",
             lambda: sh(
@@ -220,16 +208,7 @@ def git_checkout(
                 log_path=log_path,
             ),
         )
-        present = (
-            sh(
-                ["git", "-C", str(mirror), "cat-file", "-e", f"{commit}^{{commit}}"],
-                env=env,
-                check=False,
-                log_path=log_path,
-            ).returncode
-            == 0
-        )
-        if not present:
+        if not present():
             raise FetchError(
                 f"{url}: commit {commit} not found",
                 hint="check source.commit in the recipe (a full 40-hex sha that exists upstream)",

@@ -8,7 +8,6 @@ so pip, ``wheel unpack`` and ``pip show -f`` accept the result.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -23,6 +22,7 @@ from packaging.utils import parse_wheel_filename
 from wheel.wheelfile import WheelFile
 
 from rocmbuild import __version__, toolchain
+from rocmbuild.digest import sha256_file
 from rocmbuild.errors import BuildError
 from rocmbuild.recipe.render import Plan
 from rocmbuild.results import StageResult, Status
@@ -86,14 +86,6 @@ def _set_version(metadata: bytes, version: str) -> bytes:
         if not line:  # end of headers
             break
     return "\n".join(lines).encode("utf-8")
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def run(plan: Plan, ctx: Context) -> StageResult:
