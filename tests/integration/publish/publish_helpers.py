@@ -96,3 +96,25 @@ def snapshot(tree: Path) -> dict[str, bytes]:
             p = Path(dirpath) / f
             out[str(p.relative_to(tree))] = p.read_bytes()
     return out
+
+
+def pip_install(index_url: str, target: Path, spec: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--no-cache-dir",
+            "--index-url",
+            index_url,
+            "--target",
+            str(target),
+            spec,
+        ],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

@@ -10,14 +10,13 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from publish_helpers import REPO, clean_env, free_port, make_wheel, rocmbuild
+from publish_helpers import REPO, clean_env, free_port, make_wheel, pip_install, rocmbuild
 
 VENV = Path(os.environ.get("ROCMBUILD_DEVPI_VENV", REPO / ".venv-devpi"))
 pytestmark = pytest.mark.skipif(
@@ -113,24 +112,6 @@ def test_devpi_upload_noop_refuse_install(devpi: str, tmp_path: Path) -> None:
     assert hashlib.sha256(a.read_bytes()).hexdigest() in bad.stderr
     out = first.stdout + first.stderr + again.stdout + again.stderr + bad.stdout + bad.stderr
     assert PASSWORD not in out
-    pip = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--no-deps",
-            "--no-cache-dir",
-            "--index-url",
-            devpi + "+simple/",
-            "--target",
-            str(tmp_path / "t"),
-            "devpi-demo",
-        ],
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    pip = pip_install(devpi + "+simple/", tmp_path / "t", "devpi-demo")
     assert pip.returncode == 0, pip.stdout + pip.stderr
     assert "A = 1" in (tmp_path / "t" / "devpi_demo" / "__init__.py").read_text()

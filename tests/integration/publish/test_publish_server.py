@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from publish_helpers import clean_env, free_port, make_wheel, rocmbuild
+from publish_helpers import clean_env, free_port, make_wheel, pip_install, rocmbuild
 
 USER = "ci-bot"
 PASSWORD = "s3cr3t-Pa55-7f1e9c"  # a string that cannot appear by accident
@@ -84,25 +84,7 @@ def test_upload_then_pip_install(
     assert real_wheels["tiny"].name in proc.stderr
     stored = Path(server["packages"]) / real_wheels["tiny"].name
     assert stored.read_bytes() == real_wheels["tiny"].read_bytes()
-    pip = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--no-deps",
-            "--no-cache-dir",
-            "--index-url",
-            url + "simple/",
-            "--target",
-            str(tmp_path / "t"),
-            "tiny-pkg==1.0+rocm6.2.gfx942",
-        ],
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    pip = pip_install(url + "simple/", tmp_path / "t", "tiny-pkg==1.0+rocm6.2.gfx942")
     assert pip.returncode == 0, pip.stdout + pip.stderr
     assert "rocm6.2" in (tmp_path / "t" / "tiny_pkg" / "__init__.py").read_text()
 

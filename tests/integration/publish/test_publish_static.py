@@ -14,33 +14,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from publish_helpers import clean_env, free_port, make_wheel, rocmbuild, snapshot
+from publish_helpers import clean_env, free_port, make_wheel, pip_install, rocmbuild, snapshot
 
 
 def sha(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
-
-
-def pip_install(index_url: str, target: Path, spec: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--no-deps",
-            "--no-cache-dir",
-            "--index-url",
-            index_url,
-            "--target",
-            str(target),
-            spec,
-        ],
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 @pytest.fixture(scope="module")
