@@ -69,6 +69,13 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
         "then the ROCm root's, then the recipe's target [env ROCMBUILD_ROCM_VERSION]",
     )
     p.add_argument(
+        "--hip-compiler",
+        default=_env("ROCMBUILD_HIP_COMPILER"),
+        help="HIP compiler for recipes that compile HIP (cmake backend, the probe): a path or a "
+        "name on PATH [env ROCMBUILD_HIP_COMPILER; default: a ROCm install, then "
+        "scripts/install-hip-toolchain.sh's]",
+    )
+    p.add_argument(
         "--gpu-vendor",
         choices=("amd", "nvidia"),
         default=_env("ROCMBUILD_GPU_VENDOR", "amd"),

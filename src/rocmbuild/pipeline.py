@@ -189,6 +189,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
         rocm_version=args.rocm_version,
         rocm_path=args.rocm_path,
         gpu_vendor=getattr(args, "gpu_vendor", "amd"),
+        hip_compiler=getattr(args, "hip_compiler", None),
     )
     return render.render(recipe, target)
 

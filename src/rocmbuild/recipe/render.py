@@ -27,6 +27,7 @@ class Target:
     rocm_version: str | None = None
     rocm_path: str | None = None
     gpu_vendor: str = "amd"
+    hip_compiler: str | None = None
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ def render(recipe: Recipe, target: Target) -> Plan:
     )
     compiler_versions: dict[str, str] = {}
     if uses_compiler or "hip-compiler" in host_requires:
-        values.update(_compiler_values(compiler_versions))
+        values.update(_compiler_values(compiler_versions, target.hip_compiler))
 
     env: dict[str, str] = {"HIP_PLATFORM": "amd"}  # /usr/local/cuda makes HIP tools pick nvidia
     if root is not None and root.kind == "rocm":
@@ -302,15 +303,17 @@ def _tree_digest(root: Path) -> str:
     return h.hexdigest()
 
 
-def _compiler_values(versions: dict[str, str]) -> dict[str, str]:
+def _compiler_values(versions: dict[str, str], explicit: str | None) -> dict[str, str]:
     """{hip_compiler} and {hip_flags} from the HIP compiler detection (rocmbuild.compiler)."""
     try:
         from rocmbuild import compiler  # type: ignore[attr-defined]
     except ImportError:
         return {}
     try:
-        found = compiler.detect()
+        found = compiler.detect(explicit)
     except ToolchainError:
+        if explicit:  # asked for by name: say what is wrong with it
+            raise
         return {}
     versions.update({"path": str(found.path), "version": str(found.version)})
     return {"hip_compiler": str(found.path), "hip_flags": " ".join(found.flags)}

@@ -59,3 +59,17 @@ def test_cmake_backend_needs_a_version(tmp_path: Path) -> None:
         src=REPO / "tests/fixtures/cmake-hip"))
     res = rocmbuild("plan", str(recipe), "--arch", "gfx942")
     assert res.returncode == 3 and "package.version: missing" in res.stderr
+
+
+def test_hip_compiler_flag_picks_the_compiler(tmp_path: Path) -> None:
+    """--hip-compiler overrides detection (here: clang-19 from the installed toolchain, which
+    gives gfx90a/gfx942 only); a compiler that does not exist is a one-line toolchain error."""
+    ok = rocmbuild("plan", "hip-attention-probe", "--arch", "gfx942", "--hip-compiler",
+                   "/usr/bin/clang++-19")
+    assert ok.returncode == 0, ok.stderr
+    assert "HIP_CXX=/usr/bin/clang++-19" in ok.stdout
+    bad = rocmbuild("plan", "hip-attention-probe", "--arch", "gfx942", "--hip-compiler",
+                    str(tmp_path / "no-such-clang"))
+    assert bad.returncode == 10
+    assert [x for x in bad.stderr.splitlines() if x.startswith("toolchain error:")] == [
+        f"toolchain error: --hip-compiler: HIP compiler '{tmp_path / 'no-such-clang'}' not found"]
