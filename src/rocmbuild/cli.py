@@ -239,6 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
         "ROCMBUILD_ARCH; default: the GPUs found, else gfx90a,gfx942 as a warning]",
     )
     p.add_argument(
+        "--variant",
+        default=_env("ROCMBUILD_VARIANT"),
+        help="with --recipe: the variant to check [env ROCMBUILD_VARIANT, default: the recipe's]",
+    )
+    p.add_argument(
         "--recipe",
         default=None,
         help="recipe whose disk, memory-per-job and host_requires (rocm-torch) to check against",

@@ -17,7 +17,7 @@ import os
 import pwd
 import shutil
 import stat
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,58 +75,17 @@ class Report:
 # --------------------------------------------------------------------------- recipe estimates
 
 
-def _load_recipe(name: str) -> tuple[Any, Any] | None:
-    """(recipe, its default variant or None) through the recipe loader; None when the loader is
-    not available. Loader errors (unknown name, bad TOML) propagate."""
-    try:
-        from rocmbuild.recipe.load import find_recipe, load  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    recipe: Any = load(find_recipe(name))
-    variants = getattr(recipe, "variants", None) or {}
-    return recipe, variants.get(getattr(recipe, "default_variant", ""))
+def _recipe_plan(name: str, archs: Sequence[str], variant: str | None) -> Any:
+    """The recipe rendered for these archs (those it supports; else its first supported one),
+    so doctor judges exactly what `rocmbuild build` would: same Plan, same requirement check."""
+    from rocmbuild.recipe.load import find_recipe, load
+    from rocmbuild.recipe.render import Target, render
 
-
-def _recipe_needs(name: str) -> tuple[float, float]:
-    """(memory per compile job in GB, disk in GB) for a recipe (its default variant's overrides
-    first). Falls back to defaults when the recipe loader is not available."""
-    loaded = _load_recipe(name)
-    if loaded is None:
-        return DEFAULT_MEM_PER_JOB_GB, DEFAULT_DISK_GB
-    recipe, variant = loaded
-    mem = _first_attr(variant, ("mem_per_job_gb",), 0.0) or _first_attr(
-        recipe, ("mem_per_job_gb", "build.mem_per_job_gb"), DEFAULT_MEM_PER_JOB_GB)
-    disk = _first_attr(variant, ("disk_gb",), 0.0) or _first_attr(
-        recipe, ("disk_gb", "build.disk_gb"), DEFAULT_DISK_GB)
-    return float(mem), float(disk)
-
-
-def _recipe_host_requires(name: str) -> tuple[str, ...]:
-    """build.host_requires of a recipe (default variant first): "torch", "rocm-torch", ...;
-    () when the recipe loader is not available."""
-    loaded = _load_recipe(name)
-    if loaded is None:
-        return ()
-    recipe, variant = loaded
-    reqs = getattr(variant, "host_requires", None)
-    if reqs is None:
-        reqs = getattr(recipe, "host_requires", ())
-    return tuple(str(r) for r in reqs or ())
-
-
-def _first_attr(obj: Any, paths: Iterable[str], default: float) -> float:
-    for p in paths:
-        cur = obj
-        for part in p.split("."):
-            cur = cur.get(part) if isinstance(cur, dict) else getattr(cur, part, None)
-            if cur is None:
-                break
-        if isinstance(cur, int | float):
-            return float(cur)
-    return default
-
-
-# --------------------------------------------------------------------------- helpers
+    recipe = load(find_recipe(name))
+    wanted = [a for a in archs if not recipe.supported_archs
+              or a.split(":")[0] in recipe.supported_archs]
+    arch = ",".join(wanted or recipe.supported_archs[:1] or DEFAULT_ARCHS[:1])
+    return render(recipe, Target(arch=arch, variant=variant))
 
 
 def _under(root: Path, p: str | Path) -> Path:
@@ -213,7 +172,8 @@ def _nearest_existing(p: Path) -> Path:
 
 
 def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
-             recipe: str | None = None, hip_compiler: str | None = None,
+             recipe: str | None = None, variant: str | None = None,
+             hip_compiler: str | None = None,
              site_paths: Sequence[str] | None = None, user: str | None = None,
              workdir: Path | None = None, env: dict[str, str] | None = None) -> Report:
     """Run every check. ``user`` (fixture tests) names the user whose groups and device access
@@ -297,28 +257,33 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
     add(_device_check(root, real, uname, groups, db, bool(gpus)))
     add(_group_check(root, real, uname, groups, db, have_db))
 
-    # recipe estimates and host requirements
+    # torch (informational on its own; a recipe's needs are judged below)
+    tcheck = _torch_check(site_paths, rver)
+    add(tcheck)
+
+    # recipe: memory, disk and host requirements, exactly as `rocmbuild build` checks them
     mem_per_job, disk_gb = DEFAULT_MEM_PER_JOB_GB, DEFAULT_DISK_GB
-    host_reqs: tuple[str, ...] = ()
     if recipe:
         try:
-            mem_per_job, disk_gb = _recipe_needs(recipe)
-            host_reqs = _recipe_host_requires(recipe)
+            plan = _recipe_plan(recipe, archs, variant)
         except RocmbuildError as exc:
             add(Check("recipe", "fail", exc.message, exc.hint))
+        else:
+            from rocmbuild import pipeline, toolchain
 
-    # torch
-    tcheck = _torch_check(site_paths, rver)
-    kind = (tcheck.data.get("torch") or {}).get("kind")
-    if "rocm-torch" in host_reqs and kind != "rocm":
-        tcheck.status = "fail"
-        tcheck.message += f" (recipe {recipe} needs a ROCm torch)"
-        tcheck.fix = tcheck.fix or "install a ROCm torch (download.pytorch.org/whl/rocmX.Y)"
-    elif "torch" in host_reqs and kind is None:
-        tcheck.status = "fail"
-        tcheck.message = f"torch not installed; recipe {recipe} builds against it"
-        tcheck.fix = "install torch into this Python (a ROCm build for ROCm extensions)"
-    add(tcheck)
+            mem_per_job, disk_gb = plan.mem_per_job_gb, plan.disk_gb
+            sdk = None if rpath is None else toolchain.RocmRoot(
+                rpath, rver or "", "debian" if rwhere == "Debian /usr" else "rocm",
+                (rpath / "bin/hipcc").exists())
+            torch = toolchain.torch_info(list(site_paths) if site_paths is not None else None)
+            missing = pipeline.missing_host(plan, torch=torch, root=sdk)
+            what = f"{recipe} (variant {plan.variant})"
+            if missing:
+                add(Check("recipe", "fail", f"{what} cannot be built here: needs "
+                          + "; and ".join(missing), pipeline.host_hint(plan, missing)))
+            else:
+                add(Check("recipe", "ok", f"{what}: host requirements met "
+                          f"({', '.join(plan.host_requires) or 'none'})"))
 
     # disk, memory
     where = _nearest_existing(workdir if workdir is not None else
@@ -452,7 +417,7 @@ def cli_doctor(args: Any) -> int:
         archs = ["native"] if args.arch.strip() == "native" else list(
             archmod.parse_archs(args.arch))
     report = diagnose(root=Path(args.root), archs=archs, recipe=args.recipe,
-                      hip_compiler=args.hip_compiler)
+                      variant=args.variant, hip_compiler=args.hip_compiler)
     if args.json:
         log.out.print_json(json.dumps(report.to_json()))
     else:

@@ -55,11 +55,12 @@ class BuildResult:
         }
 
 
-def _missing_host(plan: Plan) -> list[str]:
-    """What the host lacks for this plan, each as a short phrase."""
+def missing_host(plan: Plan, torch: toolchain.TorchInfo | None = None,
+                 root: toolchain.RocmRoot | None = None) -> list[str]:
+    """What the host lacks for this plan, each as a short phrase. ``torch`` and ``root`` default
+    to this interpreter's torch and the ROCm root found here (doctor passes fixture facts)."""
     missing: list[str] = []
-    torch = toolchain.torch_info()
-    root = None
+    torch = torch if torch is not None else toolchain.torch_info()
     for req in plan.host_requires:
         if req == "torch" and not torch.version:
             missing.append("torch installed in this Python (none found)")
@@ -72,7 +73,7 @@ def _missing_host(plan: Plan) -> list[str]:
             missing.append(f"a ROCm build of torch (found {found})")
         elif req.startswith("rocm-sdk"):
             minimum = req.partition(">=")[2] or "0"
-            root = root or toolchain.find_rocm_root(plan.rocm.get("root") and None)
+            root = root or toolchain.find_rocm_root()
             if not toolchain.sdk_at_least(root, minimum) or not (root and root.has_hipcc):
                 if root is None:
                     found = "none"
@@ -91,28 +92,27 @@ def _missing_host(plan: Plan) -> list[str]:
     return missing
 
 
+def host_hint(plan: Plan, missing: list[str]) -> str | None:
+    """How to get what ``missing_host`` says is missing."""
+    hints = []
+    if any("torch" in m for m in missing):
+        hints.append("install a ROCm torch: pip install torch --index-url "
+                     f"https://download.pytorch.org/whl/rocm{plan.rocm['version']}")
+    if any("ROCm SDK" in m for m in missing):
+        hints.append("install ROCm (https://rocm.docs.amd.com) or point --rocm-path / "
+                     "ROCM_PATH at it, or build inside the Dockerfile's ROCm image")
+    if plan.recipe == "flash-attn" and plan.variant != "triton":
+        hints.append("--variant triton builds without them")
+    return "; ".join(hints) or None
+
+
 def preflight(plan: Plan) -> None:
     """Fail before fetching when the host cannot build this plan. One line, with the fix."""
     what = f"{plan.recipe} (variant {plan.variant})"
-    missing = _missing_host(plan)
+    missing = missing_host(plan)
     if missing:
-        hints = []
-        if any("torch" in m for m in missing):
-            hints.append(
-                "install a ROCm torch: pip install torch --index-url "
-                f"https://download.pytorch.org/whl/rocm{plan.rocm['version']}"
-            )
-        if any("ROCm SDK" in m for m in missing):
-            hints.append(
-                "install ROCm (https://rocm.docs.amd.com) or point --rocm-path / "
-                "ROCM_PATH at it, or build inside the Dockerfile's ROCm image"
-            )
-        if plan.recipe == "flash-attn" and plan.variant != "triton":
-            hints.append("--variant triton builds without them")
-        raise ToolchainError(
-            f"{what} cannot be built on this host: needs " + "; and ".join(missing),
-            hint="; ".join(hints) or None,
-        )
+        raise ToolchainError(f"{what} cannot be built on this host: needs "
+                             + "; and ".join(missing), hint=host_hint(plan, missing))
     absent = [d for d in plan.python_requires if toolchain.dist_version(d) is None]
     if absent:
         raise ToolchainError(
@@ -236,7 +236,7 @@ def _validate(result: BuildResult, ws: config.Workspace, args: argparse.Namespac
 
 def cli_plan(args: argparse.Namespace) -> int:
     plan = plan_from_args(args)
-    missing = _missing_host(plan)
+    missing = missing_host(plan)
     if args.json:
         log.out.print_json(json.dumps(plan.to_json()))
     else:
