@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmbuild import config, log, toolchain
+from rocmbuild import config, lock, log, toolchain
 from rocmbuild.digest import sha256_file
 from rocmbuild.errors import ToolchainError
 from rocmbuild.recipe import load, render
@@ -126,6 +126,14 @@ def preflight(plan: Plan) -> None:
 def build(plan: Plan, ctx: Context) -> BuildResult:
     start = time.monotonic()
     preflight(plan)
+    # Two builds of the same inputs in one workspace would share a source tree: the second waits,
+    # then finds the first one's wheel in the cache.
+    with lock.held(ctx.ws.cache / "locks" / f"{plan.cache_key}.lock",
+                   "another build of the same inputs"):
+        return _build_locked(plan, ctx, start)
+
+
+def _build_locked(plan: Plan, ctx: Context, start: float) -> BuildResult:
     if not ctx.force:
         hit = _cache().lookup(ctx.ws.cache, plan.cache_key)
         if hit is not None:

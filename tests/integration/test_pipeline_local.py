@@ -87,3 +87,25 @@ def test_patch_that_does_not_apply_stops_before_build(tmp_path: Path) -> None:
     assert res.returncode == 5, res.stderr
     assert "fix.patch: hunk at demo/__init__.py:1 does not apply" in res.stderr
     assert not list((tmp_path / "build").rglob("build.log"))
+
+
+def test_concurrent_builds_of_the_same_inputs_build_once(tmp_path: Path) -> None:
+    """Two real `rocmbuild build` processes at once on the same inputs and workspace: the second
+    waits on the key's lock, then is served the first one's wheel from the cache."""
+    import subprocess
+    import sys
+
+    slow = SETUP.replace("from setuptools import setup\n",
+                         "import time\nfrom setuptools import setup\ntime.sleep(3)\n")
+    recipe = make_recipe(tmp_path, setup_py=slow)
+    env = {**__import__("os").environ, **env_for(tmp_path)}
+    argv = [sys.executable, "-m", "rocmbuild", "build", str(recipe), "--arch", "gfx942"]
+    procs = [subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    endings = sorted(o.rstrip().rsplit(" ", 1)[-1] for o in outs)
+    assert endings == ["built", "cached"], outs
+    assert any("waiting for another build of the same inputs" in o for o in outs)
+    log = next((tmp_path / "build/logs").rglob("build.log")).read_text()
+    assert log.count("-m pip wheel") == 1

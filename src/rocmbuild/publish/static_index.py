@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import fcntl
 import hashlib
 import html
 import json
@@ -36,7 +35,7 @@ import secrets
 import shutil
 import time
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from pathlib import Path
@@ -50,7 +49,7 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
-from rocmbuild import log
+from rocmbuild import lock, log
 from rocmbuild.digest import sha256_file
 from rocmbuild.errors import PublishError
 
@@ -410,19 +409,8 @@ class StaticIndex:
 
     # -- locking and cleanup -------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                log.info(f"waiting for the index lock {self.root / LOCK_NAME}")
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing releases the flock
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        return lock.held(self.root / LOCK_NAME, "the index lock")
 
     def cleanup(self) -> list[Path]:
         """Remove leftovers of killed transactions. Call with the lock held."""
