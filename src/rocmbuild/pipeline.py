@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmbuild import config, lock, log, toolchain
+from rocmbuild import cache, config, lock, log, toolchain
 from rocmbuild.digest import sha256_file
 from rocmbuild.errors import ToolchainError
 from rocmbuild.recipe import load, render
 from rocmbuild.recipe.render import Plan, Target
 from rocmbuild.results import StageResult, Status
-from rocmbuild.stages import Context, fetch, hipify, patch, tag
+from rocmbuild.stages import Context, audit, fetch, hipify, patch, tag
 from rocmbuild.stages import build as build_stage
 
 Stage = Callable[[Plan, Context], StageResult]
@@ -32,6 +32,7 @@ STAGES: tuple[tuple[str, Stage], ...] = (
     ("hipify", hipify.run),
     ("build", build_stage.run),
     ("tag", tag.run),
+    ("audit", audit.run),
 )
 
 
@@ -135,13 +136,13 @@ def build(plan: Plan, ctx: Context) -> BuildResult:
 
 def _build_locked(plan: Plan, ctx: Context, start: float) -> BuildResult:
     if not ctx.force:
-        hit = _cache().lookup(ctx.ws.cache, plan.cache_key)
+        hit = cache.lookup(ctx.ws.cache, plan.cache_key)
         if hit is not None:
-            delivered = _cache().deliver(hit, ctx.wheel_dir)
+            delivered = cache.deliver(hit, ctx.wheel_dir)
             return BuildResult(Status.CACHED, delivered, hit.sha256, time.monotonic() - start, plan)
     results: dict[str, StageResult] = {}
-    for i, (name, stage) in enumerate(_stages(), 1):
-        log.info(f"[bold]\\[{i}/{len(_stages())}] {name}[/bold]")
+    for i, (name, stage) in enumerate(STAGES, 1):
+        log.info(f"[bold]\\[{i}/{len(STAGES)}] {name}[/bold]")
         res = stage(plan, ctx)
         results[name] = res
         ctx.artifacts.update(res.artifacts)
@@ -150,7 +151,7 @@ def _build_locked(plan: Plan, ctx: Context, start: float) -> BuildResult:
         log.info(f"      {mark} in {res.duration:.1f}s: {res.reason}")
     wheel: Path = ctx.artifacts["wheel"]
     sha = sha256_file(wheel)
-    entry = _cache().store(
+    entry = cache.store(
         ctx.ws.cache,
         plan.cache_key,
         wheel,
@@ -162,22 +163,8 @@ def _build_locked(plan: Plan, ctx: Context, start: float) -> BuildResult:
             "duration_s": round(time.monotonic() - start, 3),
         },
     )
-    delivered = _cache().deliver(entry, ctx.wheel_dir)
+    delivered = cache.deliver(entry, ctx.wheel_dir)
     return BuildResult(Status.SUCCESS, delivered, sha, time.monotonic() - start, plan, results)
-
-
-def _stages() -> tuple[tuple[str, Stage], ...]:
-    try:
-        from rocmbuild.stages import audit
-    except ImportError:
-        return STAGES
-    return (*STAGES, ("audit", audit.run))
-
-
-def _cache():  # type: ignore[no-untyped-def]
-    from rocmbuild import cache
-
-    return cache
 
 
 def plan_from_args(args: argparse.Namespace) -> Plan:
@@ -203,6 +190,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
 
 
 def cli_build(args: argparse.Namespace) -> int:
+    t0 = time.monotonic()
     plan = plan_from_args(args)
     ws = config.workspace(args.workdir, args.cache_dir)
     ctx = Context(
@@ -219,7 +207,7 @@ def cli_build(args: argparse.Namespace) -> int:
         return 0
     how = "cached" if result.status is Status.CACHED else "built"
     log.console.print(
-        f"{_rel(result.wheel)}  sha256={result.sha256}  {result.duration:.2f}s  {how}",
+        f"{_rel(result.wheel)}  sha256={result.sha256}  {time.monotonic() - t0:.2f}s  {how}",
         markup=False,
         highlight=False,
     )
