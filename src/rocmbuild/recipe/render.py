@@ -177,7 +177,7 @@ def render(recipe: Recipe, target: Target) -> Plan:
     facts = {
         "variant": (variant_name,),
         "source": (target.source,),
-        "arch": archs,
+        "arch": tuple(a.split(":")[0] for a in archs),  # gfx90a:xnack+ is a gfx90a
         "gpu_vendor": (target.gpu_vendor,),
     }
     patches = tuple(
