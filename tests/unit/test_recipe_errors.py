@@ -3,6 +3,7 @@ text it must produce in `# expect:` lines; every problem in a file is reported a
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,57 @@ def test_shipped_recipes_load() -> None:
     for p in root.glob("*.toml"):
         recipe = load(p)
         assert recipe.source.pin
+
+
+WRONG = {str: 1, int: "one", bool: "yes", list: "x", dict: "x", (int, float): "x"}
+
+
+def _paths(schema: dict, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], object]]:
+    out = []
+    for key, want in schema.items():
+        if isinstance(want, dict):
+            out.append(((*prefix, key), "not a table"))
+            out += _paths(want, (*prefix, key))
+        else:
+            out.append(((*prefix, key), WRONG[want]))
+    return out
+
+
+def test_every_key_with_a_wrong_type_is_a_recipe_error_not_a_crash(tmp_path: Path) -> None:
+    """Each schema key, and each patch/variant key, given a value of the wrong type."""
+    import tomllib
+
+    from rocmbuild.recipe.load import PATCH_KEYS, SCHEMA, VARIANT_KEYS
+
+    repo = Path(__file__).parents[2]
+    base = tomllib.loads((repo / "recipes/flash-attn.toml").read_text())
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "patches").symlink_to(repo / "patches")
+    f = tmp_path / "recipes" / "r.toml"
+    f.write_text(_to_toml(base))
+    assert load(f).name == "flash-attn"  # the unmodified recipe loads: each case changes one key
+    cases = _paths(SCHEMA)
+    cases += [(("patches", 0, k), WRONG[t]) for k, t in PATCH_KEYS.items()]
+    cases += [(("variants", "triton", k), WRONG[t]) for k, t in VARIANT_KEYS.items()]
+    for keys, bad in cases:
+        data = json.loads(json.dumps(base))
+        node = data
+        for k in keys[:-1]:
+            node = node.setdefault(k, {}) if isinstance(node, dict) else node[k]
+        node[keys[-1]] = bad
+        f.write_text(_to_toml(data))
+        with pytest.raises(RecipeError):
+            load(f)
+
+
+def _to_toml(data: dict) -> str:
+    """Just enough TOML for these cases: inline everything under the top-level tables."""
+    def val(v: object) -> str:
+        if isinstance(v, dict):
+            return "{ " + ", ".join(f'"{k}" = {val(x)}' for k, x in v.items()) + " }"
+        if isinstance(v, list):
+            return "[" + ", ".join(val(x) for x in v) + "]"
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        return json.dumps(v)
+    return "\n".join(f'"{k}" = {val(v)}' for k, v in data.items()) + "\n"
