@@ -209,3 +209,13 @@ def test_patches_apply_and_a_failing_one_names_file_and_hunk(tmp_path: Path) -> 
     with pytest.raises(PatchError, match=r"bad.patch: hunk at setup.py:1 does not apply"):
         patch.run(plan_with([bad]), ctx)
     assert (tree / "setup.py").read_text() == before
+
+
+def test_git_clone_failure_is_retried_and_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ROCMBUILD_RETRY_BACKOFF", "0.01")
+    url = f"file://{tmp_path / 'no-such-repo'}"
+    with pytest.raises(FetchError, match=r"git clone .*: failed 3 times"):
+        fetch.git_checkout(url, "0" * 40, (), tmp_path / "cache", tmp_path / "o",
+                           tmp_path / "fetch.log")
+    assert (tmp_path / "fetch.log").read_text().count("git clone --mirror") == 3
+    assert not list((tmp_path / "cache" / "git").iterdir())

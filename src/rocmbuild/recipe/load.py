@@ -486,7 +486,8 @@ def _patches(
                 if actual != sha:
                     c.bad(f"{key}.sha256", f"does not match {item['file']} (file has {actual})")
         when: list[tuple[str, tuple[str, ...]]] = []
-        when_table = item.get("when") if isinstance(item.get("when"), dict) else {}
+        raw_when = item.get("when")
+        when_table: dict[str, Any] = raw_when if isinstance(raw_when, dict) else {}
         for wk, wv in when_table.items():
             if wk not in WHEN_KEYS:
                 c.bad(

@@ -178,85 +178,52 @@ def _git_env() -> dict[str, str]:
 def git_checkout(
     url: str, commit: str, submodules: tuple[str, ...], cache: Path, dest: Path, log_path: Path
 ) -> Path:
+    """A fresh checkout of ``commit`` at ``dest``, from a per-URL mirror in the cache."""
     mirror = cache / "git" / hashlib.sha256(url.encode()).hexdigest()[:16]
     env = _git_env()
+
+    def git(*args: str, check: bool = True) -> int:
+        return sh(["git", *args], env=env, log_path=log_path, check=check).returncode
+
     if not (mirror / "HEAD").exists():
-        tmp = Path(
-            tempfile.mkdtemp(
-                dir=mirror.parent if mirror.parent.exists() else _mk(mirror.parent),
-                prefix=".clone-",
-            )
-        )
-        shutil.rmtree(tmp)
-        _retry(
-            f"git clone {url}",
-            lambda: sh(
-                ["git", "clone", "--mirror", "--quiet", url, str(tmp)], env=env, log_path=log_path
-            ),
-        )
-        os.replace(tmp, mirror)
+        mirror.parent.mkdir(parents=True, exist_ok=True)
+        tmp = mirror.with_name(f".clone-{mirror.name}-{os.getpid()}")
+
+        def clone() -> int:
+            shutil.rmtree(tmp, ignore_errors=True)  # a failed attempt leaves a partial clone
+            return git("clone", "--mirror", "--quiet", url, str(tmp))
+
+        log.info(f"  cloning {url} into the cache (once per URL; large repositories take minutes)")
+        try:
+            _retry(f"git clone {url}", clone)
+            os.replace(tmp, mirror)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
     def present() -> bool:
-        argv = ["git", "-C", str(mirror), "cat-file", "-e", f"{commit}^{{commit}}"]
-        return sh(argv, env=env, check=False, log_path=log_path).returncode == 0
+        return git("-C", str(mirror), "cat-file", "-e", f"{commit}^{{commit}}", check=False) == 0
 
     if not present():
-        _retry(
-            f"git fetch {url}",
-            lambda: sh(
-                ["git", "-C", str(mirror), "fetch", "--quiet", "origin", "+refs/*:refs/*"],
-                env=env,
-                log_path=log_path,
-            ),
-        )
+        log.info(f"  fetching {url}: {commit[:12]} is not in the cached mirror yet")
+        _retry(f"git fetch {url}",
+               lambda: git("-C", str(mirror), "fetch", "--quiet", "origin", "+refs/*:refs/*"))
         if not present():
             raise FetchError(
                 f"{url}: commit {commit} not found",
                 hint="check source.commit in the recipe (a full 40-hex sha that exists upstream)",
             )
-    sh(
-        ["git", "clone", "--quiet", "--no-checkout", str(mirror), str(dest)],
-        env=env,
-        log_path=log_path,
-    )
-    sh(["git", "-C", str(dest), "remote", "set-url", "origin", url], env=env, log_path=log_path)
-    sh(
-        [
-            "git",
-            "-C",
-            str(dest),
-            "-c",
-            "advice.detachedHead=false",
-            "checkout",
-            "--quiet",
-            "--detach",
-            commit,
-        ],
-        env=env,
-        log_path=log_path,
-    )
+    git("clone", "--quiet", "--no-checkout", str(mirror), str(dest))
+    git("-C", str(dest), "remote", "set-url", "origin", url)
+    git("-C", str(dest), "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach",
+        commit)
     if submodules:
-        args = [
-            "git",
-            "-C",
-            str(dest),
-            "-c",
-            "protocol.file.allow=always",
-            "submodule",
-            "update",
-            "--init",
-            "--quiet",
-        ]
+        which = "all, recursively" if "*" in submodules else ", ".join(submodules)
+        log.info(f"  updating submodules ({which}) from their upstreams")
+        args = ["-C", str(dest), "-c", "protocol.file.allow=always", "submodule", "update",
+                "--init", "--quiet"]
         args += ["--recursive"] if "*" in submodules else ["--", *submodules]
-        _retry(
-            f"git submodule update ({', '.join(submodules)})",
-            lambda: sh(args, env=env, log_path=log_path),
-        )
+        _retry(f"git submodule update ({which})", lambda: git(*args))
     return dest
-
-
-def _mk(p: Path) -> Path:
-    p.mkdir(parents=True, exist_ok=True)
-    return p
 
 
 def _discard(dest: Path) -> None:
