@@ -9,6 +9,7 @@ Every flag that has an environment variable says so in its help.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -116,52 +117,13 @@ def _add_global_options(p: argparse.ArgumentParser, top: bool) -> None:
     )
 
 
-def _cmd_build(args: argparse.Namespace) -> int:
-    from rocmbuild import pipeline
+def _lazy(module: str, func: str) -> Handler:
+    """A handler that imports its module only when the command runs (keeps start-up fast)."""
 
-    return pipeline.cli_build(args)
+    def handler(args: argparse.Namespace) -> int:
+        return int(getattr(importlib.import_module(module), func)(args))
 
-
-def _cmd_plan(args: argparse.Namespace) -> int:
-    from rocmbuild import pipeline
-
-    return pipeline.cli_plan(args)
-
-
-def _cmd_recipes(args: argparse.Namespace) -> int:
-    from rocmbuild.recipe import load
-
-    return load.cli_list(args)
-
-
-def _cmd_publish(args: argparse.Namespace) -> int:
-    from rocmbuild import publish
-
-    return publish.cli_publish(args)
-
-
-def _cmd_promote(args: argparse.Namespace) -> int:
-    from rocmbuild import publish
-
-    return publish.cli_promote(args)
-
-
-def _cmd_validate(args: argparse.Namespace) -> int:
-    from rocmbuild import validate
-
-    return validate.cli_validate(args)
-
-
-def _cmd_doctor(args: argparse.Namespace) -> int:
-    from rocmbuild import doctor
-
-    return doctor.cli_doctor(args)
-
-
-def _cmd_audit(args: argparse.Namespace) -> int:
-    from rocmbuild import audit
-
-    return audit.cli_audit(args)
+    return handler
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -209,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
         "guard, audit, GPU kernel gate; reports in <workdir>/reports/) "
         "[env ROCMBUILD_VALIDATE=1]",
     )
-    p.set_defaults(handler=_cmd_build)
+    p.set_defaults(handler=_lazy("rocmbuild.pipeline", "cli_build"))
 
     p = sub.add_parser(
         "plan",
@@ -219,11 +181,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_target_options(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
-    p.set_defaults(handler=_cmd_plan)
+    p.set_defaults(handler=_lazy("rocmbuild.pipeline", "cli_plan"))
 
     p = sub.add_parser("recipes", help="list recipes, variants and supported archs")
     p.add_argument("--json", action="store_true", help="print as JSON")
-    p.set_defaults(handler=_cmd_recipes)
+    p.set_defaults(handler=_lazy("rocmbuild.recipe.load", "cli_list"))
 
     # -- commands added by later capabilities register below, one block each --
     p = sub.add_parser(
@@ -259,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="file system root for sysfs, /dev, /etc/group, /opt/rocm (fixture trees)",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
-    p.set_defaults(handler=_cmd_doctor)
+    p.set_defaults(handler=_lazy("rocmbuild.doctor", "cli_doctor"))
 
     p = sub.add_parser(
         "audit",
@@ -277,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
         "matches gfx90a:xnack+)",
     )
     p.add_argument("--json", action="store_true", help="print the audit as JSON on stdout")
-    p.set_defaults(handler=_cmd_audit)
+    p.set_defaults(handler=_lazy("rocmbuild.audit", "cli_audit"))
 
     # [validate]
     # [publish]
@@ -342,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="leave failing wheels in place instead of moving them to broken/",
     )
     p.add_argument("--keep-venv", action="store_true", help="keep the validation venv")
-    p.set_defaults(handler=_cmd_validate)
+    p.set_defaults(handler=_lazy("rocmbuild.validate", "cli_validate"))
     p = sub.add_parser(
         "publish",
         help="add wheels to an index (static directory or server)",
@@ -371,7 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    p.set_defaults(handler=_cmd_publish)
+    p.set_defaults(handler=_lazy("rocmbuild.publish", "cli_publish"))
 
     p = sub.add_parser(
         "promote",
@@ -391,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    p.set_defaults(handler=_cmd_promote)
+    p.set_defaults(handler=_lazy("rocmbuild.publish", "cli_promote"))
     return parser
 
 
