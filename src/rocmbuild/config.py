@@ -16,6 +16,10 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
+# What a `path` source's copy leaves out, and so what its cache key must ignore too: build
+# outputs of earlier local builds, which are not source.
+SOURCE_TREE_IGNORE = ("build", "_skbuild", "__pycache__", "*.egg-info", ".git", "dist")
+
 
 @dataclass(frozen=True)
 class Workspace:

@@ -17,7 +17,7 @@ from typing import Any
 
 from rocmbuild import cache, config, lock, log, toolchain
 from rocmbuild.digest import sha256_file
-from rocmbuild.errors import ToolchainError
+from rocmbuild.errors import ToolchainError, UsageError
 from rocmbuild.recipe import load, render
 from rocmbuild.recipe.render import Plan, Target
 from rocmbuild.results import StageResult, Status
@@ -170,8 +170,6 @@ def _build_locked(plan: Plan, ctx: Context, start: float) -> BuildResult:
 def plan_from_args(args: argparse.Namespace) -> Plan:
     recipe = load.load(load.find_recipe(args.recipe))
     if args.jobs is not None and args.jobs < 1:
-        from rocmbuild.errors import UsageError
-
         raise UsageError(
             f"--jobs: must be at least 1, got {args.jobs}",
             hint="leave it out to let rocmbuild choose from cpus and memory",

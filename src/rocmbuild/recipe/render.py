@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from rocmbuild import __version__, arch, jobs, toolchain
+from rocmbuild import __version__, arch, compiler, jobs, toolchain
+from rocmbuild.config import REPO_ROOT, SOURCE_TREE_IGNORE
 from rocmbuild.errors import ToolchainError, UsageError
 from rocmbuild.recipe.model import Patch, Recipe, Source
 
@@ -249,7 +251,7 @@ def render(recipe: Recipe, target: Target) -> Plan:
     if source.kind == "path":  # a local tree is pinned by its content
         key_material["source"]["tree_sha256"] = _tree_digest(recipe.path.parent / source.path)
     blob = json.dumps(key_material, sort_keys=True).encode()
-    return _replace_key(plan, hashlib.sha256(blob).hexdigest())
+    return replace(plan, cache_key=hashlib.sha256(blob).hexdigest())
 
 
 def _commands(recipe: Recipe, values: Mapping[str, str]) -> tuple[tuple[str, ...], ...]:
@@ -277,15 +279,7 @@ def _commands(recipe: Recipe, values: Mapping[str, str]) -> tuple[tuple[str, ...
     return (tuple([*wheel_cmd, *recipe.pip_args, "-w", "{wheel_tmp}", "."]),)
 
 
-def _replace_key(plan: Plan, key: str) -> Plan:
-    from dataclasses import replace
-
-    return replace(plan, cache_key=key)
-
-
 def _rel(p: Path) -> Path:
-    from rocmbuild.config import REPO_ROOT
-
     try:
         return p.resolve().relative_to(REPO_ROOT)
     except ValueError:
@@ -293,22 +287,18 @@ def _rel(p: Path) -> Path:
 
 
 def _tree_digest(root: Path) -> str:
+    """The content of a local source tree, as the fetch stage will copy it."""
     h = hashlib.sha256()
     for f in sorted(root.rglob("*")):
         rel = f.relative_to(root)
-        if f.is_file() and not any(
-            part in (".git", "__pycache__", "build", "_skbuild") for part in rel.parts
-        ):
+        if f.is_file() and not any(fnmatch.fnmatch(part, pat) for part in rel.parts
+                                   for pat in SOURCE_TREE_IGNORE):
             h.update(str(rel).encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 
 
 def _compiler_values(versions: dict[str, str], explicit: str | None) -> dict[str, str]:
     """{hip_compiler} and {hip_flags} from the HIP compiler detection (rocmbuild.compiler)."""
-    try:
-        from rocmbuild import compiler  # type: ignore[attr-defined]
-    except ImportError:
-        return {}
     try:
         found = compiler.detect(explicit)
     except ToolchainError:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from rocmbuild import log
-from rocmbuild.config import REPO_ROOT
+from rocmbuild.config import REPO_ROOT, SOURCE_TREE_IGNORE
 from rocmbuild.digest import sha256_file
 from rocmbuild.errors import CommandFailed, FetchError
 from rocmbuild.recipe.render import Plan
@@ -266,9 +266,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         shutil.copytree(
             origin,
             dest,
-            ignore=shutil.ignore_patterns(
-                "build", "_skbuild", "__pycache__", "*.egg-info", ".git", "dist"
-            ),
+            ignore=shutil.ignore_patterns(*SOURCE_TREE_IGNORE),
         )
         reason = f"path {origin}"
     return StageResult(Status.SUCCESS, time.monotonic() - start, reason, log_path, {"tree": dest})
