@@ -126,7 +126,12 @@ def test_path_source_key_follows_tree_content(tmp_path: Path, no_rocm) -> None:
     (tmp_path / "src" / "a.txt").write_text("1")
     k1 = render(recipe, Target(arch="gfx942")).cache_key
     (tmp_path / "src" / "a.txt").write_text("2")
-    assert render(recipe, Target(arch="gfx942")).cache_key != k1
+    k2 = render(recipe, Target(arch="gfx942")).cache_key
+    assert k2 != k1
+    # outputs of an earlier local build are not copied by fetch, so they do not move the key
+    (tmp_path / "src" / "demo.egg-info").mkdir()
+    (tmp_path / "src" / "demo.egg-info" / "PKG-INFO").write_text("x")
+    assert render(recipe, Target(arch="gfx942")).cache_key == k2
 
 
 def test_python_tag_is_this_interpreter(no_rocm) -> None:
