@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# The README's main job: the flash-attn Triton variant from the pinned PyPI sdist.
+TRITON_ARGS = ("flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi")
 
 
 def rocmbuild(
@@ -82,9 +84,7 @@ def triton_build(tmp_path_factory: pytest.TempPathFactory, download_cache: Path)
     cache.mkdir()
     (cache / "downloads").symlink_to(download_cache)
     env = {"ROCMBUILD_WORKDIR": str(base / "build"), "ROCMBUILD_CACHE_DIR": str(cache)}
-    res = rocmbuild(
-        "flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi", env=env
-    )
+    res = rocmbuild(*TRITON_ARGS, env=env)
     assert res.returncode == 0, res.stderr
     wheels = sorted((base / "build" / "wheels").glob("*.whl"))
     assert len(wheels) == 1, wheels

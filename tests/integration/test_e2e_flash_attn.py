@@ -13,7 +13,7 @@ from pathlib import Path
 
 from wheel.wheelfile import WheelFile
 
-from tests.conftest import rocmbuild
+from tests.conftest import TRITON_ARGS, rocmbuild
 
 NAME = "flash_attn-2.8.3.post1+rocm6.2.gfx942-py3-none-any.whl"
 SUMMARY = re.compile(r"(\S+\.whl)  sha256=([0-9a-f]{64})  (\d+\.\d\d)s  (built|cached)")
@@ -95,9 +95,7 @@ def test_second_run_is_a_noop_without_pip(triton_build: dict) -> None:
     assert len(logs) == 1
     before = (logs[0].stat().st_mtime_ns, logs[0].read_text().count("-m pip wheel"))
     assert before[1] == 1
-    res = rocmbuild(
-        "flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi", env=env
-    )
+    res = rocmbuild(*TRITON_ARGS, env=env)
     assert res.returncode == 0, res.stderr
     path, sha, _, how = summary(res.stderr)
     assert how == "cached" and sha == summary(triton_build["stderr"])[1]
@@ -107,32 +105,10 @@ def test_second_run_is_a_noop_without_pip(triton_build: dict) -> None:
 
 def test_json_summary_and_force(triton_build: dict, tmp_path: Path) -> None:
     env = {**triton_build["env"], "ROCMBUILD_WHEEL_DIR": str(tmp_path / "out")}
-    res = rocmbuild(
-        "build",
-        "flash-attn",
-        "--arch",
-        "gfx942",
-        "--variant",
-        "triton",
-        "--source",
-        "pypi",
-        "--json",
-        env=env,
-    )
+    res = rocmbuild("build", *TRITON_ARGS, "--json", env=env)
     data = json.loads(res.stdout)
     assert data["status"] == "cached" and Path(data["wheel"]).parent == tmp_path / "out"
-    res = rocmbuild(
-        "build",
-        "flash-attn",
-        "--arch",
-        "gfx942",
-        "--variant",
-        "triton",
-        "--source",
-        "pypi",
-        "--force",
-        env=env,
-    )
+    res = rocmbuild("build", *TRITON_ARGS, "--force", env=env)
     assert res.returncode == 0, res.stderr
     assert summary(res.stderr)[3] == "built"
     assert zipfile.ZipFile(tmp_path / "out" / NAME).testzip() is None
@@ -142,8 +118,7 @@ def test_nvidia_check_build_applies_the_triton_patch(triton_build: dict, tmp_pat
     """`--gpu-vendor nvidia` selects the recipe patch (when = triton + nvidia) and applies it to
     a fresh copy of the real sdist; the default (amd) build above has no patch."""
     env = {**triton_build["env"], "ROCMBUILD_WHEEL_DIR": str(tmp_path / "nv")}
-    res = rocmbuild("flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi",
-                    "--gpu-vendor", "nvidia", env=env)
+    res = rocmbuild(*TRITON_ARGS, "--gpu-vendor", "nvidia", env=env)
     assert res.returncode == 0, res.stderr
     assert "1 patch(es) applied" in res.stderr and summary(res.stderr)[3] == "built"
     wheel = next((tmp_path / "nv").glob("*.whl"))

@@ -10,6 +10,8 @@ import os
 import socket
 import subprocess
 import sys
+import time
+import urllib.request
 import zipfile
 from pathlib import Path
 
@@ -118,3 +120,18 @@ def pip_install(index_url: str, target: Path, spec: str) -> subprocess.Completed
         text=True,
         timeout=120,
     )
+
+
+def wait_for_http(url: str, proc: subprocess.Popen[bytes], what: str, seconds: float = 15) -> None:
+    """Poll ``url`` until it answers; fail at once if ``proc`` dies, or after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=1).read()
+            return
+        except OSError:
+            if proc.poll() is not None:
+                raise AssertionError(f"{what} exited with {proc.returncode}") from None
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what} did not answer {url} in {seconds:g}s") from None
+            time.sleep(0.05)

@@ -10,13 +10,20 @@ import hashlib
 import json
 import os
 import subprocess
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from publish_helpers import REPO, clean_env, free_port, make_wheel, pip_install, rocmbuild
+from publish_helpers import (
+    REPO,
+    clean_env,
+    free_port,
+    make_wheel,
+    pip_install,
+    rocmbuild,
+    wait_for_http,
+)
 
 VENV = Path(os.environ.get("ROCMBUILD_DEVPI_VENV", REPO / ".venv-devpi"))
 pytestmark = pytest.mark.skipif(
@@ -73,13 +80,7 @@ def devpi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         env=env,
     )
     base = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            urllib.request.urlopen(base + "/+api", timeout=1).read()
-            break
-        except OSError:
-            assert proc.poll() is None, "devpi-server died"
-            time.sleep(0.05)
+    wait_for_http(base + "/+api", proc, "devpi-server")
     _call("PUT", f"{base}/{USER}", {"password": PASSWORD})
     token = _call("POST", f"{base}/+login", {"user": USER, "password": PASSWORD})
     auth = base64.b64encode(f"{USER}:{token['result']['password']}".encode()).decode()

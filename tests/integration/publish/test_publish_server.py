@@ -7,13 +7,11 @@ import hashlib
 import json
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from publish_helpers import clean_env, free_port, make_wheel, pip_install, rocmbuild
+from publish_helpers import clean_env, free_port, make_wheel, pip_install, rocmbuild, wait_for_http
 
 USER = "ci-bot"
 PASSWORD = "s3cr3t-Pa55-7f1e9c"  # a string that cannot appear by accident
@@ -54,14 +52,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, objec
         env=clean_env(),
     )
     url = f"http://127.0.0.1:{port}/"
-    for _ in range(200):
-        try:
-            urllib.request.urlopen(url + "simple/", timeout=1).read()
-            break
-        except OSError:
-            if proc.poll() is not None:
-                raise AssertionError(f"pypiserver died: {log.read_text()}") from None
-            time.sleep(0.05)
+    try:
+        wait_for_http(url + "simple/", proc, "pypiserver")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: {log.read_text()}") from None
     yield {"url": url, "packages": packages, "log": log}
     proc.terminate()
     proc.wait(10)

@@ -14,7 +14,15 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from publish_helpers import clean_env, free_port, make_wheel, pip_install, rocmbuild, snapshot
+from publish_helpers import (
+    clean_env,
+    free_port,
+    make_wheel,
+    pip_install,
+    rocmbuild,
+    snapshot,
+    wait_for_http,
+)
 
 
 def sha(p: Path) -> str:
@@ -97,12 +105,7 @@ def test_pip_installs_through_http_server(published: Path, tmp_path: Path) -> No
     )
     try:
         base = f"http://127.0.0.1:{port}/stable/simple/"
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(base, timeout=1).read()
-                break
-            except OSError:
-                time.sleep(0.05)
+        wait_for_http(base, server, "python -m http.server")
         # the JSON form is served by path for clients that ask for it
         data = json.loads(urllib.request.urlopen(base + "other-pkg/index.json").read())
         assert data["name"] == "other-pkg"
