@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import platform
 import statistics
 import sys
@@ -259,12 +258,8 @@ class FlashAttnAdapter(Adapter):
 
 
 def _flash_attn_module() -> Any:
-    import importlib.util
-
-    # The Triton variant ships no compiled extension and is selected at import time by this
-    # variable; the CK/CUDA variants ship flash_attn_2_cuda and ignore it.
-    if importlib.util.find_spec("flash_attn_2_cuda") is None:
-        os.environ.setdefault("FLASH_ATTENTION_TRITON_AMD_ENABLE", "TRUE")
+    # The Triton variant is selected at import time by FLASH_ATTENTION_TRITON_AMD_ENABLE, which
+    # reaches this process from the wheel's rocmbuild.json ``runtime_env`` (or the user's env).
     import flash_attn
 
     return flash_attn
