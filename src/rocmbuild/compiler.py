@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocmbuild import toolchain
 from rocmbuild.errors import ToolchainError
 from rocmbuild.run import run
 
@@ -198,19 +199,8 @@ def _cmake_clang(root: Path) -> str | None:
     return str(c) if c.is_file() else None
 
 
-def rocm_candidates(root: Path = Path("/")) -> list[tuple[Path, str]]:
-    """(ROCm root, where from): ROCM_PATH, HIP_PATH, /opt/rocm, each moved under ``root``."""
-    out: list[tuple[Path, str]] = []
-    for var in ("ROCM_PATH", "HIP_PATH"):
-        v = os.environ.get(var)
-        if v:
-            out.append((root / v.lstrip("/"), var))
-    out.append((root / "opt/rocm", "/opt/rocm"))
-    return out
-
-
 def _real_rocm(root: Path) -> HipCompiler | None:
-    for rocm, where in rocm_candidates(root):
+    for rocm, where in toolchain.rocm_candidates(root):
         if rocm.resolve() == (root / "usr").resolve():
             continue  # Debian's layout: hipcc 5.2 -> clang-15 (no gfx942); use toolchain.json
         for rel, kind in (("llvm/bin/amdclang++", "amdclang"), ("llvm/bin/clang++", "clang"),

@@ -92,19 +92,6 @@ def _under(root: Path, p: str | Path) -> Path:
     return root / str(p).lstrip("/")
 
 
-def rocm_root(root: Path) -> tuple[Path | None, str, str | None]:
-    """(ROCm root, where from, version) from ROCM_PATH, HIP_PATH, /opt/rocm, then Debian /usr."""
-    cands = compmod.rocm_candidates(root) + [(root / "usr", "Debian /usr")]
-    for path, where in cands:
-        if (path / ".info/version").is_file() or (path / "include/hip/hip_runtime.h").is_file():
-            return path, where, rocm_version(path)
-    return None, "", None
-
-
-def rocm_version(path: Path) -> str | None:
-    return toolchain.rocm_version(path) or None
-
-
 def torch_build(site_paths: Sequence[str] | None = None) -> dict[str, Any] | None:
     """The installed torch (no import): {"version", "kind", "hip", "cuda", "location"}."""
     info = toolchain.torch_info(list(site_paths) if site_paths is not None else None)
@@ -185,7 +172,9 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
     add = checks.append
 
     # ROCm root
-    rpath, rwhere, rver = rocm_root(root)
+    found = toolchain.find_rocm_root(fs_root=root)
+    rpath, rwhere = (found.path, found.where) if found else (None, "")
+    rver = (found.version or None) if found else None
     if rpath is None:
         add(Check("rocm", "fail", "no ROCm root (ROCM_PATH, HIP_PATH, /opt/rocm, /usr/include/hip)",
                   "install ROCm (amdgpu-install --usecase=rocm), set ROCM_PATH, or on Debian 12 "
@@ -269,14 +258,11 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
         except RocmbuildError as exc:
             add(Check("recipe", "fail", exc.message, exc.hint))
         else:
-            from rocmbuild import pipeline, toolchain
+            from rocmbuild import pipeline
 
             mem_per_job, disk_gb = plan.mem_per_job_gb, plan.disk_gb
-            sdk = None if rpath is None else toolchain.RocmRoot(
-                rpath, rver or "", "debian" if rwhere == "Debian /usr" else "rocm",
-                (rpath / "bin/hipcc").exists())
             torch = toolchain.torch_info(list(site_paths) if site_paths is not None else None)
-            missing = pipeline.missing_host(plan, torch=torch, root=sdk)
+            missing = pipeline.missing_host(plan, torch=torch, root=found)
             what = f"{recipe} (variant {plan.variant})"
             if missing:
                 add(Check("recipe", "fail", f"{what} cannot be built here: needs "

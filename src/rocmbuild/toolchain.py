@@ -23,6 +23,7 @@ class RocmRoot:
     version: str  # "6.2.0", or "" when unknown
     kind: str  # "rocm" (an SDK install) or "debian" (distribution headers only)
     has_hipcc: bool
+    where: str = ""  # how it was found: --rocm-path, ROCM_PATH, HIP_PATH, /opt/rocm, Debian /usr
 
 
 @dataclass(frozen=True)
@@ -67,15 +68,36 @@ def rocm_version(root: Path) -> str:
     return ""
 
 
-def find_rocm_root(explicit: str | None = None) -> RocmRoot | None:
-    candidates = [explicit, os.environ.get("ROCM_PATH"), os.environ.get("HIP_PATH"), "/opt/rocm"]
-    for cand in candidates:
-        if cand and Path(cand).is_dir():
-            root = Path(cand)
-            return RocmRoot(root, rocm_version(root), "rocm", (root / "bin/hipcc").exists())
-    if Path("/usr/include/hip/hip_version.h").is_file():
-        root = Path("/usr")
-        return RocmRoot(root, rocm_version(root), "debian", Path("/usr/bin/hipcc").exists())
+def rocm_candidates(fs_root: Path = Path("/")) -> list[tuple[Path, str]]:
+    """(ROCm root, where from): ROCM_PATH, HIP_PATH, /opt/rocm, each moved under ``fs_root``
+    (the fixture-tree tests move the file system root)."""
+    out: list[tuple[Path, str]] = []
+    for var in ("ROCM_PATH", "HIP_PATH"):
+        v = os.environ.get(var)
+        if v:
+            out.append((fs_root / v.lstrip("/"), var))
+    out.append((fs_root / "opt/rocm", "/opt/rocm"))
+    return out
+
+
+def _looks_like_rocm(p: Path) -> bool:
+    return any((p / m).exists() for m in (".info/version", "include/hip/hip_runtime.h",
+                                          "bin/hipcc"))
+
+
+def find_rocm_root(explicit: str | None = None, fs_root: Path = Path("/")) -> RocmRoot | None:
+    """The ROCm root: ``explicit`` (--rocm-path), then rocm_candidates(), then Debian's /usr
+    layout (HIP headers only, kind "debian", never an SDK)."""
+    cands = [(Path(explicit), "--rocm-path")] if explicit else []
+    for path, where in cands + rocm_candidates(fs_root):
+        if path.is_dir() and (where == "--rocm-path" or _looks_like_rocm(path)):
+            return RocmRoot(path, rocm_version(path), "rocm", (path / "bin/hipcc").exists(),
+                            where)
+    usr = fs_root / "usr"
+    if (usr / "include/hip/hip_version.h").is_file() or (usr / "include/hip/hip_runtime.h"
+                                                          ).is_file():
+        return RocmRoot(usr, rocm_version(usr), "debian", (usr / "bin/hipcc").exists(),
+                        "Debian /usr")
     return None
 
 
