@@ -33,13 +33,12 @@ PROVENANCE = "rocmbuild.json"
 
 def retag(src: Path, out_dir: Path, local: str, provenance: dict[str, Any]) -> Path:
     """Write ``src`` with ``+local`` appended to its version and rocmbuild.json added."""
-    name, version, build, tags = parse_wheel_filename(src.name)
-    old_namever = src.name.split("-")[0] + "-" + src.name.split("-")[1]
+    version = parse_wheel_filename(src.name)[1]  # validates the name; parts keep their spelling
+    dist_name, old_version, *tag_parts = src.name[:-4].split("-")
+    old_namever = f"{dist_name}-{old_version}"
     sep = "." if version.local else "+"
     new_version = f"{version}{sep}{local}"
-    dist_name = src.name.split("-")[0]
-    tag_part = "-".join(src.name[:-4].split("-")[2:])
-    new_name = f"{dist_name}-{new_version}-{tag_part}.whl"
+    new_name = f"{dist_name}-{new_version}-{'-'.join(tag_parts)}.whl"
     new_namever = f"{dist_name}-{new_version}"
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp_dir = Path(tempfile.mkdtemp(dir=out_dir, prefix=".tag-"))
