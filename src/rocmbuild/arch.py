@@ -9,9 +9,10 @@ which is how the tests feed fixture trees.
 from __future__ import annotations
 
 import difflib
-import os
+from collections.abc import Sequence
 from pathlib import Path
 
+from rocmbuild import options
 from rocmbuild.errors import ToolchainError, UsageError
 
 # gfx name -> product names. Not exhaustive; unknown names are rejected with a suggestion.
@@ -34,7 +35,7 @@ KNOWN_ARCHS: dict[str, str] = {
 
 
 def sysfs_root() -> Path:
-    return Path(os.environ.get("ROCMBUILD_SYSFS_ROOT", "/sys"))
+    return Path(options.env("ROCMBUILD_SYSFS_ROOT") or "/sys")
 
 
 def gfx_from_target_version(value: int) -> str:
@@ -85,17 +86,34 @@ def native_archs(root: Path | None = None) -> list[str]:
     return archs
 
 
-def parse_archs(spec: str, supported: tuple[str, ...] = (), where: str = "") -> tuple[str, ...]:
+def _native(known: Sequence[str] | None, origin: str) -> list[str]:
+    """The host's GPUs for ``--arch native``: ``known`` (a Host's), or KFD here when None."""
+    if known is None:
+        return native_archs()
+    if not known:
+        where = (f"the host in {origin}" if origin not in ("", "detected") else
+                 f"{sysfs_root() / 'class/kfd/kfd/topology/nodes'}")
+        raise ToolchainError(
+            f"--arch native: no AMD GPU found under {where}",
+            hint="name the targets instead, e.g. --arch gfx942 (MI300) or --arch gfx90a (MI200); "
+            "inside a container, pass --device /dev/kfd --device /dev/dri",
+        )
+    return list(known)
+
+
+def parse_archs(spec: str, supported: tuple[str, ...] = (), where: str = "", *,
+                native: Sequence[str] | None = None, host_origin: str = "") -> tuple[str, ...]:
     """Parse a comma- or semicolon-separated ``--arch`` value, check it, keep order, drop repeats.
 
     ``supported`` is the recipe's allow-list (empty: anything known); ``where`` names it in errors.
+    ``native`` is the GPUs of the host being planned for (a Host's ``gpus``); None reads KFD here.
     """
     items = [a.strip() for a in spec.replace(";", ",").split(",") if a.strip()]
     if not items:
         raise UsageError("--arch: empty list", hint="e.g. --arch gfx942 or --arch gfx90a,gfx942")
     out: list[str] = []
     for item in items:
-        for arch in native_archs() if item == "native" else [item.lower()]:
+        for arch in _native(native, host_origin) if item == "native" else [item.lower()]:
             base = arch.split(":", 1)[0]  # allow target features such as gfx90a:xnack+
             if base not in KNOWN_ARCHS:
                 close = difflib.get_close_matches(base, KNOWN_ARCHS, n=1)

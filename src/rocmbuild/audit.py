@@ -13,7 +13,6 @@ is decompressed only as far as its entry table. A 1 GB .so audits in millisecond
 
 from __future__ import annotations
 
-import json
 import mmap
 import os
 import shutil
@@ -453,33 +452,8 @@ def require(audit: WheelAudit) -> None:
     )
 
 
-# --------------------------------------------------------------------------- CLI
-
-
-def cli_audit(args: Any) -> int:
-    from rich.markup import escape
-
-    from rocmbuild import log
-    from rocmbuild.arch import parse_archs
-
-    archs = list(parse_archs(args.arch)) if args.arch else []
-    audits = [audit_file(Path(p), archs) for p in args.paths]
-    if args.json:
-        log.out.print_json(json.dumps([a.to_json() for a in audits]))
-    else:
-        for a in audits:
-            mark = "[green]ok[/green]" if a.ok else "[red]FAIL[/red]"
-            log.console.print(f"{mark} {escape(a.path)}"
-                              + (f"  (wanted: {', '.join(archs)})" if archs else ""))
-            if not a.objects:
-                log.console.print("    no ELF shared objects (pure-Python wheel)")
-            for o in a.objects:
-                kinds = ",".join(o.bundle_kinds) or "-"
-                what = ", ".join(o.archs) if o.archs else (
-                    "NO DEVICE CODE" if o.hip_host else "host-only")
-                log.console.print(f"    {escape(o.name)}: {escape(what)}  [dim]bundles: "
-                                  f"{len(o.bundles)} ({kinds})[/dim]")
+def require_all(audits: Sequence[WheelAudit], archs: Sequence[str]) -> None:
+    """Raise AuditError listing every problem of every audit (none: return)."""
     problems = [p for a in audits for p in a.problems]
     if problems:
-        require(WheelAudit(", ".join(a.path for a in audits), archs, [], problems))
-    return 0
+        require(WheelAudit(", ".join(a.path for a in audits), list(archs), [], problems))

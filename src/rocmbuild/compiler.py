@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmbuild import toolchain
-from rocmbuild.errors import ToolchainError
+from rocmbuild import options, toolchain
+from rocmbuild.errors import CommandFailed, ToolchainError
 from rocmbuild.run import run
 
 INSTALL_HINT = (
@@ -46,7 +46,7 @@ __global__ void rocmbuild_probe(float* p) { if (p) p[threadIdx.x] = 1.0f; }
 
 
 def toolchain_dir() -> Path:
-    d = os.environ.get("ROCMBUILD_TOOLCHAIN_DIR")
+    d = options.env("ROCMBUILD_TOOLCHAIN_DIR")
     return Path(d) if d else Path.home() / ".cache/rocmbuild/hiptc"
 
 
@@ -136,7 +136,7 @@ def _cmake_defines(cxx: str, flags: Sequence[str]) -> dict[str, str]:
 def _make(path: str, kind: str, rocm_path: str | None, device_lib_path: str | None,
           flags: Sequence[str], source: str, cmake_cxx: str | None = None) -> HipCompiler:
     flags = tuple(flags)
-    env_flags = os.environ.get("ROCMBUILD_HIP_FLAGS")
+    env_flags = options.env("ROCMBUILD_HIP_FLAGS")
     if env_flags is not None:
         flags = tuple(shlex.split(env_flags))
     return HipCompiler(
@@ -218,7 +218,7 @@ def detect(explicit: str | None = None, root: Path = Path("/")) -> HipCompiler:
     file system root for the ROCm search (fixture trees); toolchain.json is never moved."""
     if explicit:
         return _explicit(explicit, "--hip-compiler")
-    env = os.environ.get("ROCMBUILD_HIP_COMPILER")
+    env = options.env("ROCMBUILD_HIP_COMPILER")
     if env:
         return _explicit(env, "ROCMBUILD_HIP_COMPILER")
     rocm = _real_rocm(root)
@@ -248,8 +248,12 @@ def accepts_arch(compiler: HipCompiler, arch: str) -> tuple[bool, str]:
         src = Path(tmp) / "probe.hip"
         src.write_text(PROBE_KERNEL)
         t0 = time.monotonic()
-        res = run(compiler.compile_argv(src, Path(tmp) / "probe.o", [arch]), env=hip_env(),
-                  capture=True, check=False, timeout=300, cwd=tmp)
+        try:
+            res = run(compiler.compile_argv(src, Path(tmp) / "probe.o", [arch]), env=hip_env(),
+                      capture=True, check=False, timeout=300, cwd=tmp)
+        except CommandFailed as exc:  # the compiler cannot even start
+            _accept_cache[key] = (False, exc.message)
+            return _accept_cache[key]
         dt = time.monotonic() - t0
     if res.returncode == 0:
         result = (True, f"compiled an empty kernel for {arch} in {dt:.1f}s")

@@ -1,7 +1,7 @@
 """Where things live. Every path can be moved by a flag or an environment variable.
 
-- workspace: ``--workdir`` / ``ROCMBUILD_WORKDIR`` (default ``./build``): src/, logs/, wheels/,
-  index/, reports/, broken/
+- workspace: ``--workdir`` / ``ROCMBUILD_WORKDIR`` / ``[tool.rocmbuild] workdir`` (default
+  ``./build``): src/, logs/, wheels/, index/, reports/, broken/
 - cache: ``--cache-dir`` / ``ROCMBUILD_CACHE_DIR`` (default ``<workdir>/cache``): downloads,
   git mirrors, built wheels keyed by content
 - recipes: ``ROCMBUILD_RECIPE_PATH`` (``os.pathsep``-separated) then the repository's
@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from rocmbuild import options
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,12 +54,13 @@ class Workspace:
 
 
 def workspace(workdir: str | None = None, cache_dir: str | None = None) -> Workspace:
-    root = Path(workdir or os.environ.get("ROCMBUILD_WORKDIR") or "build").absolute()
-    cache = Path(cache_dir or os.environ.get("ROCMBUILD_CACHE_DIR") or root / "cache").absolute()
+    """The workspace from the flags (None: environment, then [tool.rocmbuild], then default)."""
+    root = Path(options.resolve("workdir", workdir, "build")).absolute()
+    cache = Path(options.resolve("cache_dir", cache_dir, str(root / "cache"))).absolute()
     return Workspace(root=root, cache=cache)
 
 
 def recipe_dirs() -> list[Path]:
-    dirs = [Path(p) for p in os.environ.get("ROCMBUILD_RECIPE_PATH", "").split(os.pathsep) if p]
+    dirs = [Path(p) for p in (options.env("ROCMBUILD_RECIPE_PATH") or "").split(os.pathsep) if p]
     dirs.append(REPO_ROOT / "recipes")
     return dirs

@@ -12,7 +12,6 @@ toolchain.json are not moved: acceptance of an arch is always tested by a real c
 from __future__ import annotations
 
 import grp
-import json
 import os
 import pwd
 import shutil
@@ -24,9 +23,12 @@ from typing import Any
 
 from rocmbuild import arch as archmod
 from rocmbuild import compiler as compmod
-from rocmbuild import toolchain
-from rocmbuild.errors import RocmbuildError, ToolchainError
-from rocmbuild.jobs import GiB, plan_jobs
+from rocmbuild import host as hostmod
+from rocmbuild import jobs, toolchain
+from rocmbuild.errors import RocmbuildError
+from rocmbuild.host import Host
+from rocmbuild.jobs import GiB
+from rocmbuild.recipe.plan import Plan
 
 DEFAULT_ARCHS = ("gfx90a", "gfx942")
 DEFAULT_MEM_PER_JOB_GB = 2.0
@@ -56,6 +58,7 @@ class Report:
     archs: list[str]
     recipe: str | None
     checks: list[Check]
+    host: Host
 
     @property
     def ok(self) -> bool:
@@ -69,13 +72,13 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         return {"ok": self.ok, "archs": self.archs, "recipe": self.recipe,
-                "checks": [asdict(c) for c in self.checks]}
+                "checks": [asdict(c) for c in self.checks], "host": self.host.to_json()}
 
 
 # --------------------------------------------------------------------------- recipe estimates
 
 
-def _recipe_plan(name: str, archs: Sequence[str], variant: str | None) -> Any:
+def _recipe_plan(name: str, archs: Sequence[str], variant: str | None, h: Host) -> Plan:
     """The recipe rendered for these archs (those it supports; else its first supported one),
     so doctor judges exactly what `rocmbuild build` would: same Plan, same requirement check."""
     from rocmbuild.recipe.load import find_recipe, load
@@ -85,20 +88,11 @@ def _recipe_plan(name: str, archs: Sequence[str], variant: str | None) -> Any:
     wanted = [a for a in archs if not recipe.supported_archs
               or a.split(":")[0] in recipe.supported_archs]
     arch = ",".join(wanted or recipe.supported_archs[:1] or DEFAULT_ARCHS[:1])
-    return render(recipe, Target(arch=arch, variant=variant))
+    return render(recipe, Target(arch=arch, variant=variant), h)
 
 
 def _under(root: Path, p: str | Path) -> Path:
     return root / str(p).lstrip("/")
-
-
-def torch_build(site_paths: Sequence[str] | None = None) -> dict[str, Any] | None:
-    """The installed torch (no import): {"version", "kind", "hip", "cuda", "location"}."""
-    info = toolchain.torch_info(list(site_paths) if site_paths is not None else None)
-    if not info.version:
-        return None
-    return {"version": info.version, "kind": info.kind, "hip": info.hip, "cuda": info.cuda,
-            "location": info.location}
 
 
 def _group_db(root: Path) -> tuple[dict[str, tuple[int, list[str]]], bool]:
@@ -171,8 +165,13 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
     checks: list[Check] = []
     add = checks.append
 
+    # The same Host value `build` and `plan` use (`doctor --json` saves it for `plan --host`).
+    h = hostmod.detect(fs_root=root, hip_compiler=hip_compiler, site_paths=(
+        list(site_paths) if site_paths is not None else None), strict_compiler=False,
+        dists=_recipe_dists())
+
     # ROCm root
-    found = toolchain.find_rocm_root(fs_root=root)
+    found = h.rocm_root
     rpath, rwhere = (found.path, found.where) if found else (None, "")
     rver = (found.version or None) if found else None
     if rpath is None:
@@ -221,12 +220,10 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
                       f"{', '.join(missing)}", f"add {','.join(missing)} to --arch"))
 
     # HIP compiler and per-arch acceptance
-    hipc = None
-    try:
-        hipc = compmod.detect(hip_compiler, root=root)
-    except ToolchainError as exc:
-        add(Check("hip-compiler", "fail", exc.message, exc.hint))
-    if hipc is not None:
+    hipc = h.compiler
+    if hipc is None:
+        add(Check("hip-compiler", "fail", h.compiler_error, compmod.INSTALL_HINT))
+    else:
         add(Check("hip-compiler", "ok", f"{hipc.path} ({hipc.kind} {hipc.version}) from "
                   f"{hipc.source}", data=hipc.to_json()))
         for a in archs:
@@ -247,26 +244,23 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
     add(_group_check(root, real, uname, groups, db, have_db))
 
     # torch (informational on its own; a recipe's needs are judged below)
-    tcheck = _torch_check(site_paths, rver)
+    tcheck = _torch_check(h.torch, rver)
     add(tcheck)
 
     # recipe: memory, disk and host requirements, exactly as `rocmbuild build` checks them
     mem_per_job, disk_gb = DEFAULT_MEM_PER_JOB_GB, DEFAULT_DISK_GB
     if recipe:
         try:
-            plan = _recipe_plan(recipe, archs, variant)
+            plan = _recipe_plan(recipe, archs, variant, h)
         except RocmbuildError as exc:
             add(Check("recipe", "fail", exc.message, exc.hint))
         else:
-            from rocmbuild import pipeline
-
             mem_per_job, disk_gb = plan.mem_per_job_gb, plan.disk_gb
-            torch = toolchain.torch_info(list(site_paths) if site_paths is not None else None)
-            missing = pipeline.missing_host(plan, torch=torch, root=found)
+            missing = hostmod.missing(plan, h)
             what = f"{recipe} (variant {plan.variant})"
             if missing:
                 add(Check("recipe", "fail", f"{what} cannot be built here: needs "
-                          + "; and ".join(missing), pipeline.host_hint(plan, missing)))
+                          + "; and ".join(missing), hostmod.hint(plan, missing)))
             else:
                 add(Check("recipe", "ok", f"{what}: host requirements met "
                           f"({', '.join(plan.host_requires) or 'none'})"))
@@ -280,15 +274,16 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
     else:
         add(Check("disk", "fail", f"{free:.1f} GiB free at {where}, the build needs ~{disk_gb:g} "
                   "GiB", "free space, or point --workdir / ROCMBUILD_WORKDIR at a bigger disk"))
-    plan = plan_jobs(mem_per_job, root=root)
-    if plan.usable_bytes >= mem_per_job * GiB:
-        add(Check("memory", "ok", f"MAX_JOBS={plan.jobs}: {plan.reason}",
-                  data={"jobs": plan.jobs, "mem_per_job_gb": mem_per_job}))
+    jp = jobs.plan(mem_per_job, None, cpus=h.cpus, usable_bytes=h.memory_bytes,
+                   source=h.memory_source)
+    if jp.usable_bytes >= mem_per_job * GiB:
+        add(Check("memory", "ok", f"MAX_JOBS={jp.jobs}: {jp.reason}",
+                  data={"jobs": jp.jobs, "mem_per_job_gb": mem_per_job}))
     else:
-        add(Check("memory", "warn", f"{plan.usable_bytes / GiB:.1f} GiB usable, less than one "
+        add(Check("memory", "warn", f"{jp.usable_bytes / GiB:.1f} GiB usable, less than one "
                   f"compile job's ~{mem_per_job:g} GiB: the build may be OOM-killed",
                   "close other programs, add swap, or build on a bigger host",
-                  data={"jobs": plan.jobs, "mem_per_job_gb": mem_per_job}))
+                  data={"jobs": jp.jobs, "mem_per_job_gb": mem_per_job}))
 
     # HIP_PLATFORM trap
     hp = env.get("HIP_PLATFORM")
@@ -303,7 +298,20 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
     else:
         add(Check("hip-platform", "ok", f"HIP_PLATFORM={hp or 'unset'}, no /usr/local/cuda"
                   if not cuda.exists() else f"HIP_PLATFORM={hp}"))
-    return Report(archs, recipe, checks)
+    return Report(archs, recipe, checks, h)
+
+
+def _recipe_dists() -> list[str]:
+    """Every shipped or configured recipe's python_requires, so a saved host can be judged."""
+    from rocmbuild.recipe import load
+
+    names: list[str] = []
+    for name in load.available():
+        try:
+            names += load.load(load.find_recipe(name)).python_requires
+        except RocmbuildError:
+            continue  # a broken recipe is reported when it is asked for
+    return names
 
 
 def _smi_check(root: Path, rpath: Path | None, real: bool, have_gpus: bool) -> Check:
@@ -369,53 +377,23 @@ def _group_check(root: Path, real: bool, user: str, groups: set[str],
                  data={"groups": sorted(groups)})
 
 
-def _torch_check(site_paths: Sequence[str] | None, rocm_ver: str | None) -> Check:
-    info = torch_build(site_paths)
-    if info is None:
+def _torch_check(t: toolchain.TorchInfo, rocm_ver: str | None) -> Check:
+    if not t.version:
         return Check("torch", "ok", "torch not installed (needed only by torch-based recipes)",
                      data={"torch": None})
+    info = {"version": t.version, "kind": t.kind, "hip": t.hip, "cuda": t.cuda,
+            "location": t.location}
     fix = ("install a ROCm torch, e.g. pip install torch --index-url "
            "https://download.pytorch.org/whl/rocm6.2 (match your ROCm)")
-    if info["kind"] != "rocm":
-        return Check("torch", "warn", f"torch {info['version']} is a {info['kind'].upper()} "
+    if t.kind != "rocm":
+        return Check("torch", "warn", f"torch {t.version} is a {t.kind.upper()} "
                      "build: --no-build-isolation builds compile against it, so torch-based HIP "
                      "extensions (flash-attn) cannot build here", fix, data={"torch": info})
-    hip = info["hip"] or "?"
-    if rocm_ver and info["hip"] and info["hip"].split(".")[:2] != rocm_ver.split(".")[:2]:
-        return Check("torch", "warn", f"torch {info['version']} is built for HIP {hip} but the "
+    hip = t.hip or "?"
+    if rocm_ver and t.hip and t.hip.split(".")[:2] != rocm_ver.split(".")[:2]:
+        return Check("torch", "warn", f"torch {t.version} is built for HIP {hip} but the "
                      f"ROCm root is {rocm_ver}: extensions may fail to load",
                      "use the ROCm that matches torch (ROCM_PATH) or the torch that matches ROCm",
                      data={"torch": info})
-    return Check("torch", "ok", f"torch {info['version']} is a ROCm build (HIP {hip})",
+    return Check("torch", "ok", f"torch {t.version} is a ROCm build (HIP {hip})",
                  data={"torch": info})
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def cli_doctor(args: Any) -> int:
-    from rich.markup import escape
-
-    from rocmbuild import log
-
-    archs: list[str] | None = None
-    if args.arch:
-        archs = ["native"] if args.arch.strip() == "native" else list(
-            archmod.parse_archs(args.arch))
-    report = diagnose(root=Path(args.root), archs=archs, recipe=args.recipe,
-                      variant=args.variant, hip_compiler=args.hip_compiler)
-    if args.json:
-        log.out.print_json(json.dumps(report.to_json()))
-    else:
-        colors = {"ok": "green", "warn": "yellow", "fail": "red"}
-        for c in report.checks:
-            log.console.print(f"[{colors[c.status]}]{c.status:<4}[/] {c.name:<14} "
-                              f"{escape(c.message)}")
-            if c.fix and c.status != "ok":
-                log.console.print(f"{'':<20}[cyan]fix:[/cyan] {escape(c.fix)}")
-    fails = report.failures()
-    if fails:
-        raise ToolchainError(
-            f"doctor: {len(fails)} check(s) failed: {', '.join(c.name for c in fails)}",
-            hint=fails[0].fix)
-    return 0

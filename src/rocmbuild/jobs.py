@@ -75,22 +75,28 @@ def usable_cpus(root: Path = Path("/")) -> int:
     return cpus
 
 
+def plan(mem_per_job_gb: float, override: int | None, *, cpus: int, usable_bytes: int,
+         source: str) -> JobPlan:
+    """MAX_JOBS from given facts (pure: the Host carries cpus and usable memory)."""
+    if override is not None:
+        return JobPlan(override, f"set by --jobs/ROCMBUILD_JOBS to {override}", cpus,
+                       usable_bytes, mem_per_job_gb)
+    by_mem = max(1, math.floor(usable_bytes / (mem_per_job_gb * GiB)))
+    jobs = max(1, min(cpus, by_mem))
+    reason = (
+        f"min({cpus} cpus, floor({usable_bytes / GiB:.1f} GiB usable ({source}) / "
+        f"{mem_per_job_gb:g} GiB per job) = {by_mem}) = {jobs}"
+    )
+    return JobPlan(jobs, reason, cpus, usable_bytes, mem_per_job_gb)
+
+
 def plan_jobs(
     mem_per_job_gb: float,
     override: int | None = None,
     root: Path = Path("/"),
     cpus: int | None = None,
 ) -> JobPlan:
-    ncpu = cpus if cpus is not None else usable_cpus(root)
+    """``plan`` with this machine's (or a fixture tree's) cpus and memory."""
     mem, source = usable_memory(root)
-    if override is not None:
-        return JobPlan(
-            override, f"set by --jobs/ROCMBUILD_JOBS to {override}", ncpu, mem, mem_per_job_gb
-        )
-    by_mem = max(1, math.floor(mem / (mem_per_job_gb * GiB)))
-    jobs = max(1, min(ncpu, by_mem))
-    reason = (
-        f"min({ncpu} cpus, floor({mem / GiB:.1f} GiB usable ({source}) / "
-        f"{mem_per_job_gb:g} GiB per job) = {by_mem}) = {jobs}"
-    )
-    return JobPlan(jobs, reason, ncpu, mem, mem_per_job_gb)
+    return plan(mem_per_job_gb, override, cpus=cpus if cpus is not None else usable_cpus(root),
+                usable_bytes=mem, source=source)

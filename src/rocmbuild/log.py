@@ -3,7 +3,6 @@ for data such as ``--json``)."""
 
 from __future__ import annotations
 
-import os
 import sys
 
 from rich.console import Console
@@ -11,8 +10,9 @@ from rich.console import Console
 console = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
 
-# 0 = quiet, 1 = normal, 2 = verbose (-v: subprocess output streams to the console)
-_level = int(os.environ.get("ROCMBUILD_VERBOSITY", "1"))
+# 0 = quiet, 1 = normal, 2 = verbose (-v: subprocess output streams to the console). The command
+# layer sets it from -v/-q and ROCMBUILD_VERBOSITY.
+_level = 1
 
 
 def set_level(level: int) -> None:

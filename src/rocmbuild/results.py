@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rocmbuild.audit import WheelAudit
 
 
 class Status(enum.Enum):
@@ -16,12 +19,47 @@ class Status(enum.Enum):
 
 
 @dataclass(frozen=True)
+class TorchBuild:
+    """torch as the build saw it (the C++ ABI flag needs an import, so the build stage asks)."""
+
+    version: str | None = None
+    hip: str | None = None
+    cuda: str | None = None
+    cxx11_abi: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version, "hip": self.hip, "cuda": self.cuda,
+                "cxx11_abi": self.cxx11_abi}
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    """What the stages hand on: each stage returns the fields it made; the pipeline merges."""
+
+    tree: Path | None = None
+    """fetch: the fresh source tree (patched in place by patch, hipify)."""
+    raw_wheel: Path | None = None
+    """build: the wheel as the backend made it."""
+    build_log: Path | None = None
+    torch: TorchBuild | None = None
+    """build: the torch the build compiled against."""
+    wheel: Path | None = None
+    """tag: the wheel with the local label and provenance."""
+    audit: WheelAudit | None = None
+    """audit: the code-object audit of ``wheel``."""
+
+    def merged(self, new: Artifacts) -> Artifacts:
+        return replace(self, **{f.name: getattr(new, f.name) for f in fields(new)
+                                if getattr(new, f.name) is not None})
+
+
+@dataclass(frozen=True)
 class StageResult:
     status: Status
     duration: float = 0.0
     reason: str = ""
     log_path: Path | None = None
-    artifacts: dict[str, Any] = field(default_factory=dict)
+    artifacts: Artifacts = field(default_factory=Artifacts)
 
     def to_json(self) -> dict[str, Any]:
         return {

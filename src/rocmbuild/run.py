@@ -97,6 +97,13 @@ def run(
                 returncode=127,
                 log_path=str(lp) if lp else None,
             ) from exc
+        except OSError as exc:  # not executable, not a program, cwd missing, ...
+            raise error(
+                f"{args[0]}: cannot run: {exc.strerror or exc}",
+                hint=hint or f"check that {args[0]} is an executable program",
+                returncode=126,
+                log_path=str(lp) if lp else None,
+            ) from exc
         if stdin is not None and proc.stdin is not None:
             proc.stdin.write(stdin)
             proc.stdin.close()

@@ -9,12 +9,13 @@ headers, no SDK) is reported as kind "debian" and is never treated as a ROCm SDK
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
+
+from rocmbuild import options
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def rocm_candidates(fs_root: Path = Path("/")) -> list[tuple[Path, str]]:
     (the fixture-tree tests move the file system root)."""
     out: list[tuple[Path, str]] = []
     for var in ("ROCM_PATH", "HIP_PATH"):
-        v = os.environ.get(var)
+        v = options.env(var)
         if v:
             out.append((fs_root / v.lstrip("/"), var))
     out.append((fs_root / "opt/rocm", "/opt/rocm"))

@@ -1,28 +1,36 @@
 """Rendering recipes into Plans: environment, placeholders, patch selection, ROCm version
-precedence, local labels and the cache key. The ROCm root and ROCm torch used here are fixture
-trees (fake_rocm_root / fake_rocm_torch): neither exists on this machine."""
+precedence, local labels and the cache key. ``render`` is pure, so every test hands it a Host
+value: a ROCm root and a ROCm torch are written as Host fields (neither exists on this machine)."""
 
 from __future__ import annotations
 
 import hashlib
-import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from rocmbuild.errors import UsageError
+from rocmbuild.host import Host
 from rocmbuild.recipe.load import find_recipe, load
+from rocmbuild.recipe.plan import Plan
 from rocmbuild.recipe.render import Target, render
+from rocmbuild.toolchain import RocmRoot, TorchInfo
+
+HOST = Host(python="3.11", python_tag="cp311", platform="linux",
+            torch=TorchInfo("2.13.0+cpu", None, None), rocm_root=None, compiler=None,
+            cpus=16, memory_bytes=64 * 2**30, memory_source="MemAvailable")
+ROCM_ROOT = RocmRoot(Path("/opt/rocm-6.2.0"), "6.2.0", "rocm", True, "ROCM_PATH")
+ROCM_TORCH = TorchInfo("2.5.1+rocm6.2", "6.2.41133-dd7f95766", None)
 
 
 @pytest.fixture
-def no_rocm(monkeypatch) -> None:
-    for var in ("ROCM_PATH", "HIP_PATH"):
-        monkeypatch.delenv(var, raising=False)
+def no_rocm() -> None:
+    """Kept for the tests' signatures: render never reads the environment."""
 
 
-def flash(**kw) -> object:
-    return render(load(find_recipe("flash-attn")), Target(**kw))
+def flash(host: Host = HOST, **kw: object) -> Plan:
+    return render(load(find_recipe("flash-attn")), Target(**kw), host)  # type: ignore[arg-type]
 
 
 def test_ck_plan_env(no_rocm) -> None:
@@ -35,7 +43,7 @@ def test_ck_plan_env(no_rocm) -> None:
     assert plan.env["HIP_PLATFORM"] == "amd"
     assert "FLASH_ATTENTION_TRITON_AMD_ENABLE" not in plan.env
     assert plan.mem_per_job_gb == 5.0
-    assert plan.source["kind"] == "git" and plan.source["submodules"] == ["csrc/composable_kernel"]
+    assert plan.source.kind == "git" and plan.source.submodules == ("csrc/composable_kernel",)
     assert plan.local_version == "rocm6.2.gfx90a.gfx942"
     assert "--no-build-isolation" in plan.commands[0]
 
@@ -45,7 +53,7 @@ def test_triton_variant_and_pypi_source(no_rocm) -> None:
     assert plan.env["FLASH_ATTENTION_TRITON_AMD_ENABLE"] == "TRUE"
     assert plan.mem_per_job_gb == 0.5
     assert plan.host_requires == ("torch",)
-    assert plan.source["kind"] == "sdist" and len(plan.source["sha256"]) == 64
+    assert plan.source.kind == "sdist" and len(plan.source.sha256) == 64
 
 
 def test_bad_variant_and_source(no_rocm) -> None:
@@ -55,22 +63,36 @@ def test_bad_variant_and_source(no_rocm) -> None:
         flash(arch="gfx942", source="conda")
 
 
-def test_rocm_root_sets_paths_and_version(monkeypatch, fake_rocm_root: Path) -> None:
-    monkeypatch.setenv("ROCM_PATH", str(fake_rocm_root))
-    plan = flash(arch="gfx942")
-    assert plan.env["ROCM_PATH"] == plan.env["HIP_PATH"] == str(fake_rocm_root)
-    assert plan.rocm["version"] == "6.2" and "ROCm root" in plan.rocm["version_from"]
-    assert flash(arch="gfx942", rocm_version="6.4").local_version == "rocm6.4.gfx942"
+def test_rocm_root_sets_paths_and_version() -> None:
+    host = replace(HOST, rocm_root=ROCM_ROOT)
+    plan = flash(host, arch="gfx942")
+    assert plan.env["ROCM_PATH"] == plan.env["HIP_PATH"] == "/opt/rocm-6.2.0"
+    assert plan.rocm.version == "6.2" and "ROCm root" in plan.rocm.version_from
+    assert flash(host, arch="gfx942", rocm_version="6.4").local_version == "rocm6.4.gfx942"
+    assert flash(HOST, arch="gfx942").rocm.version_from.endswith("target.rocm")  # no root
 
 
-def test_rocm_torch_decides_the_label(monkeypatch, no_rocm, fake_rocm_torch: Path) -> None:
-    monkeypatch.syspath_prepend(str(fake_rocm_torch))
-    import importlib
+def test_rocm_torch_decides_the_label() -> None:
+    plan = flash(replace(HOST, torch=ROCM_TORCH, rocm_root=replace(ROCM_ROOT, version="6.4.1")),
+                 arch="gfx942")
+    assert plan.host.torch == "2.5.1+rocm6.2" and plan.host.torch_kind == "rocm"
+    assert plan.rocm.version == "6.2" and "torch" in plan.rocm.version_from
 
-    importlib.invalidate_caches()
-    plan = flash(arch="gfx942")
-    assert plan.host["torch"] == "2.5.1+rocm6.2" and plan.host["torch_kind"] == "rocm"
-    assert plan.rocm["version"] == "6.2" and "torch" in plan.rocm["version_from"]
+
+def test_jobs_come_from_the_host_not_this_machine() -> None:
+    small = replace(HOST, cpus=64, memory_bytes=11 * 2**30, memory_source="cgroup")
+    plan = flash(small, arch="gfx942")  # CK: 5 GiB per job
+    assert plan.jobs == 2 and "11.0 GiB usable (cgroup)" in plan.jobs_reason
+    assert flash(replace(HOST, cpus=3), arch="gfx942", variant="triton").jobs == 3
+
+
+def test_native_arch_is_the_hosts_gpus() -> None:
+    host = replace(HOST, gpus=("gfx90a",), origin="node.json")
+    assert flash(host, arch="native").archs == ("gfx90a",)
+    from rocmbuild.errors import ToolchainError
+
+    with pytest.raises(ToolchainError, match="the host in node.json"):
+        flash(replace(host, gpus=()), arch="native")
 
 
 def test_cache_key_tracks_inputs_but_not_jobs(no_rocm) -> None:
@@ -110,30 +132,32 @@ when = {when}
 
 def test_patch_when_selection_and_patch_hash_in_key(tmp_path: Path, no_rocm) -> None:
     recipe = load(write_recipe(tmp_path, "one\n", '{ variant = "b", gpu_vendor = "nvidia" }'))
-    assert render(recipe, Target(arch="gfx942", variant="a")).patches == ()
-    assert render(recipe, Target(arch="gfx942", variant="b")).patches == ()
-    chosen = render(recipe, Target(arch="gfx942", variant="b", gpu_vendor="nvidia"))
-    assert [p["reason"] for p in chosen.patches] == ["test"]
+    assert render(recipe, Target(arch="gfx942", variant="a"), HOST).patches == ()
+    assert render(recipe, Target(arch="gfx942", variant="b"), HOST).patches == ()
+    chosen = render(recipe, Target(arch="gfx942", variant="b", gpu_vendor="nvidia"), HOST)
+    assert [p.reason for p in chosen.patches] == ["test"]
     other = tmp_path / "other"
     other.mkdir()
     recipe2 = load(write_recipe(other, "two\n", '{ variant = "b", gpu_vendor = "nvidia" }'))
-    chosen2 = render(recipe2, Target(arch="gfx942", variant="b", gpu_vendor="nvidia"))
-    assert chosen2.patches[0]["sha256"] != chosen.patches[0]["sha256"]
+    chosen2 = render(recipe2, Target(arch="gfx942", variant="b", gpu_vendor="nvidia"), HOST)
+    assert chosen2.patches[0].sha256 != chosen.patches[0].sha256
+    assert chosen2.cache_key != chosen.cache_key
 
 
 def test_path_source_key_follows_tree_content(tmp_path: Path, no_rocm) -> None:
     recipe = load(write_recipe(tmp_path, "x\n", '{ variant = "b" }'))
     (tmp_path / "src" / "a.txt").write_text("1")
-    k1 = render(recipe, Target(arch="gfx942")).cache_key
+    k1 = render(recipe, Target(arch="gfx942"), HOST).cache_key
     (tmp_path / "src" / "a.txt").write_text("2")
-    k2 = render(recipe, Target(arch="gfx942")).cache_key
+    k2 = render(recipe, Target(arch="gfx942"), HOST).cache_key
     assert k2 != k1
     # outputs of an earlier local build are not copied by fetch, so they do not move the key
     (tmp_path / "src" / "demo.egg-info").mkdir()
     (tmp_path / "src" / "demo.egg-info" / "PKG-INFO").write_text("x")
-    assert render(recipe, Target(arch="gfx942")).cache_key == k2
+    assert render(recipe, Target(arch="gfx942"), HOST).cache_key == k2
 
 
-def test_python_tag_is_this_interpreter(no_rocm) -> None:
-    plan = flash(arch="gfx942")
-    assert plan.host["python_tag"] == f"cp{sys.version_info.major}{sys.version_info.minor}"
+def test_python_tag_is_the_hosts() -> None:
+    plan = flash(replace(HOST, python="3.12", python_tag="cp312"), arch="gfx942")
+    assert plan.host.python_tag == "cp312"
+    assert flash(arch="gfx942").cache_key != plan.cache_key

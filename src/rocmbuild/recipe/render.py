@@ -1,4 +1,10 @@
-"""Render a recipe for a target into a Plan. Every later stage reads only the Plan."""
+"""Render a recipe for a target on a host into a Plan. Every later stage reads only the Plan.
+
+``render(recipe, target, host)`` is pure: besides its arguments it reads only the recipe's own
+files (a ``path`` source's tree, for its content digest). It never probes the machine: the
+``Host`` (rocmbuild.host) carries torch, the ROCm root, the compiler, CPUs, memory and GPUs, so a
+plan for another machine renders from that machine's saved host JSON.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +12,18 @@ import fnmatch
 import hashlib
 import json
 import re
-import sys
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-from rocmbuild import __version__, arch, compiler, jobs, toolchain
-from rocmbuild.config import REPO_ROOT, SOURCE_TREE_IGNORE
+from rocmbuild import __version__, arch, jobs
+from rocmbuild.config import SOURCE_TREE_IGNORE
 from rocmbuild.errors import ToolchainError, UsageError
+from rocmbuild.host import Host
 from rocmbuild.recipe.model import Patch, Recipe, Source
+from rocmbuild.recipe.plan import BuildHost, CompilerPin, Plan, RocmTarget, ValidateSpec
+
+__all__ = ["Plan", "Target", "render", "uses_hip_compiler"]
 
 
 @dataclass(frozen=True)
@@ -27,52 +35,7 @@ class Target:
     source: str = "default"
     jobs: int | None = None
     rocm_version: str | None = None
-    rocm_path: str | None = None
     gpu_vendor: str = "amd"
-    hip_compiler: str | None = None
-
-
-@dataclass(frozen=True)
-class Plan:
-    recipe: str
-    recipe_path: str
-    recipe_sha256: str
-    package: str
-    variant: str
-    source_name: str
-    source: dict[str, Any]
-    archs: tuple[str, ...]
-    gpu_vendor: str
-    backend: str
-    env: dict[str, str]
-    jobs: int
-    jobs_reason: str
-    mem_per_job_gb: float
-    disk_gb: float
-    patches: tuple[dict[str, str], ...]
-    hipify: tuple[str, ...]
-    commands: tuple[tuple[str, ...], ...]
-    python_requires: tuple[str, ...]
-    host_requires: tuple[str, ...]
-    rocm: dict[str, Any]
-    local_version: str
-    host: dict[str, Any]
-    validate: dict[str, Any]
-    version: str = ""
-    runtime_env: dict[str, str] = field(default_factory=dict)
-    cache_key: str = field(default="")
-
-    def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["archs"] = list(self.archs)
-        d["hipify"] = list(self.hipify)
-        d["commands"] = [list(c) for c in self.commands]
-        d["patches"] = list(self.patches)
-        return d
-
-    @property
-    def short_key(self) -> str:
-        return self.cache_key[:16]
 
 
 def _fill(template: str, values: Mapping[str, str], where: str) -> str:
@@ -89,7 +52,39 @@ def _applies(patch: Patch, facts: Mapping[str, tuple[str, ...]]) -> bool:
     return all(set(values) & set(facts[key]) for key, values in patch.when)
 
 
-def render(recipe: Recipe, target: Target) -> Plan:
+def uses_hip_compiler(recipe: Recipe, variant: str | None = None) -> bool:
+    """Whether a plan for this recipe needs the HIP compiler detected (the cmake backend, a
+    ``{hip_...}`` placeholder, or ``hip-compiler`` in host_requires)."""
+    v = recipe.variants.get(variant or recipe.default_variant)
+    requires = v.host_requires if v and v.host_requires is not None else recipe.host_requires
+    return (recipe.backend == "cmake" or "hip-compiler" in requires or any(
+        "{hip_" in value for _, value in (*recipe.env, *recipe.arch_env, *(v.env if v else ()))))
+
+
+def _rocm_target(recipe: Recipe, target: Target, host: Host) -> RocmTarget:
+    root, torch = host.rocm_root, host.torch
+    if target.rocm_version:
+        version, origin = target.rocm_version, "--rocm-version"
+    elif torch.hip_short:
+        version, origin = torch.hip_short, f"torch {torch.version} (HIP {torch.hip})"
+    elif root is not None and root.kind == "rocm" and root.version:
+        version = ".".join(root.version.split(".")[:2])
+        origin = f"ROCm root {root.path}"
+    else:
+        version, origin = recipe.rocm_default, f"{recipe.path.name}: target.rocm"
+    if not re.fullmatch(r"\d+(\.\d+)*", version):
+        raise UsageError(
+            f"--rocm-version: {version!r} is not a version like 6.2",
+            hint="e.g. --rocm-version 6.2",
+        )
+    comp = (CompilerPin(host.compiler.path, host.compiler.version)
+            if host.compiler is not None and uses_hip_compiler(recipe, target.variant) else None)
+    return RocmTarget(version=version, version_from=origin,
+                      root=root.path if root else None, root_kind=root.kind if root else None,
+                      root_version=root.version if root else None, compiler=comp)
+
+
+def render(recipe: Recipe, target: Target, host: Host) -> Plan:
     if target.variant and recipe.variants and target.variant not in recipe.variants:
         raise UsageError(
             f"--variant: {recipe.path.stem} has no variant {target.variant!r}",
@@ -117,7 +112,8 @@ def render(recipe: Recipe, target: Target) -> Plan:
             "(Triton) on NVIDIA GPUs",
         )
     archs = arch.parse_archs(
-        target.arch, recipe.supported_archs, f"{recipe.path.name}: arch.supported"
+        target.arch, recipe.supported_archs, f"{recipe.path.name}: arch.supported",
+        native=host.gpus, host_origin=host.origin,
     )
     mem = variant.mem_per_job_gb if variant and variant.mem_per_job_gb else recipe.mem_per_job_gb
     disk = variant.disk_gb if variant and variant.disk_gb else recipe.disk_gb
@@ -126,40 +122,24 @@ def render(recipe: Recipe, target: Target) -> Plan:
         if variant and variant.host_requires is not None
         else recipe.host_requires
     )
-    job_plan = jobs.plan_jobs(mem, target.jobs)
-    root = toolchain.find_rocm_root(target.rocm_path)
-    torch = toolchain.torch_info()
-    if target.rocm_version:
-        rocm_version, rocm_from = target.rocm_version, "--rocm-version"
-    elif torch.hip_short:
-        rocm_version, rocm_from = torch.hip_short, f"torch {torch.version} (HIP {torch.hip})"
-    elif root is not None and root.kind == "rocm" and root.version:
-        rocm_version = ".".join(root.version.split(".")[:2])
-        rocm_from = f"ROCm root {root.path}"
-    else:
-        rocm_version, rocm_from = recipe.rocm_default, f"{recipe.path.name}: target.rocm"
-    if not re.fullmatch(r"\d+(\.\d+)*", rocm_version):
-        raise UsageError(
-            f"--rocm-version: {rocm_version!r} is not a version like 6.2",
-            hint="e.g. --rocm-version 6.2",
-        )
+    job_plan = jobs.plan(mem, target.jobs, cpus=host.cpus, usable_bytes=host.memory_bytes,
+                         source=host.memory_source)
+    rocm = _rocm_target(recipe, target, host)
+    root = host.rocm_root
 
     values = {
         "archs": ";".join(archs),
         "archs_comma": ",".join(archs),
         "jobs": str(job_plan.jobs),
-        "rocm_version": rocm_version,
+        "rocm_version": rocm.version,
     }
     if root is not None and root.kind == "rocm":
         values["rocm_path"] = str(root.path)
     if recipe.backend == "cmake" and "hip-compiler" not in host_requires:
         host_requires = (*host_requires, "hip-compiler")
-    uses_compiler = recipe.backend == "cmake" or any(
-        "{hip_" in v for _, v in (*recipe.env, *recipe.arch_env, *(variant.env if variant else ()))
-    )
-    compiler_versions: dict[str, str] = {}
-    if uses_compiler or "hip-compiler" in host_requires:
-        values.update(_compiler_values(compiler_versions, target.hip_compiler))
+    if rocm.compiler is not None and host.compiler is not None:
+        values["hip_compiler"] = host.compiler.path
+        values["hip_flags"] = " ".join(host.compiler.flags)
 
     env: dict[str, str] = {"HIP_PLATFORM": "amd"}  # /usr/local/cuda makes HIP tools pick nvidia
     if root is not None and root.kind == "rocm":
@@ -182,37 +162,28 @@ def render(recipe: Recipe, target: Target) -> Plan:
         "arch": tuple(a.split(":")[0] for a in archs),  # gfx90a:xnack+ is a gfx90a
         "gpu_vendor": (target.gpu_vendor,),
     }
-    patches = tuple(
-        {"file": str(_rel(p.file)), "sha256": p.sha256, "reason": p.reason, "link": p.link}
-        for p in recipe.patches
-        if _applies(p, facts)
-    )
+    patches = tuple(replace(p, file=p.file.resolve()) for p in recipe.patches
+                    if _applies(p, facts))
     hipify = tuple(_fill(a, values, f"{recipe.path.name}: build.hipify") for a in recipe.hipify)
     commands = _commands(recipe, values)
     if recipe.backend == "cmake":
         env["CMAKE_BUILD_PARALLEL_LEVEL"] = values["jobs"]
         keyed_env["CMAKE_BUILD_PARALLEL_LEVEL"] = "{jobs}"
-    local = f"rocm{rocm_version}." + ".".join(a.split(":")[0] for a in archs)
-    host = {
-        "python": f"{sys.version_info.major}.{sys.version_info.minor}",
-        "python_tag": f"cp{sys.version_info.major}{sys.version_info.minor}",
-        "platform": sys.platform,
-        "torch": torch.version or None,
-        "torch_hip": torch.hip,
-        "torch_kind": torch.kind,
-    }
-    source_json = {k: v for k, v in asdict(source).items() if v not in ("", ())}
-    source_json["submodules"] = list(source.submodules)
+    local = f"rocm{rocm.version}." + ".".join(a.split(":")[0] for a in archs)
     if source.kind == "path":
-        source_json["path"] = str(_rel((recipe.path.parent / source.path).resolve()))
+        source = replace(source, path=str((recipe.path.parent / source.path).resolve()))
+    runtime_env = {
+        k: _fill(v, values, f"{recipe.path.name}: variants.{variant_name}.runtime_env.{k}")
+        for k, v in (variant.runtime_env if variant else ())
+    }
     plan = Plan(
         recipe=recipe.path.stem,
-        recipe_path=str(_rel(recipe.path)),
+        recipe_path=recipe.path,
         recipe_sha256=recipe.raw_sha256,
         package=recipe.name,
         variant=variant_name,
         source_name=target.source,
-        source=source_json,
+        source=source,
         archs=archs,
         gpu_vendor=target.gpu_vendor,
         backend=recipe.backend,
@@ -226,32 +197,31 @@ def render(recipe: Recipe, target: Target) -> Plan:
         commands=commands,
         python_requires=recipe.python_requires,
         host_requires=host_requires,
-        rocm={
-            "version": rocm_version,
-            "version_from": rocm_from,
-            "root": str(root.path) if root else None,
-            "root_kind": root.kind if root else None,
-            "root_version": root.version if root else None,
-            "compiler": compiler_versions,
-        },
+        rocm=rocm,
         local_version=local,
-        host=host,
-        validate={"imports": list(recipe.validate_imports), "kernel": recipe.validate_kernel},
+        host=BuildHost(python=host.python, python_tag=host.python_tag, platform=host.platform,
+                       torch=host.torch.version or None, torch_hip=host.torch.hip,
+                       torch_kind=host.torch.kind),
+        validate=ValidateSpec(recipe.validate_imports, recipe.validate_kernel),
         version=recipe.version,
-        runtime_env={k: _fill(v, values, f"{recipe.path.name}: variants.{variant_name}."
-                              f"runtime_env.{k}") for k, v in (variant.runtime_env if variant
-                                                                else ())},
+        runtime_env=runtime_env,
     )
-    key_material = plan.to_json()
+    return replace(plan, cache_key=_cache_key(plan, keyed_env))
+
+
+def _cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:
+    """sha256 over everything that decides the wheel's bytes: not MAX_JOBS (the env is hashed
+    with ``{jobs}`` unfilled), not where the recipe file lies, not how the ROCm version was
+    found."""
+    material = plan.to_json()
     for volatile in ("jobs", "jobs_reason", "recipe_path", "cache_key"):
-        key_material.pop(volatile)
-    key_material["env"] = keyed_env
-    key_material["rocm"] = {k: v for k, v in plan.rocm.items() if k != "version_from"}
-    key_material["rocmbuild"] = __version__
-    if source.kind == "path":  # a local tree is pinned by its content
-        key_material["source"]["tree_sha256"] = _tree_digest(recipe.path.parent / source.path)
-    blob = json.dumps(key_material, sort_keys=True).encode()
-    return replace(plan, cache_key=hashlib.sha256(blob).hexdigest())
+        material.pop(volatile)
+    material["env"] = keyed_env
+    material["rocm"].pop("version_from")
+    material["rocmbuild"] = __version__
+    if plan.source.kind == "path":  # a local tree is pinned by its content
+        material["source"]["tree_sha256"] = _tree_digest(Path(plan.source.path))
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
 def _commands(recipe: Recipe, values: Mapping[str, str]) -> tuple[tuple[str, ...], ...]:
@@ -279,13 +249,6 @@ def _commands(recipe: Recipe, values: Mapping[str, str]) -> tuple[tuple[str, ...
     return (tuple([*wheel_cmd, *recipe.pip_args, "-w", "{wheel_tmp}", "."]),)
 
 
-def _rel(p: Path) -> Path:
-    try:
-        return p.resolve().relative_to(REPO_ROOT)
-    except ValueError:
-        return p
-
-
 def _tree_digest(root: Path) -> str:
     """The content of a local source tree, as the fetch stage will copy it."""
     h = hashlib.sha256()
@@ -295,15 +258,3 @@ def _tree_digest(root: Path) -> str:
                                    for pat in SOURCE_TREE_IGNORE):
             h.update(str(rel).encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
-
-
-def _compiler_values(versions: dict[str, str], explicit: str | None) -> dict[str, str]:
-    """{hip_compiler} and {hip_flags} from the HIP compiler detection (rocmbuild.compiler)."""
-    try:
-        found = compiler.detect(explicit)
-    except ToolchainError:
-        if explicit:  # asked for by name: say what is wrong with it
-            raise
-        return {}
-    versions.update({"path": str(found.path), "version": str(found.version)})
-    return {"hip_compiler": str(found.path), "hip_flags": " ".join(found.flags)}

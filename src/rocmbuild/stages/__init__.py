@@ -1,13 +1,19 @@
 """Pipeline stages. Each is one module with one entry point, ``run(plan, ctx) -> StageResult``.
-Stages do not import each other; they talk through ``ctx.artifacts``."""
+Stages do not import each other; they hand values on through ``ctx.artifacts`` (typed
+``Artifacts``: each stage returns what it made and the pipeline merges it in)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from rocmbuild.config import Workspace
+from rocmbuild.errors import BuildError
+from rocmbuild.host import Host
+from rocmbuild.results import Artifacts
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -15,6 +21,15 @@ class Context:
     ws: Workspace
     log_dir: Path
     wheel_dir: Path
+    host: Host
     force: bool = False
-    artifacts: dict[str, Any] = field(default_factory=dict)
+    artifacts: Artifacts = field(default_factory=Artifacts)
     timings: dict[str, float] = field(default_factory=dict)
+
+
+def need(value: T | None, what: str, stage: str) -> T:
+    """An artifact an earlier stage must have made (a stage run out of order is a bug)."""
+    if value is None:
+        raise BuildError(f"{stage}: no {what} from an earlier stage",
+                         hint="internal error, please report it with the command you ran")
+    return value

@@ -5,17 +5,16 @@ A wheel that lacks one fails the build here, naming the .so and the arch, before
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from rocmbuild import audit
-from rocmbuild.recipe.render import Plan
-from rocmbuild.results import StageResult, Status
-from rocmbuild.stages import Context
+from rocmbuild.recipe.plan import Plan
+from rocmbuild.results import Artifacts, StageResult, Status
+from rocmbuild.stages import Context, need
 
 
 def run(plan: Plan, ctx: Context) -> StageResult:
     start = time.monotonic()
-    wheel: Path = ctx.artifacts["wheel"]
+    wheel = need(ctx.artifacts.wheel, "tagged wheel", "audit")
     report = audit.audit_wheel(wheel, plan.archs)
     audit.require(report)
     if not report.objects:
@@ -24,4 +23,4 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     found = sorted({a for so in report.objects for a in so.archs})
     return StageResult(Status.SUCCESS, time.monotonic() - start,
                        f"{len(report.objects)} shared object(s); device code for "
-                       f"{', '.join(found) or 'none'}", artifacts={"audit": report.to_json()})
+                       f"{', '.join(found) or 'none'}", artifacts=Artifacts(audit=report))

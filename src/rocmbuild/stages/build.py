@@ -13,17 +13,17 @@ import sysconfig
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from wheel.wheelfile import WheelFile
 
-from rocmbuild import log, toolchain
+from rocmbuild import log
 from rocmbuild.errors import BuildError, CommandFailed
-from rocmbuild.recipe.render import Plan
-from rocmbuild.results import StageResult, Status
+from rocmbuild.host import Host
+from rocmbuild.recipe.plan import Plan
+from rocmbuild.results import Artifacts, StageResult, Status, TorchBuild
 from rocmbuild.run import run as sh
-from rocmbuild.stages import Context
+from rocmbuild.stages import Context, need
 
 NINJA = re.compile(r"^\s*\[(\d+)/(\d+)\]")
 
@@ -74,17 +74,22 @@ _TORCH_PROBE = (
 )
 
 
-def torch_facts(log_path: Path) -> dict[str, Any]:
+def torch_facts(host: Host, log_path: Path) -> TorchBuild:
     """torch as the build saw it, including the C++ ABI flag (needs an import, in a child)."""
-    info = toolchain.torch_info()
+    info = host.torch
     if not info.version:
-        return {"version": None, "hip": None, "cuda": None, "cxx11_abi": None}
+        return TorchBuild()
+    fallback = TorchBuild(info.version, info.hip, info.cuda)
     try:
         res = sh([sys.executable, "-c", _TORCH_PROBE], capture=True, log_path=log_path)
-        facts: dict[str, Any] = json.loads(res.output.strip().splitlines()[-1])
-        return facts
+        facts = json.loads(res.output.strip().splitlines()[-1])
     except (CommandFailed, ValueError, IndexError):
-        return {"version": info.version, "hip": info.hip, "cuda": info.cuda, "cxx11_abi": None}
+        return fallback
+    if not isinstance(facts, dict):
+        return fallback
+    abi = facts.get("cxx11_abi")
+    return TorchBuild(str(facts.get("version") or info.version), facts.get("hip") or None,
+                      facts.get("cuda") or None, abi if isinstance(abi, bool) else None)
 
 
 def package_prefix(prefix: Path, out_dir: Path, name: str, version: str) -> Path:
@@ -109,7 +114,7 @@ def package_prefix(prefix: Path, out_dir: Path, name: str, version: str) -> Path
 
 def run(plan: Plan, ctx: Context) -> StageResult:
     start = time.monotonic()
-    tree: Path = ctx.artifacts["tree"]
+    tree = need(ctx.artifacts.tree, "source tree", "build")
     out_dir = tree / "_rocmbuild_dist"
     shutil.rmtree(out_dir, ignore_errors=True)
     out_dir.mkdir()
@@ -123,9 +128,9 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         log_path.unlink()
     progress = _Progress(f"building {plan.package} ({plan.variant}, MAX_JOBS={plan.jobs})")
     # Probe torch (the ABI flag needs an import, about a second) while the build runs.
-    torch: dict[str, Any] = {}
+    torch: list[TorchBuild] = []
     prober = threading.Thread(
-        target=lambda: torch.update(torch_facts(ctx.log_dir / "torch.log")), daemon=True
+        target=lambda: torch.append(torch_facts(ctx.host, ctx.log_dir / "torch.log")), daemon=True
     )
     prober.start()
     try:
@@ -158,5 +163,5 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         time.monotonic() - start,
         wheels[0].name,
         log_path,
-        {"raw_wheel": wheels[0], "build_log": log_path, "torch": torch},
+        Artifacts(raw_wheel=wheels[0], build_log=log_path, torch=torch[0] if torch else None),
     )

@@ -25,12 +25,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from rocmbuild import log
-from rocmbuild.config import REPO_ROOT, SOURCE_TREE_IGNORE
+from rocmbuild import log, options
+from rocmbuild.config import SOURCE_TREE_IGNORE
 from rocmbuild.digest import sha256_file
 from rocmbuild.errors import CommandFailed, FetchError
-from rocmbuild.recipe.render import Plan
-from rocmbuild.results import StageResult, Status
+from rocmbuild.recipe.plan import Plan
+from rocmbuild.results import Artifacts, StageResult, Status
 from rocmbuild.run import run as sh
 from rocmbuild.stages import Context
 
@@ -43,7 +43,7 @@ class _Permanent(Exception):
 
 
 def _retry(what: str, fn: Callable[[], T]) -> T:
-    delay = float(os.environ.get("ROCMBUILD_RETRY_BACKOFF", "2"))
+    delay = options.env_float("ROCMBUILD_RETRY_BACKOFF", 2.0)
     last: Exception | None = None
     for attempt in range(1, ATTEMPTS + 1):
         try:
@@ -250,23 +250,21 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     dest.parent.mkdir(parents=True, exist_ok=True)
     _discard(dest)
     log_path = ctx.log_dir / "fetch.log"
-    if src["kind"] == "sdist":
-        cached = (ctx.ws.cache / "downloads" / src["sha256"]).is_dir()
-        archive = download(src["url"], src["sha256"], ctx.ws.cache)
+    if src.kind == "sdist":
+        cached = (ctx.ws.cache / "downloads" / src.sha256).is_dir()
+        archive = download(src.url, src.sha256, ctx.ws.cache)
         extract(archive, dest)
         reason = f"sdist {archive.name}" + (" (cached download)" if cached else "")
-    elif src["kind"] == "git":
-        git_checkout(
-            src["url"], src["commit"], tuple(src["submodules"]), ctx.ws.cache, dest, log_path
-        )
-        reason = f"git {src['url']} @ {src['commit'][:12]}"
+    elif src.kind == "git":
+        git_checkout(src.url, src.commit, src.submodules, ctx.ws.cache, dest, log_path)
+        reason = f"git {src.url} @ {src.commit[:12]}"
     else:
-        origin = Path(src["path"])
-        origin = origin if origin.is_absolute() else REPO_ROOT / origin
+        origin = Path(src.path)  # absolute: render resolved it against the recipe file
         shutil.copytree(
             origin,
             dest,
             ignore=shutil.ignore_patterns(*SOURCE_TREE_IGNORE),
         )
         reason = f"path {origin}"
-    return StageResult(Status.SUCCESS, time.monotonic() - start, reason, log_path, {"tree": dest})
+    return StageResult(Status.SUCCESS, time.monotonic() - start, reason, log_path,
+                       Artifacts(tree=dest))

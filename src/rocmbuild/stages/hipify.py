@@ -8,10 +8,10 @@ import sys
 import time
 
 from rocmbuild.errors import BuildError, CommandFailed
-from rocmbuild.recipe.render import Plan
+from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import StageResult, Status
 from rocmbuild.run import run as sh
-from rocmbuild.stages import Context
+from rocmbuild.stages import Context, need
 
 
 def run(plan: Plan, ctx: Context) -> StageResult:
@@ -21,7 +21,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     argv = [sys.executable if a == "python" else a for a in plan.hipify]
     log_path = ctx.log_dir / "hipify.log"
     try:
-        sh(argv, cwd=ctx.artifacts["tree"], env={**os.environ, **plan.env}, log_path=log_path)
+        sh(argv, cwd=need(ctx.artifacts.tree, "source tree", "hipify"),
+           env={**os.environ, **plan.env}, log_path=log_path)
     except CommandFailed as exc:
         raise BuildError(
             f"hipify ({' '.join(plan.hipify)}) failed: {exc.message}",

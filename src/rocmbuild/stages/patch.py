@@ -7,14 +7,12 @@ from __future__ import annotations
 import os
 import re
 import time
-from pathlib import Path
 
-from rocmbuild.config import REPO_ROOT
 from rocmbuild.errors import CommandFailed, PatchError
-from rocmbuild.recipe.render import Plan
+from rocmbuild.recipe.plan import Plan, display
 from rocmbuild.results import StageResult, Status
 from rocmbuild.run import run as sh
-from rocmbuild.stages import Context
+from rocmbuild.stages import Context, need
 
 _FAILED = re.compile(r"error: patch failed: (\S+):(\d+)")
 _MISSING = re.compile(r"error: (\S+): (No such file or directory|does not exist in index)")
@@ -24,15 +22,14 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     start = time.monotonic()
     if not plan.patches:
         return StageResult(Status.SKIPPED, 0.0, "no patches apply to this target")
-    tree: Path = ctx.artifacts["tree"]
+    tree = need(ctx.artifacts.tree, "source tree", "patch")
     log_path = ctx.log_dir / "patch.log"
     env = dict(os.environ)
     # The tree may sit inside another git repository (the workspace); stop git from finding it,
     # or `git apply` would resolve paths against that repository and skip every file.
     env["GIT_CEILING_DIRECTORIES"] = str(tree.parent)
     for patch in plan.patches:
-        pfile = Path(patch["file"])
-        pfile = pfile if pfile.is_absolute() else REPO_ROOT / pfile
+        pfile = patch.file
         try:
             sh(
                 ["git", "apply", "--check", "-v", str(pfile)],
@@ -54,8 +51,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
                 )
             )
             raise PatchError(
-                f"{patch['file']}: {where} ({plan.recipe} source {plan.source_name} @ "
-                f"{_pin(plan)})",
+                f"{display(patch.file)}: {where} ({plan.recipe} source {plan.source_name} @ "
+                f"{plan.pin})",
                 hint=f"refresh the patch against the pinned source; nothing was changed; "
                 f"git's output is in {log_path}",
                 detail=text,
@@ -65,7 +62,3 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         Status.SUCCESS, time.monotonic() - start, f"{len(plan.patches)} patch(es) applied", log_path
     )
 
-
-def _pin(plan: Plan) -> str:
-    pin = plan.source.get("commit") or plan.source.get("sha256") or plan.source.get("path", "")
-    return str(pin)[:12]

@@ -21,12 +21,12 @@ from typing import Any
 from packaging.utils import parse_wheel_filename
 from wheel.wheelfile import WheelFile
 
-from rocmbuild import __version__, toolchain
+from rocmbuild import __version__
 from rocmbuild.digest import sha256_file
 from rocmbuild.errors import BuildError
-from rocmbuild.recipe.render import Plan
-from rocmbuild.results import StageResult, Status
-from rocmbuild.stages import Context
+from rocmbuild.recipe.plan import Plan
+from rocmbuild.results import Artifacts, StageResult, Status
+from rocmbuild.stages import Context, need
 
 PROVENANCE = "rocmbuild.json"
 
@@ -89,7 +89,7 @@ def _set_version(metadata: bytes, version: str) -> bytes:
 
 def run(plan: Plan, ctx: Context) -> StageResult:
     start = time.monotonic()
-    raw: Path = ctx.artifacts["raw_wheel"]
+    raw = need(ctx.artifacts.raw_wheel, "built wheel", "tag")
     log_path = ctx.log_dir / "tag.log"
     provenance = {
         "rocmbuild_version": __version__,
@@ -99,18 +99,18 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         "variant": plan.variant,
         "archs": list(plan.archs),
         "gpu_vendor": plan.gpu_vendor,
-        "rocm_version": plan.rocm["version"],
+        "rocm_version": plan.rocm.version,
         "local_version": plan.local_version,
         "runtime_env": plan.runtime_env,
         "cache_key": plan.cache_key,
-        "python_tag": plan.host["python_tag"],
-        "source": plan.source,
-        "patches": [{"file": p["file"], "sha256": p["sha256"]} for p in plan.patches],
-        "torch": ctx.artifacts.get("torch") or {},
+        "python_tag": plan.host.python_tag,
+        "source": plan.source_json(),
+        "patches": [{"file": p["file"], "sha256": p["sha256"]} for p in plan.patches_json()],
+        "torch": ctx.artifacts.torch.to_json() if ctx.artifacts.torch else {},
         "toolchain": {
-            "rocm": plan.rocm,
+            "rocm": plan.rocm.to_json(),
             "python": sys.version.split()[0],
-            **{d: toolchain.dist_version(d) for d in ("pip", "setuptools", "wheel")},
+            **{d: ctx.host.dists.get(d) for d in ("pip", "setuptools", "wheel")},
         },
         "jobs": {"max_jobs": plan.jobs, "reason": plan.jobs_reason},
         "timings": {k: round(v, 3) for k, v in ctx.timings.items()},
@@ -127,5 +127,5 @@ def run(plan: Plan, ctx: Context) -> StageResult:
             hint="the backend produced an unreadable wheel; see the build log",
         ) from exc
     return StageResult(
-        Status.SUCCESS, time.monotonic() - start, tagged.name, log_path, {"wheel": tagged}
+        Status.SUCCESS, time.monotonic() - start, tagged.name, log_path, Artifacts(wheel=tagged)
     )

@@ -1,0 +1,119 @@
+"""Flags shared by several commands, each defined once, and the steps several commands share:
+options -> Target, recipe, Host."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rocmbuild import log, options
+from rocmbuild.errors import UsageError
+from rocmbuild.options import SETTINGS
+
+Subparsers = Any  # argparse's _SubParsersAction is private
+
+
+def env_help(name: str, default: str) -> str:
+    s = SETTINGS[name]
+    where = [f"env {s.env}"] if s.env else []
+    if s.config:
+        where.append(f"pyproject [tool.rocmbuild] {s.config}")
+    return f"[{'; '.join(where + [f'default {default}'])}]"
+
+
+def add_json(p: argparse.ArgumentParser, what: str = "the result") -> None:
+    p.add_argument("--json", action="store_true", help=f"print {what} as JSON on stdout")
+
+
+def add_arch(p: argparse.ArgumentParser, what: str, default: str) -> None:
+    p.add_argument("--arch", default=None, help=f"{what} {env_help('arch', default)}")
+
+
+def add_global_options(p: argparse.ArgumentParser, top: bool) -> None:
+    """Global options work before and after the command; only the top level sets defaults."""
+
+    def d(value: object) -> object:
+        return value if top else argparse.SUPPRESS
+
+    p.add_argument("-v", "--verbose", action="count", default=d(0),
+                   help="more output (-v streams build output to the console)")
+    p.add_argument("-q", "--quiet", action="count", default=d(0), help="less output")
+    p.add_argument("--workdir", default=d(None),
+                   help="workspace for sources, logs, wheels " + env_help("workdir", "./build"))
+    p.add_argument("--cache-dir", default=d(None), help="download and wheel cache "
+                   + env_help("cache_dir", "<workdir>/cache"))
+
+
+def add_target_options(p: argparse.ArgumentParser) -> None:
+    """What to build: the recipe and everything that selects or places it."""
+    p.add_argument("recipe", help="recipe name (see `rocmbuild recipes`) or path to a .toml file")
+    add_arch(p, "comma-separated gfx targets, e.g. gfx90a,gfx942; 'native' reads the local GPUs "
+             "from /sys/class/kfd", "native")
+    p.add_argument("--variant", default=None, help="recipe variant, e.g. ck or triton "
+                   + env_help("variant", "the recipe's"))
+    p.add_argument("--source", default=None, help="which source to fetch: 'default' or an "
+                   "alternative named in the recipe, e.g. pypi " + env_help("source", "default"))
+    p.add_argument("-j", "--jobs", type=int, default=None,
+                   help="parallel compile jobs (MAX_JOBS) "
+                   + env_help("jobs", "min(cpus, usable memory / memory per job)"))
+    p.add_argument("--rocm-version", default=None, help="ROCm version for the wheel's local "
+                   "label, e.g. 6.2 " + env_help("rocm_version", "the ROCm torch's HIP, then the "
+                                                 "ROCm root's, then the recipe's target"))
+    p.add_argument("--hip-compiler", default=None, help="HIP compiler for recipes that compile "
+                   "HIP (cmake backend, the probe): a path or a name on PATH "
+                   + env_help("hip_compiler", "a ROCm install, then "
+                              "scripts/install-hip-toolchain.sh's"))
+    p.add_argument("--gpu-vendor", choices=("amd", "nvidia"), default=None,
+                   help="GPU vendor the wheel will run on; nvidia only to check HIP-portable "
+                   "(Triton) code on NVIDIA GPUs, selecting patches with when.gpu_vendor "
+                   + env_help("gpu_vendor", "amd"))
+    p.add_argument("--rocm-path", default=None, help="ROCm root, e.g. /opt/rocm "
+                   + env_help("rocm_path", "HIP_PATH, then /opt/rocm"))
+
+
+def jobs(args: argparse.Namespace) -> int | None:
+    """--jobs / ROCMBUILD_JOBS / [tool.rocmbuild] jobs, checked (>= 1)."""
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError(f"--jobs: must be at least 1, got {args.jobs}",
+                         hint="leave it out to let rocmbuild choose from cpus and memory")
+    result: int | None = options.resolve("jobs", args.jobs)
+    return result
+
+
+def print_json(data: object) -> None:
+    log.out.print_json(json.dumps(data))
+
+
+def rel(p: Path) -> Path:
+    try:
+        return p.relative_to(Path.cwd())
+    except ValueError:
+        return p
+
+
+def plan_from_args(args: argparse.Namespace, host_file: str | None = None) -> tuple[Any, Any]:
+    """(Plan, Host) for build and plan: the recipe, the Target from the flags, and the Host
+    detected here (or read from ``host_file``), rendered."""
+    from rocmbuild import host as hostmod
+    from rocmbuild.recipe import load, render
+
+    recipe = load.load(load.find_recipe(args.recipe))
+    target = render.Target(
+        arch=options.resolve("arch", args.arch, "native"),
+        variant=options.resolve("variant", args.variant),
+        source=options.resolve("source", args.source, "default"),
+        jobs=jobs(args),
+        rocm_version=options.resolve("rocm_version", args.rocm_version),
+        gpu_vendor=options.resolve("gpu_vendor", args.gpu_vendor, "amd"),
+    )
+    if host_file:
+        host = hostmod.load(Path(host_file))
+    else:
+        host = hostmod.detect(
+            rocm_path=options.resolve("rocm_path", args.rocm_path),
+            hip_compiler=options.resolve("hip_compiler", args.hip_compiler),
+            want_compiler=render.uses_hip_compiler(recipe, target.variant),
+            dists=recipe.python_requires)
+    return render.render(recipe, target, host), host

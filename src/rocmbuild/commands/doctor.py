@@ -1,0 +1,59 @@
+"""``rocmbuild doctor``: can this host do the requested build? One line per check."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rocmbuild.commands import common
+
+
+def register(sub: common.Subparsers) -> None:
+    p = sub.add_parser(
+        "doctor",
+        help="check this host for a ROCm build: compiler, archs, GPUs, groups, torch, disk, memory",
+        description="One line per check (ok / warn / fail) with the exact fix. Exit 0 only when "
+        "the requested build can run here; 10 otherwise. --json prints the checks and this "
+        "host's facts (the file `rocmbuild plan --host` reads).")
+    common.add_arch(p, "gfx targets to test-compile, e.g. gfx942 or gfx90a,gfx942",
+                    "the GPUs found, else gfx90a,gfx942 as a warning")
+    p.add_argument("--variant", default=None, help="with --recipe: the variant to check "
+                   + common.env_help("variant", "the recipe's"))
+    p.add_argument("--recipe", default=None, help="recipe whose disk, memory-per-job and "
+                   "host_requires (rocm-torch) to check against")
+    p.add_argument("--hip-compiler", default=None, help="HIP compiler to check "
+                   + common.env_help("hip_compiler", "detected"))
+    p.add_argument("--root", default="/", help="file system root for sysfs, /dev, /etc/group, "
+                   "/opt/rocm (fixture trees)")
+    common.add_json(p, "the report and this host")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
+    from rocmbuild import arch, doctor, log, options
+    from rocmbuild.errors import ToolchainError
+
+    spec = options.resolve("arch", args.arch)
+    archs: list[str] | None = None
+    if spec:
+        archs = ["native"] if spec.strip() == "native" else list(arch.parse_archs(spec))
+    report = doctor.diagnose(root=Path(args.root), archs=archs, recipe=args.recipe,
+                             variant=options.resolve("variant", args.variant),
+                             hip_compiler=options.resolve("hip_compiler", args.hip_compiler))
+    if args.json:
+        common.print_json(report.to_json())
+    else:
+        colors = {"ok": "green", "warn": "yellow", "fail": "red"}
+        for c in report.checks:
+            log.console.print(f"[{colors[c.status]}]{c.status:<4}[/] {c.name:<14} "
+                              f"{escape(c.message)}")
+            if c.fix and c.status != "ok":
+                log.console.print(f"{'':<20}[cyan]fix:[/cyan] {escape(c.fix)}")
+    fails = report.failures()
+    if fails:
+        raise ToolchainError(
+            f"doctor: {len(fails)} check(s) failed: {', '.join(c.name for c in fails)}",
+            hint=fails[0].fix)
+    return 0

@@ -1,0 +1,29 @@
+"""``rocmbuild promote NAME==VERSION``: copy a release between stages of a directory index."""
+
+from __future__ import annotations
+
+import argparse
+
+from rocmbuild.commands import common
+
+
+def register(sub: common.Subparsers) -> None:
+    p = sub.add_parser(
+        "promote", help="copy a release from one stage to another, atomically",
+        description="Copy every file of NAME==VERSION from one stage of a directory index to "
+        "another in one atomic step.")
+    p.add_argument("spec", metavar="NAME==VERSION", help="release to promote")
+    p.add_argument("--from", dest="from_stage", default="staging",
+                   help="source stage [default staging]")
+    p.add_argument("--to", dest="to_stage", default="stable", help="target stage [default stable]")
+    p.add_argument("--index", default=None,
+                   help="index directory " + common.env_help("index", "<workdir>/index"))
+    p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
+    common.add_json(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rocmbuild import publish
+
+    return publish.cli_promote(args)

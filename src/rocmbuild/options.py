@@ -1,0 +1,215 @@
+"""Every setting rocmbuild reads, resolved in one place, with one precedence:
+
+    command-line flag > environment variable > ``[tool.rocmbuild]`` in ./pyproject.toml > default
+
+``SETTINGS`` lists the settings that have a flag (and maybe a variable and a pyproject key);
+``ENV`` lists every environment variable rocmbuild reads, flag or not, with what it does. No other
+module reads ``os.environ`` for configuration: they call ``env()`` / ``env_int()`` / ... here,
+and a unit test keeps it so. A bad value is a usage error naming the variable or the file and key.
+
+``[tool.rocmbuild]`` in the current directory's pyproject.toml holds per-project defaults, as
+cibuildwheel's and scikit-build-core's tables do::
+
+    [tool.rocmbuild]
+    workdir = "build/rocm"
+    cache-dir = "/scratch/rocmbuild-cache"
+    index = "/srv/wheels"
+    arch = "gfx90a,gfx942"
+    jobs = 8
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rocmbuild.errors import UsageError
+
+TRUE = ("1", "true", "yes", "on")
+FALSE = ("0", "false", "no", "off", "")
+
+
+@dataclass(frozen=True)
+class Setting:
+    flag: str
+    env: str | None
+    config: str | None
+    """Key in ``[tool.rocmbuild]``, when the setting may live there."""
+    kind: str
+    """``str``, ``int``, ``bool`` or ``path``."""
+    doc: str
+
+
+SETTINGS: dict[str, Setting] = {
+    "workdir": Setting("--workdir", "ROCMBUILD_WORKDIR", "workdir", "path",
+                       "workspace for sources, logs, wheels, index, reports (default ./build)"),
+    "cache_dir": Setting("--cache-dir", "ROCMBUILD_CACHE_DIR", "cache-dir", "path",
+                         "download, git and wheel cache (default <workdir>/cache)"),
+    "arch": Setting("--arch", "ROCMBUILD_ARCH", "arch", "str",
+                    "comma-separated gfx targets, e.g. gfx90a,gfx942; native reads /sys/class/kfd"),
+    "jobs": Setting("--jobs", "ROCMBUILD_JOBS", "jobs", "int",
+                    "parallel compile jobs (MAX_JOBS)"),
+    "index": Setting("--index", "ROCMBUILD_INDEX", "index", "str",
+                     "index directory or upload URL (default <workdir>/index)"),
+    "variant": Setting("--variant", "ROCMBUILD_VARIANT", None, "str", "recipe variant"),
+    "source": Setting("--source", "ROCMBUILD_SOURCE", None, "str",
+                      "'default' or a source alternative named in the recipe"),
+    "rocm_version": Setting("--rocm-version", "ROCMBUILD_ROCM_VERSION", None, "str",
+                            "ROCm version for the wheel's local label"),
+    "rocm_path": Setting("--rocm-path", "ROCM_PATH", None, "str", "ROCm root"),
+    "hip_compiler": Setting("--hip-compiler", "ROCMBUILD_HIP_COMPILER", None, "str",
+                            "HIP compiler (path or name on PATH)"),
+    "gpu_vendor": Setting("--gpu-vendor", "ROCMBUILD_GPU_VENDOR", None, "str",
+                          "amd (default) or nvidia (check HIP-portable Triton code)"),
+    "wheel_dir": Setting("--wheel-dir", "ROCMBUILD_WHEEL_DIR", None, "path",
+                         "where built wheels go (default <workdir>/wheels)"),
+    "validate": Setting("--validate", "ROCMBUILD_VALIDATE", None, "bool",
+                        "validate after building"),
+    "torch_from": Setting("--torch-from", "ROCMBUILD_TORCH_FROM", None, "path",
+                          "site-packages dir holding the torch to validate against"),
+    "simple_url": Setting("--simple-url", "ROCMBUILD_INDEX_SIMPLE_URL", None, "str",
+                          "a server's simple API root (default <index URL>/simple/)"),
+}
+
+ENV: dict[str, str] = {
+    **{s.env: f"{s.flag}: {s.doc}" for s in SETTINGS.values() if s.env},
+    "HIP_PATH": "ROCm root, after ROCM_PATH",
+    "ROCMBUILD_RECIPE_PATH": "extra recipe directories (os.pathsep-separated), searched first",
+    "ROCMBUILD_HIP_FLAGS": "replaces the detected HIP compiler's extra flags (space separated)",
+    "ROCMBUILD_TOOLCHAIN_DIR": "where scripts/install-hip-toolchain.sh put toolchain.json "
+                               "(default ~/.cache/rocmbuild/hiptc)",
+    "ROCMBUILD_SYSFS_ROOT": "sysfs root for --arch native (default /sys; fixture trees)",
+    "ROCMBUILD_VERBOSITY": "initial verbosity (0 quiet, 1 normal, 2 streams build output)",
+    "ROCMBUILD_RETRY_BACKOFF": "seconds before the first retry of a download or clone "
+                               "(default 2, doubling)",
+    "ROCMBUILD_INDEX_USER": "index server user (else TWINE_USERNAME, else the URL's)",
+    "ROCMBUILD_INDEX_PASSWORD": "index server password (else TWINE_PASSWORD, else the URL's)",
+    "TWINE_USERNAME": "index server user, as twine reads it",
+    "TWINE_PASSWORD": "index server password, as twine reads it",
+    "SOURCE_DATE_EPOCH": "timestamp for files the tag stage rewrites (default 1980-01-01)",
+    "ROCMBUILD_PUBLISH_PAUSE_AT": "test hook: pause publishing at this step",
+    "ROCMBUILD_PUBLISH_PAUSE_MARKER": "test hook: file touched when the pause starts",
+    "ROCMBUILD_PUBLISH_PAUSE_SECONDS": "test hook: pause length (default 60)",
+}
+
+
+def env(name: str) -> str | None:
+    """The value of a registered variable (unset: None)."""
+    if name not in ENV:
+        raise KeyError(f"{name} is not in rocmbuild.options.ENV: register and document it")
+    return os.environ.get(name)
+
+
+def env_int(name: str, minimum: int = 1) -> int | None:
+    raw = env(name)
+    if raw is None or raw.strip() == "":
+        return None
+    return _int(raw.strip(), name, minimum)
+
+
+def env_float(name: str, default: float) -> float:
+    raw = env(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"{name}={raw!r}: expected a number of seconds >= 0",
+                         hint=f"e.g. {name}=2, or unset it")
+    return value
+
+
+def env_bool(name: str) -> bool | None:
+    raw = env(name)
+    if raw is None:
+        return None
+    return parse_bool(raw, name)
+
+
+def parse_bool(raw: str, where: str) -> bool:
+    v = raw.strip().lower()
+    if v in TRUE:
+        return True
+    if v in FALSE:
+        return False
+    raise UsageError(f"{where}={raw!r}: expected a boolean",
+                     hint=f"one of {', '.join(TRUE)} or {', '.join(f for f in FALSE if f)}")
+
+
+def _int(raw: str, where: str, minimum: int) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UsageError(f"{where}: expected an integer, got {raw!r}",
+                         hint=f"e.g. {where.split('=')[0]} 8") from None
+    if value < minimum:
+        raise UsageError(f"{where}: must be at least {minimum}, got {value}",
+                         hint="leave it out to let rocmbuild choose")
+    return value
+
+
+# --------------------------------------------------------------------------- [tool.rocmbuild]
+
+CONFIG_FILE = "pyproject.toml"
+
+
+def project_config(cwd: Path | None = None) -> dict[str, Any]:
+    """``[tool.rocmbuild]`` of ./pyproject.toml, checked: unknown keys and wrong types are usage
+    errors naming the file and key. No file or no table: {}."""
+    path = (cwd or Path.cwd()) / CONFIG_FILE
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read: {exc}", hint="fix or remove the file") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: invalid TOML: {exc}", hint="fix the file's syntax") from exc
+    tool = data.get("tool")
+    table = tool.get("rocmbuild") if isinstance(tool, dict) else None
+    if table is None:
+        return {}
+    if not isinstance(table, dict):
+        raise UsageError(f"{path}: tool.rocmbuild: expected a table", hint="[tool.rocmbuild]")
+    keys = {s.config: s for s in SETTINGS.values() if s.config}
+    out: dict[str, Any] = {}
+    for key, value in table.items():
+        setting = keys.get(key)
+        if setting is None:
+            raise UsageError(f"{path}: tool.rocmbuild.{key}: unknown key",
+                             hint="known keys: " + ", ".join(sorted(keys)))
+        ok = (isinstance(value, int) and not isinstance(value, bool) and value >= 1
+              if setting.kind == "int" else isinstance(value, str) and value.strip() != "")
+        if not ok:
+            want = "an integer >= 1" if setting.kind == "int" else "a non-empty string"
+            raise UsageError(f"{path}: tool.rocmbuild.{key}: expected {want}, got {value!r}",
+                             hint=f"{key} = " + ("8" if setting.kind == "int" else '"..."'))
+        out[key] = value
+    return out
+
+
+def resolve(name: str, flag_value: Any, default: Any = None) -> Any:
+    """One setting: the flag's value, else its variable, else ./pyproject.toml, else default.
+    Integers and booleans from a variable are parsed and checked here."""
+    setting = SETTINGS[name]
+    if flag_value is not None:
+        return flag_value
+    if setting.env:
+        raw = os.environ.get(setting.env)
+        if raw is not None and raw.strip() != "":
+            if setting.kind == "int":
+                return _int(raw.strip(), setting.env, 1)
+            if setting.kind == "bool":
+                return parse_bool(raw, setting.env)
+            return raw
+    if setting.config:
+        cfg = project_config()
+        if setting.config in cfg:
+            return cfg[setting.config]
+    return default

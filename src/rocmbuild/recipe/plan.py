@@ -1,0 +1,164 @@
+"""The Plan: a recipe rendered for one target on one host. Every stage reads only this value.
+
+Its parts are typed: the source and patches (the recipe model's ``Source`` and ``Patch``, with
+paths made absolute), ``RocmTarget`` (the ROCm version for the label and where it came from, the
+root and compiler the build uses), ``BuildHost`` (the interpreter and torch the build compiles
+against) and ``ValidateSpec``. ``to_json`` is what ``rocmbuild plan --json`` prints and what the
+cache key hashes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rocmbuild.config import REPO_ROOT
+from rocmbuild.recipe.model import Patch, Source
+
+
+@dataclass(frozen=True)
+class CompilerPin:
+    """The HIP compiler a plan compiles with."""
+
+    path: str
+    version: str
+
+
+@dataclass(frozen=True)
+class RocmTarget:
+    version: str
+    """ROCm version in the local label, e.g. ``6.2``."""
+    version_from: str
+    """Where ``version`` came from (--rocm-version, the ROCm torch, the ROCm root, the recipe)."""
+    root: Path | None = None
+    root_kind: str | None = None
+    """``rocm`` (an SDK) or ``debian`` (distribution headers only)."""
+    root_version: str | None = None
+    compiler: CompilerPin | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "version_from": self.version_from,
+            "root": str(self.root) if self.root else None,
+            "root_kind": self.root_kind,
+            "root_version": self.root_version,
+            "compiler": ({"path": self.compiler.path, "version": self.compiler.version}
+                         if self.compiler else {}),
+        }
+
+
+@dataclass(frozen=True)
+class BuildHost:
+    """The interpreter and torch a build compiles against (they decide the wheel's ABI)."""
+
+    python: str
+    python_tag: str
+    platform: str
+    torch: str | None
+    torch_hip: str | None
+    torch_kind: str
+
+
+@dataclass(frozen=True)
+class ValidateSpec:
+    imports: tuple[str, ...] = ()
+    kernel: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    recipe: str
+    recipe_path: Path
+    recipe_sha256: str
+    package: str
+    variant: str
+    source_name: str
+    source: Source
+    archs: tuple[str, ...]
+    gpu_vendor: str
+    backend: str
+    env: dict[str, str]
+    jobs: int
+    jobs_reason: str
+    mem_per_job_gb: float
+    disk_gb: float
+    patches: tuple[Patch, ...]
+    hipify: tuple[str, ...]
+    commands: tuple[tuple[str, ...], ...]
+    python_requires: tuple[str, ...]
+    host_requires: tuple[str, ...]
+    rocm: RocmTarget
+    local_version: str
+    host: BuildHost
+    validate: ValidateSpec
+    version: str = ""
+    runtime_env: dict[str, str] = field(default_factory=dict)
+    cache_key: str = ""
+
+    @property
+    def short_key(self) -> str:
+        return self.cache_key[:16]
+
+    @property
+    def pin(self) -> str:
+        """The source pin (commit, sha256 or path), shortened for messages."""
+        return (self.source.commit or self.source.sha256 or str(display(Path(self.source.path)))
+                )[:12]
+
+    def source_json(self) -> dict[str, Any]:
+        s = self.source
+        out: dict[str, Any] = {"kind": s.kind}
+        for key in ("url", "commit", "ref", "sha256"):
+            if getattr(s, key):
+                out[key] = getattr(s, key)
+        if s.path:
+            out["path"] = str(display(Path(s.path)))
+        out["submodules"] = list(s.submodules)
+        return out
+
+    def patches_json(self) -> list[dict[str, str]]:
+        return [{"file": str(display(p.file)), "sha256": p.sha256, "reason": p.reason,
+                 "link": p.link} for p in self.patches]
+
+    def to_json(self) -> dict[str, Any]:
+        h = self.host
+        return {
+            "recipe": self.recipe,
+            "recipe_path": str(display(self.recipe_path)),
+            "recipe_sha256": self.recipe_sha256,
+            "package": self.package,
+            "variant": self.variant,
+            "source_name": self.source_name,
+            "source": self.source_json(),
+            "archs": list(self.archs),
+            "gpu_vendor": self.gpu_vendor,
+            "backend": self.backend,
+            "env": dict(self.env),
+            "jobs": self.jobs,
+            "jobs_reason": self.jobs_reason,
+            "mem_per_job_gb": self.mem_per_job_gb,
+            "disk_gb": self.disk_gb,
+            "patches": self.patches_json(),
+            "hipify": list(self.hipify),
+            "commands": [list(c) for c in self.commands],
+            "python_requires": list(self.python_requires),
+            "host_requires": list(self.host_requires),
+            "rocm": self.rocm.to_json(),
+            "local_version": self.local_version,
+            "host": {"python": h.python, "python_tag": h.python_tag, "platform": h.platform,
+                     "torch": h.torch, "torch_hip": h.torch_hip, "torch_kind": h.torch_kind},
+            "validate": {"imports": list(self.validate.imports), "kernel": self.validate.kernel},
+            "version": self.version,
+            "runtime_env": dict(self.runtime_env),
+            "cache_key": self.cache_key,
+        }
+
+
+def display(p: Path) -> Path:
+    """A path inside this repository, relative to it (stable across checkouts); else as is."""
+    try:
+        return p.resolve().relative_to(REPO_ROOT)
+    except ValueError:
+        return p
