@@ -103,12 +103,6 @@ def lookup(data: dict[str, Any], loc: str) -> Any:
     return node
 
 
-def placeholder_pattern() -> str:
-    """A regular expression for text whose {placeholders} are all known ({{ and }} escape)."""
-    names = "|".join(PLACEHOLDERS)
-    return rf"^([^{{}}]|\{{\{{|\}}\}}|\{{({names})\}})*$"
-
-
 class Checker:
     def __init__(self, shown: Path) -> None:
         self.path = shown

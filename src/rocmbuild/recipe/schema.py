@@ -14,7 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.recipe.check import Leaf, Tree, placeholder_pattern, tree
+from rocmbuild.recipe.check import Leaf, Tree, tree
 from rocmbuild.recipe.model import (
     PLACEHOLDERS,
     PLACEHOLDERS_DOC,
@@ -41,7 +41,9 @@ _DEFS = {Source: "source", Variant: "variant", Patch: "patch"}
 def json_schema() -> dict[str, Any]:
     """The recipe format as JSON Schema (draft 2020-12), for taplo / Even Better TOML."""
     root = _object(tree(Recipe), Recipe)
-    root["properties"]["source"].update(_kind_rules())
+    for _, k in keys(Recipe):
+        if k.type == "table" and k.item is Source:
+            root["properties"][k.toml].update(_kind_rules())
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "rocmbuild recipe",
@@ -54,6 +56,12 @@ def json_schema() -> dict[str, Any]:
             "patch": _object(tree(Patch), Patch),
         },
     }
+
+
+def placeholder_pattern() -> str:
+    """A regular expression for text whose {placeholders} are all known ({{ and }} escape)."""
+    names = "|".join(PLACEHOLDERS)
+    return rf"^([^{{}}]|\{{\{{|\}}\}}|\{{({names})\}})*$"
 
 
 def table_doc(cls: type, loc: str) -> str:
