@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from rocmbuild.errors import RecipeError
+from rocmbuild.recipe.check import Tree, tree
 from rocmbuild.recipe.load import load
+from rocmbuild.recipe.model import Patch, Recipe, Source, Variant
 from tests.conftest import rocmbuild
 
 FIXTURES = sorted((Path(__file__).parents[1] / "recipes").glob("bad-*.toml"))
@@ -59,25 +61,25 @@ def test_shipped_recipes_load() -> None:
         assert recipe.source.pin
 
 
-WRONG = {str: 1, int: "one", bool: "yes", list: "x", dict: "x", (int, float): "x"}
+WRONG = {"string": 1, "integer": "one", "boolean": "yes", "strings": "x", "env": "x",
+         "number": "x", "tables": "x", "array": "x", "conditions": "x"}
 
 
-def _paths(schema: dict, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], object]]:
-    out = []
-    for key, want in schema.items():
+def _paths(node: Tree, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], object]]:
+    out: list[tuple[tuple[str, ...], object]] = []
+    for key, want in node.items():
         if isinstance(want, dict):
             out.append(((*prefix, key), "not a table"))
             out += _paths(want, (*prefix, key))
         else:
-            out.append(((*prefix, key), WRONG[want]))
+            out.append(((*prefix, key), WRONG[want.key.type]))
     return out
 
 
 def test_every_key_with_a_wrong_type_is_a_recipe_error_not_a_crash(tmp_path: Path) -> None:
-    """Each schema key, and each patch/variant key, given a value of the wrong type."""
+    """Each key of the model (recipe, patch, variant, alternative source) given a value of the
+    wrong type."""
     import tomllib
-
-    from rocmbuild.recipe.load import PATCH_KEYS, SCHEMA, VARIANT_KEYS
 
     repo = Path(__file__).parents[2]
     base = tomllib.loads((repo / "recipes/flash-attn.toml").read_text())
@@ -86,9 +88,11 @@ def test_every_key_with_a_wrong_type_is_a_recipe_error_not_a_crash(tmp_path: Pat
     f = tmp_path / "recipes" / "r.toml"
     f.write_text(_to_toml(base))
     assert load(f).name == "flash-attn"  # the unmodified recipe loads: each case changes one key
-    cases = _paths(SCHEMA)
-    cases += [(("patches", 0, k), WRONG[t]) for k, t in PATCH_KEYS.items()]
-    cases += [(("variants", "triton", k), WRONG[t]) for k, t in VARIANT_KEYS.items()]
+    cases = _paths(tree(Recipe))
+    cases += _paths(tree(Patch), ("patches", 0))
+    cases += _paths(tree(Variant), ("variants", "triton"))
+    cases += _paths(tree(Source), ("source", "alternatives", "pypi"))
+    assert len(cases) > 50
     for keys, bad in cases:
         data = json.loads(json.dumps(base))
         node = data

@@ -1,26 +1,38 @@
-"""Recipes as frozen dataclasses. The docstring under each field is the reference documentation
-for the matching TOML key (``docs/recipes.md`` is generated from nothing else: read this file)."""
+"""Recipes as frozen dataclasses: the one source of the recipe schema.
+
+Each field that comes from the TOML file carries a ``Key`` in its metadata: where it lives in the
+file, its TOML type, its default, whether placeholders are allowed, what values it accepts, and its
+reference text. The loader's checks (``recipe.check``), ``docs/recipes.md`` and
+``schemas/recipe.schema.json`` (both written by ``python -m rocmbuild.recipe.schema``) are derived
+from these fields and from nothing else.
+"""
 
 from __future__ import annotations
 
+import builtins
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from rocmbuild.arch import KNOWN_ARCHS
 
 SCHEMA_VERSION = 1
 
 BACKENDS = ("pip-wheel", "cmake")
-"""Build backends. ``pip-wheel``: ``pip wheel --no-build-isolation --no-deps`` in the patched tree
-(setuptools, scikit-build-core and other PEP 517 backends that drive CMake and ninja).
-``cmake``: configure with ``-G Ninja`` (CMAKE_HIP_ARCHITECTURES from --arch, CMAKE_HIP_PLATFORM=amd,
-the detected HIP compiler and flags), build with ``-j MAX_JOBS``, install into a staging prefix,
-and package that prefix as a ``py3-none-<platform>`` wheel under ``<package name>/`` (for HIP
-libraries that are not Python extensions). Needs ``package.version``."""
+"""Values of build.backend (documented on ``Recipe.backend``)."""
 
 HOST_REQUIREMENTS = ("torch", "rocm-torch", "rocm-sdk", "hip-compiler")
 """What ``build.host_requires`` may name. ``rocm-sdk`` may carry a minimum: ``rocm-sdk>=6.0``."""
 
 WHEN_KEYS = ("variant", "source", "arch", "gpu_vendor")
 """Keys of a patch's ``when`` table; each value is a string or a list of strings (any matches)."""
+
+GPU_VENDORS = ("amd", "nvidia")
+
+SOURCE_KINDS = ("git", "sdist", "path")
+"""A source table names exactly one of these keys; the one present is ``Source.kind``."""
 
 PLACEHOLDERS = (
     "archs",
@@ -31,27 +43,191 @@ PLACEHOLDERS = (
     "hip_compiler",
     "hip_flags",
 )
-"""Placeholders usable in env values and commands: ``{archs}`` is the ';'-joined target list,
-``{archs_comma}`` the ','-joined one, ``{jobs}`` MAX_JOBS, ``{rocm_path}`` / ``{rocm_version}`` the
-ROCm root found on the host, ``{hip_compiler}`` / ``{hip_flags}`` the detected HIP compiler."""
+PLACEHOLDERS_DOC = (
+    "``{archs}`` is the ``;``-joined target list, ``{archs_comma}`` the ``,``-joined one, "
+    "``{jobs}`` MAX_JOBS, ``{rocm_path}`` / ``{rocm_version}`` the ROCm root found on the host, "
+    "``{hip_compiler}`` / ``{hip_flags}`` the detected HIP compiler."
+)
+"""What each placeholder (usable in keys whose Key.placeholders is set) stands for."""
+
+KERNEL_CHOICES = ("auto", "none")
+"""``validate.kernel`` values besides the kernel gate's adapter names (see ``kernels()``)."""
+
+# Variables rocmbuild knows by name. An env key that is not one of these but is one typo away
+# from one is reported (GPU_ARCH -> GPU_ARCHS); other names pass, since recipes may set anything.
+KNOWN_ENV = (
+    "GPU_ARCHS",
+    "MAX_JOBS",
+    "BUILD_TARGET",
+    "FLASH_ATTENTION_FORCE_BUILD",
+    "FLASH_ATTENTION_TRITON_AMD_ENABLE",
+    "FLASH_ATTENTION_SKIP_CK_BUILD",
+    "FLASH_ATTENTION_FORCE_CXX11_ABI",
+    "PYTORCH_ROCM_ARCH",
+    "USE_ROCM",
+    "USE_CUDA",
+    "BUILD_TEST",
+    "USE_FLASH_ATTENTION",
+    "USE_MEM_EFF_ATTENTION",
+    "USE_NCCL",
+    "USE_RCCL",
+    "USE_KINETO",
+    "USE_MPI",
+    "USE_DISTRIBUTED",
+    "BUILD_DEBUG_INFO",
+    "ROCM_PATH",
+    "HIP_PATH",
+    "ROCM_HOME",
+    "HIP_PLATFORM",
+    "HIP_CXX",
+    "HIP_ARCHS",
+    "HIP_FLAGS",
+    "CMAKE_BUILD_PARALLEL_LEVEL",
+    "CMAKE_ARGS",
+    "PYTORCH_BUILD_VERSION",
+    "PYTORCH_BUILD_NUMBER",
+    "CMAKE_PREFIX_PATH",
+)
+
+
+def kernels() -> tuple[str, ...]:
+    """What ``validate.kernel`` accepts: auto, none, or a kernel gate adapter name."""
+    # Imported here: the gate module is stdlib-only at import, but it lives in the validate layer.
+    from rocmbuild.validate.attention import ADAPTERS
+
+    return (*KERNEL_CHOICES, *ADAPTERS)
+
+
+TYPES = (
+    "string",
+    "integer",
+    "number",
+    "boolean",
+    "strings",  # a list of strings
+    "env",  # a table of string values (environment variables)
+    "table",  # a nested dataclass whose keys sit in this table
+    "tables",  # a table of named nested dataclasses ([variants.<name>])
+    "array",  # an array of tables ([[patches]])
+    "conditions",  # a patch's when = { key = "value" or ["values"] }
+)
+
+
+@dataclass(frozen=True)
+class Key:
+    """One TOML key of a recipe, as dataclass field metadata (``toml(...)`` builds it)."""
+
+    toml: str
+    """Dotted location relative to the table the dataclass is read from (``build.env``)."""
+    type: str
+    """One of TYPES."""
+    doc: str
+    """Reference text for docs/recipes.md and the JSON schema's description."""
+    example: str
+    """A TOML value for the docs (``["gfx90a", "gfx942"]``)."""
+    required: str | None = None
+    """None: optional (the field default applies). Else the key is required and this is the hint
+    after "missing"; a key with a ``pattern`` is checked as "" instead."""
+    placeholders: bool = False
+    """Values may use {placeholders} (PLACEHOLDERS); they are checked."""
+    choices: tuple[str, ...] | Callable[[], tuple[str, ...]] = ()
+    """Allowed values (of a string, or of each list item); a callable is asked when checking."""
+    noun: str = ""
+    """What a value is called in 'unknown <noun> ...' messages."""
+    versioned: bool = False
+    """A choice may carry a version bound (``rocm-sdk>=6.0``)."""
+    positive: bool = False
+    """A number must be > 0."""
+    pattern: str = ""
+    """A regular expression a string must match; anchor it with ``^`` (the checker matches from
+    the start, the JSON schema searches anywhere), or use ``.`` for "not empty"."""
+    pattern_msg: str = ""
+    """The problem when it does not, with ``%r`` for the value."""
+    kind: str = ""
+    """Source keys: the source kind this key belongs to (see SOURCE_KINDS)."""
+    item: builtins.type | None = None  # builtins: ``type`` is a field name here
+    """The nested dataclass of a table, tables or array key."""
+    item_msg: str = ""
+    """The problem when an entry of tables/array is not a table."""
+    default_text: str = ""
+    """The default, for the docs, when it is not a constant."""
+    const: int | None = None
+    """The format version an integer key must equal (schema_version)."""
+
+    def allowed(self) -> tuple[str, ...]:
+        return self.choices() if callable(self.choices) else self.choices
+
+
+def toml(loc: str, type: str, doc: str, example: str, *, default: Any = dataclasses.MISSING,
+         factory: Callable[[], Any] | None = None, also: Key | None = None, **kw: Any) -> Any:
+    """A dataclass field read from the TOML key ``loc`` (or from ``also``, another location of
+    the same value); ``default`` is used when it is absent."""
+    meta = {"keys": (Key(loc, type, doc, example, **kw), *([also] if also else []))}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def keys(cls: type) -> list[tuple[dataclasses.Field[Any], Key]]:
+    """The TOML keys of a model class with the field each fills, in declaration order."""
+    return [(f, k) for f in dataclasses.fields(cls) for k in f.metadata.get("keys", ())]
+
+
+def key_of(cls: type, name: str) -> Key:
+    """The (first) TOML key of field ``name``."""
+    return next(k for f, k in keys(cls) if f.name == name)
+
+
+def default_of(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
+HEX40 = r"^[0-9a-f]{40}$"
+HEX64 = r"^[0-9a-f]{64}$"
 
 
 @dataclass(frozen=True)
 class Source:
     kind: str
-    """``git``, ``sdist`` or ``path``."""
-    url: str = ""
-    """git: the repository URL; sdist: the archive URL (https://, http:// or file://)."""
-    commit: str = ""
-    """git: the full 40-hex commit to check out (a tag or branch is not a pin)."""
-    ref: str = ""
-    """git: the tag or branch the commit belongs to, for people (informational)."""
-    submodules: tuple[str, ...] = ()
-    """git: submodule paths to initialise, or ``("*",)`` for all, recursively."""
-    sha256: str = ""
-    """sdist: the archive's sha256, checked before anything is extracted."""
-    path: str = ""
-    """path: a local source tree, relative to the recipe file."""
+    """``git``, ``sdist`` or ``path``: whichever of those keys the table has (not a TOML key)."""
+    url: str = toml(
+        "git", "string", "The git repository URL.",
+        '"https://github.com/ROCm/flash-attention.git"', kind="git", default="",
+        pattern=r".", pattern_msg="expected a repository URL",
+        also=Key(
+            "sdist.url", "string", "The archive URL (https://, http:// or file://).",
+            '"https://files.pythonhosted.org/.../flash_attn-2.8.3.post1.tar.gz"', kind="sdist",
+            required="", pattern=r"^(https?|file)://",
+            pattern_msg="expected an https://, http:// or file:// URL, got %r",
+        ),
+    )
+    commit: str = toml(
+        "commit", "string", "The full 40-hex commit to check out (a tag or branch is not a pin).",
+        '"b3ae4966b2567811880db10d9e040a775b99c7d7"', kind="git", default="", required="",
+        pattern=HEX40,
+        pattern_msg="must be a full 40-hex commit sha, got %r "
+        "(a tag or short sha is not a pin: `git rev-parse <tag>^{commit}`)",
+    )
+    ref: str = toml(
+        "ref", "string", "The tag or branch the commit belongs to, for people (informational).",
+        '"main"', kind="git", default="",
+    )
+    submodules: tuple[str, ...] = toml(
+        "submodules", "strings",
+        'Submodule paths to initialise, or ``["*"]`` for all, recursively.',
+        '["csrc/composable_kernel"]', kind="git", default=(),
+    )
+    sha256: str = toml(
+        "sdist.sha256", "string", "The archive's sha256, checked before anything is extracted.",
+        '"55d5103ed846da8b56e0797acf4bde07dee4b1c7e8907fcfc6699c203030c348"', kind="sdist",
+        default="", required="", pattern=HEX64,
+        pattern_msg="must be the archive's 64-hex sha256 (`sha256sum <file>`)",
+    )
+    path: str = toml(
+        "path", "string", "A local source tree, relative to the recipe file.",
+        '"../probes/hip-attention"', kind="path", default="",
+    )
 
     @property
     def pin(self) -> str:
@@ -60,75 +236,193 @@ class Source:
 
 @dataclass(frozen=True)
 class Patch:
-    file: Path
-    """The patch, relative to the recipe file (e.g. ``../patches/flash-attn/0001-x.patch``)."""
-    sha256: str
-    """Its sha256; a mismatch is a recipe error, so a patch cannot change unnoticed."""
-    reason: str
-    """Why it exists."""
-    when: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    """Conditions (see WHEN_KEYS); all must hold. Empty: always."""
-    link: str = ""
-    """The upstream issue or PR it works around."""
+    file: Path = toml(
+        "file", "string",
+        "The patch file, relative to the recipe file.",
+        '"../patches/flash-attn/0001-x.patch"', required="",
+    )
+    sha256: str = toml(
+        "sha256", "string",
+        "Its sha256; a mismatch is a recipe error, so a patch cannot change unnoticed.",
+        '"512ef016aab95c6f73c78e40b8546282e1307bc6e6c0a472bfbecb06ccf2c626"', required="",
+    )
+    reason: str = toml("reason", "string", "Why it exists.", '"drop AMD-only autotune keys"',
+                       required="")
+    when: tuple[tuple[str, tuple[str, ...]], ...] = toml(
+        "when", "conditions",
+        "Conditions, all of which must hold (empty: always). Keys: variant, source (an "
+        "alternative's name or default), arch, gpu_vendor (amd or nvidia); each value is a "
+        "string or a list of strings, any of which matches.",
+        '{ variant = "triton", gpu_vendor = "nvidia" }', default=(), choices=WHEN_KEYS,
+        noun="condition",
+    )
+    link: str = toml("link", "string", "The upstream issue or PR it works around.",
+                     '"https://github.com/ROCm/flash-attention/issues/1"', default="")
 
 
 @dataclass(frozen=True)
 class Variant:
     name: str
-    description: str = ""
-    env: tuple[tuple[str, str], ...] = ()
-    """Environment added on top of build.env and arch.env."""
-    mem_per_job_gb: float | None = None
-    """Overrides build.mem_per_job_gb."""
-    host_requires: tuple[str, ...] | None = None
-    """Overrides build.host_requires."""
-    disk_gb: float | None = None
-    runtime_env: tuple[tuple[str, str], ...] = ()
-    """Environment the built wheel needs at run time (e.g. the flash-attn Triton backend is chosen
-    by FLASH_ATTENTION_TRITON_AMD_ENABLE at import). Recorded in rocmbuild.json as
-    ``runtime_env``; the validator sets it, and users must too."""
+    """The table's name in ``[variants.<name>]`` (selected with ``--variant <name>``)."""
+    description: str = toml("description", "string", "One line for ``rocmbuild recipes``.",
+                            '"Triton AMD backend"', default="")
+    env: tuple[tuple[str, str], ...] = toml(
+        "env", "env", "Environment added on top of build.env and arch.env.",
+        '{ FLASH_ATTENTION_TRITON_AMD_ENABLE = "TRUE" }', default=(), placeholders=True,
+    )
+    mem_per_job_gb: float | None = toml(
+        "mem_per_job_gb", "number", "Overrides build.mem_per_job_gb.", "0.5", default=None,
+        positive=True, default_text="build.mem_per_job_gb",
+    )
+    host_requires: tuple[str, ...] | None = toml(
+        "host_requires", "strings", "Overrides build.host_requires.", '["torch"]', default=None,
+        choices=HOST_REQUIREMENTS, noun="requirement", versioned=True,
+        default_text="build.host_requires",
+    )
+    disk_gb: float | None = toml(
+        "disk_gb", "number", "Overrides build.disk_gb.", "1", default=None, positive=True,
+        default_text="build.disk_gb",
+    )
+    runtime_env: tuple[tuple[str, str], ...] = toml(
+        "runtime_env", "env",
+        "Environment the built wheel needs at run time (e.g. the flash-attn Triton backend is "
+        "chosen by FLASH_ATTENTION_TRITON_AMD_ENABLE at import). Recorded in rocmbuild.json as "
+        "``runtime_env``; the validator sets it, and users must too.",
+        '{ FLASH_ATTENTION_TRITON_AMD_ENABLE = "TRUE" }', default=(), placeholders=True,
+    )
+
+
+TABLES = {
+    "package": "What the recipe builds.",
+    "target": "Facts about the target platform.",
+    "source.sdist": "A source archive (sdist): ``sdist = { url = ..., sha256 = ... }``.",
+    "arch": "GPU architectures: which the project supports, and how the list reaches its build.",
+    "build": "How the wheel is built.",
+    "validate": "What ``rocmbuild validate`` (and ``build --validate``) checks in the built wheel.",
+}
+"""Reference text of the tables that hold keys of one dataclass (the others are keys above)."""
 
 
 @dataclass(frozen=True)
 class Recipe:
     path: Path
-    name: str
-    """package.name: the distribution name."""
-    description: str
-    source: Source
-    alternatives: dict[str, Source]
-    """source.alternatives.<name>: other sources, chosen with ``--source <name>``."""
-    supported_archs: tuple[str, ...]
-    """arch.supported: the allow-list checked against ``--arch``."""
-    arch_env: tuple[tuple[str, str], ...]
-    """arch.env: how the target list reaches the build, e.g. GPU_ARCHS = "{archs}"."""
-    rocm_default: str
-    """target.rocm: the ROCm version for the local label when no ROCm torch or ROCm root says."""
-    backend: str
-    no_build_isolation: bool
-    """build.no_build_isolation: pass --no-build-isolation (default true; isolation would pull a
-    CUDA torch from PyPI into the build env)."""
-    mem_per_job_gb: float
-    """build.mem_per_job_gb: peak memory of one compile job, for MAX_JOBS."""
-    disk_gb: float
-    """build.disk_gb: rough disk needed for source and build tree."""
-    env: tuple[tuple[str, str], ...]
-    python_requires: tuple[str, ...]
-    """build.python_requires: distributions that must be importable in the building Python."""
-    host_requires: tuple[str, ...]
-    hipify: tuple[str, ...]
-    """build.hipify: a command run in the patched tree before the build (``python`` = this
-    interpreter), e.g. PyTorch's tools/amd_build/build_amd.py."""
-    pip_args: tuple[str, ...]
-    default_variant: str
-    variants: dict[str, Variant]
-    patches: tuple[Patch, ...]
-    validate_imports: tuple[str, ...]
-    validate_kernel: str
-    version: str = ""
-    """package.version: the wheel version for the ``cmake`` backend (pip-wheel reads the
-    project's own)."""
-    cmake_args: tuple[str, ...] = ()
-    """build.cmake_args: extra ``-D...`` arguments for the cmake backend's configure step."""
-    raw_sha256: str = field(default="")
-    """sha256 of the recipe file's bytes (provenance)."""
+    """The recipe file (not a TOML key)."""
+    name: str = toml(
+        "package.name", "string", "The distribution name.", '"flash-attn"', required="",
+        pattern=r".", pattern_msg='missing (the distribution name, e.g. "flash-attn")',
+    )
+    source: Source = toml(
+        "source", "table",
+        "Where the source comes from: exactly one of ``git`` (with ``commit``), ``sdist`` or "
+        "``path``.", "", item=Source,
+        required="a [source] table with git, sdist or path",
+    )
+    schema_version: int = toml(
+        "schema_version", "integer", "The recipe format version; this rocmbuild reads 1.", "1",
+        required=f"add `schema_version = {SCHEMA_VERSION}` at the top", default=SCHEMA_VERSION,
+        const=SCHEMA_VERSION,
+    )
+    description: str = toml("package.description", "string", "One line for ``rocmbuild recipes``.",
+                            '"FlashAttention-2 for ROCm"', default="")
+    version: str = toml(
+        "package.version", "string",
+        "The wheel version for the ``cmake`` backend (required there; pip-wheel reads the "
+        "project's own).", '"1.0.0"', default="",
+    )
+    rocm_default: str = toml(
+        "target.rocm", "string",
+        "The ROCm version for the local label when no ROCm torch or ROCm root says.", '"6.2"',
+        default="6.2",
+    )
+    alternatives: dict[str, Source] = toml(
+        "source.alternatives", "tables",
+        "Other sources (same keys as [source]), chosen with ``--source <name>``; ``default`` is "
+        "reserved for [source].", "", item=Source, factory=dict,
+        item_msg="expected a table with one of git, sdist, path",
+    )
+    supported_archs: tuple[str, ...] = toml(
+        "arch.supported", "strings", "The allow-list checked against ``--arch``.",
+        '["gfx90a", "gfx942", "gfx950"]', default=(), choices=tuple(KNOWN_ARCHS),
+        noun="GPU architecture", default_text="`[]`: any",
+    )
+    arch_env: tuple[tuple[str, str], ...] = toml(
+        "arch.env", "env", 'How the target list reaches the build, e.g. GPU_ARCHS = "{archs}".',
+        '{ GPU_ARCHS = "{archs}" }', default=(), placeholders=True,
+    )
+    backend: str = toml(
+        "build.backend", "string",
+        "``pip-wheel``: ``pip wheel --no-build-isolation --no-deps`` in the patched tree (any "
+        "PEP 517 backend). ``cmake``: configure with ``-G Ninja`` for the target archs and the "
+        "detected HIP compiler, build with ``-j MAX_JOBS``, install into a staging prefix and "
+        "package it as a ``py3-none-<platform>`` wheel (needs package.version).",
+        '"pip-wheel"', default="pip-wheel", choices=BACKENDS, noun="backend",
+    )
+    no_build_isolation: bool = toml(
+        "build.no_build_isolation", "boolean",
+        "Pass --no-build-isolation (isolation would pull a CUDA torch from PyPI into the build "
+        "env).", "true", default=True,
+    )
+    mem_per_job_gb: float = toml(
+        "build.mem_per_job_gb", "number", "Peak memory of one compile job, for MAX_JOBS.", "5.0",
+        default=2.0, positive=True,
+    )
+    disk_gb: float = toml("build.disk_gb", "number",
+                          "Rough disk needed for source and build tree.", "30", default=5.0,
+                          positive=True)
+    env: tuple[tuple[str, str], ...] = toml(
+        "build.env", "env", "Environment for the build (on top of the host's).",
+        '{ BUILD_TARGET = "rocm", MAX_JOBS = "{jobs}" }', default=(), placeholders=True,
+    )
+    python_requires: tuple[str, ...] = toml(
+        "build.python_requires", "strings",
+        "Distributions that must be importable in the building Python.",
+        '["torch", "setuptools", "ninja"]', default=(),
+    )
+    host_requires: tuple[str, ...] = toml(
+        "build.host_requires", "strings",
+        "What the host must have: torch, rocm-torch, rocm-sdk (optionally with a minimum, "
+        "``rocm-sdk>=6.0``), hip-compiler.", '["rocm-torch", "rocm-sdk>=6.0"]', default=(),
+        choices=HOST_REQUIREMENTS, noun="requirement", versioned=True,
+    )
+    hipify: tuple[str, ...] = toml(
+        "build.hipify", "strings",
+        "A command run in the patched tree before the build (``python`` = this interpreter), "
+        "e.g. PyTorch's tools/amd_build/build_amd.py.",
+        '["python", "tools/amd_build/build_amd.py"]', default=(), placeholders=True,
+    )
+    cmake_args: tuple[str, ...] = toml(
+        "build.cmake_args", "strings", "Extra ``-D...`` arguments for the cmake backend's "
+        "configure step.", '["-DBUILD_TESTING=OFF"]', default=(), placeholders=True,
+    )
+    pip_args: tuple[str, ...] = toml(
+        "build.pip_args", "strings", "Extra arguments for ``pip wheel`` (pip-wheel backend).",
+        '["--config-settings=--build-option=--verbose"]', default=(),
+    )
+    default_variant: str = toml(
+        "build.default_variant", "string", "The variant built when ``--variant`` is not given.",
+        '"ck"', default="", default_text="the first variant",
+    )
+    variants: dict[str, Variant] = toml(
+        "variants", "tables",
+        "Named build variants, chosen with ``--variant <name>``; each adds to or overrides "
+        "[build].", "", item=Variant, factory=dict, item_msg="expected a table",
+    )
+    patches: tuple[Patch, ...] = toml(
+        "patches", "array",
+        "Patches applied to the source tree in order, each with a checksum, a reason and "
+        "optional conditions.", "", item=Patch, default=(),
+        item_msg="expected a table ([[patches]] with file, sha256, reason)",
+    )
+    validate_imports: tuple[str, ...] = toml(
+        "validate.imports", "strings", "Modules imported from the installed wheel.",
+        '["flash_attn"]', default=(),
+    )
+    validate_kernel: str = toml(
+        "validate.kernel", "string",
+        "The attention kernel the GPU gate runs: a kernel gate adapter (``flash-attn``, "
+        "``sdpa``: torch's SDPA, ``hipattn``: the HIP probe), ``auto`` (the validator picks "
+        "from the wheels it installs) or ``none`` (no kernel gate for this recipe).",
+        '"flash-attn"', default="auto", choices=kernels, noun="kernel",
+    )
+    raw_sha256: str = ""
+    """sha256 of the recipe file's bytes (provenance; not a TOML key)."""

@@ -1,0 +1,256 @@
+"""The recipe checker, driven by the model's field metadata (``model.Key``).
+
+Two passes over a parsed TOML table: ``Checker.walk`` reports unknown keys (with a typo hint) and
+values of the wrong TOML type anywhere in the table; ``Checker.read`` then takes each field's value
+from its key, checks it (choices, patterns, numbers > 0, placeholders, environment names) and
+converts it to the field's Python shape. Every problem is collected, one line each:
+``<file>: <key.path>: <what> (did you mean X?)``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import string
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rocmbuild.recipe.model import KNOWN_ENV, PLACEHOLDERS, Key, keys
+
+
+def suggest(key: str, choices: Iterable[str], cutoff: float = 0.75) -> str:
+    close = difflib.get_close_matches(key, list(choices), n=1, cutoff=cutoff)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+@dataclass(frozen=True)
+class Leaf:
+    owner: type
+    """The model class the key belongs to."""
+    name: str
+    """The field it fills."""
+    key: Key
+
+
+Tree = dict[str, "Tree | Leaf"]
+
+
+def tree(cls: type) -> Tree:
+    """The TOML keys of ``cls`` as nested tables. A ``table`` key's own keys sit in its table,
+    next to any other keys under the same location ([source] and [source.alternatives])."""
+    root: Tree = {}
+    for f, k in keys(cls):
+        *parents, last = k.toml.split(".")
+        node = root
+        for part in parents:
+            child = node.setdefault(part, {})
+            assert isinstance(child, dict), k.toml
+            node = child
+        if k.type == "table":
+            assert k.item is not None
+            table = node.setdefault(last, {})
+            assert isinstance(table, dict), k.toml
+            table.update(tree(k.item))
+        else:
+            node[last] = Leaf(cls, f.name, k)
+    return root
+
+
+_PYTHON_TYPES: dict[str, type | tuple[type, ...]] = {
+    "string": str,
+    "integer": int,
+    "number": (int, float),
+    "boolean": bool,
+    "strings": list,
+    "env": dict,
+    "table": dict,
+    "tables": dict,
+    "array": list,
+    "conditions": dict,
+}
+_TYPE_NAMES = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "strings": "a list",
+    "array": "a list",
+}
+
+
+def type_ok(type_: str, value: Any) -> bool:
+    if type_ in ("integer", "number") and isinstance(value, bool):
+        return False
+    return isinstance(value, _PYTHON_TYPES[type_])
+
+
+def type_name(type_: str) -> str:
+    return _TYPE_NAMES.get(type_, "a table")
+
+
+MISSING = object()
+
+
+def lookup(data: dict[str, Any], loc: str) -> Any:
+    """The value at dotted ``loc`` in ``data``, or MISSING."""
+    node: Any = data
+    for part in loc.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return MISSING
+        node = node[part]
+    return node
+
+
+class Checker:
+    def __init__(self, shown: Path) -> None:
+        self.path = shown
+        self.problems: list[str] = []
+
+    def bad(self, key: str, msg: str) -> None:
+        self.problems.append(f"{self.path}: {key}: {msg}")
+
+    # ---------------------------------------------------------------- pass 1: keys and types
+
+    def walk(self, data: dict[str, Any], node: Tree, prefix: str) -> None:
+        """Unknown keys and wrong TOML types in ``data`` against the key tree ``node``."""
+        for key, value in data.items():
+            full = f"{prefix}{key}"
+            if key not in node:
+                self.bad(full, "unknown key" + suggest(key, node))
+                continue
+            want = node[key]
+            if isinstance(want, dict):
+                if not isinstance(value, dict):
+                    self.bad(full, f"expected a table, got {type(value).__name__}")
+                else:
+                    self.walk(value, want, full + ".")
+            elif not type_ok(want.key.type, value):
+                self.bad(full, f"expected {type_name(want.key.type)}, got {type(value).__name__}")
+
+    # ---------------------------------------------------------------- pass 2: values
+
+    def read(self, cls: type, data: dict[str, Any], prefix: str, kind: str = "") -> dict[str, Any]:
+        """Checked, converted values of ``cls``'s fields from its table ``data`` (already walked),
+        by field name. Absent optional keys and values with problems are left out, so the field
+        default applies. Keys of another source kind than ``kind`` are not read. Nested tables
+        (table, tables, array) are left to the caller."""
+        out: dict[str, Any] = {}
+        for f, k in keys(cls):
+            if k.kind and k.kind != kind:
+                continue
+            loc = prefix + k.toml
+            value = lookup(data, k.toml)
+            if value is MISSING:
+                if k.required is not None and k.pattern_msg:
+                    self.bad(loc, k.pattern_msg.replace("%r", repr("")))
+                elif k.required is not None:
+                    self.bad(loc, "missing" + (f" ({k.required})" if k.required else ""))
+                continue
+            if not type_ok(k.type, value) or k.type in ("table", "tables", "array"):
+                continue  # a wrong type was reported by walk; nested tables are the caller's
+            ok, converted = self.value(k, value, loc)
+            if ok:
+                out[f.name] = converted
+        return out
+
+    def value(self, k: Key, value: Any, loc: str) -> tuple[bool, Any]:
+        if k.type == "string":
+            if k.pattern and not re.match(k.pattern, value):
+                self.bad(loc, k.pattern_msg.replace("%r", repr(value)))
+            self.choice(k, value, loc)
+            if k.placeholders:
+                self.placeholders(value, loc)
+            return True, value
+        if k.type == "integer":
+            if k.const is not None and value != k.const:
+                self.bad(loc, f"unsupported version {value!r}; this rocmbuild reads {k.const}")
+            return True, value
+        if k.type == "number":
+            if k.positive and value <= 0:
+                self.bad(loc, f"must be > 0, got {value}")
+                return False, None
+            return True, float(value)
+        if k.type == "boolean":
+            return True, value
+        if k.type == "strings":
+            items = self.strings(value, loc)
+            for item in items:
+                self.choice(k, item, loc)
+            if k.placeholders:
+                for i, item in enumerate(items):
+                    self.placeholders(item, f"{loc}[{i}]")
+            return True, items
+        if k.type == "env":
+            return True, self.env(value, loc, k.placeholders)
+        if k.type == "conditions":
+            return True, self.conditions(k, value, loc)
+        raise AssertionError(f"no reader for {k.type}")
+
+    def choice(self, k: Key, value: str, loc: str) -> None:
+        allowed = k.allowed()
+        if not allowed:
+            return
+        base = re.split(r"[<>=]", value, maxsplit=1)[0] if k.versioned else value
+        if base in allowed:
+            return
+        known = f"; known: {', '.join(allowed)}" if len(allowed) <= 8 else ""
+        self.bad(loc, f"unknown {k.noun} {value!r}" + suggest(base, allowed) + known)
+
+    def strings(self, value: list[Any], key: str) -> tuple[str, ...]:
+        if not all(isinstance(v, str) for v in value):
+            self.bad(key, "expected a list of strings")
+            return ()
+        return tuple(value)
+
+    def env(self, value: dict[str, Any], key: str, placeholders: bool
+            ) -> tuple[tuple[str, str], ...]:
+        out = []
+        for name, val in value.items():
+            k = f"{key}.{name}"
+            if not isinstance(val, str):
+                self.bad(k, f'expected a string, got {type(val).__name__} (quote it: "{val}")')
+                continue
+            if name not in KNOWN_ENV:
+                close = difflib.get_close_matches(name, KNOWN_ENV, n=1, cutoff=0.9)
+                if close:
+                    self.bad(k, f"unknown variable (did you mean {close[0]}?)")
+                    continue
+            if placeholders:
+                self.placeholders(val, k)
+            out.append((name, val))
+        return tuple(out)
+
+    def conditions(self, k: Key, value: dict[str, Any], key: str
+                   ) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        out: list[tuple[str, tuple[str, ...]]] = []
+        allowed = k.allowed()
+        for name, val in value.items():
+            loc = f"{key}.{name}"
+            if name not in allowed:
+                self.bad(loc, f"unknown {k.noun}" + suggest(name, allowed)
+                         + f"; known: {', '.join(allowed)}")
+                continue
+            if isinstance(val, str):
+                out.append((name, (val,)))
+            elif isinstance(val, list):
+                out.append((name, self.strings(val, loc)))
+            else:
+                self.bad(loc, f"expected a string or a list of strings, got {type(val).__name__}")
+        return tuple(out)
+
+    def placeholders(self, text: str, key: str) -> None:
+        try:
+            fields = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+        except ValueError as exc:
+            self.bad(key, f"bad placeholder syntax in {text!r}: {exc} (write {{{{ for a brace)")
+            return
+        for f in fields:
+            if f not in PLACEHOLDERS:
+                self.bad(
+                    key,
+                    f"unknown placeholder {{{f}}}"
+                    + suggest(f, PLACEHOLDERS)
+                    + f"; known: {', '.join('{' + p + '}' for p in PLACEHOLDERS)}",
+                )
