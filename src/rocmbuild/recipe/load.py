@@ -7,16 +7,14 @@ this module reads the file and adds the rules that relate keys to each other or 
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rocmbuild import config, log
+from rocmbuild import config
 from rocmbuild.arch import KNOWN_ARCHS
 from rocmbuild.errors import RecipeError, UsageError
 from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree
@@ -231,22 +229,3 @@ def list_recipes() -> list[RecipeInfo]:
             )
         )
     return out
-
-
-def cli_list(args: argparse.Namespace) -> int:
-    infos = list_recipes()
-    if args.json:
-        log.out.print_json(json.dumps([i.to_json() for i in infos]))
-        return 0
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False)
-    for col in ("recipe", "variants (default first)", "sources", "archs"):
-        table.add_column(col)
-    for i in infos:
-        variants = sorted(i.variants, key=lambda v: v != i.default_variant)
-        table.add_row(
-            i.name, ", ".join(variants) or "-", ", ".join(i.sources), ", ".join(i.archs) or "any"
-        )
-    log.out.print(table)
-    return 0
