@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rocmbuild.errors import PublishError
-from rocmbuild.publish.static_index import StaticIndex, check_not_broken, read_wheel
+from rocmbuild.publish.static_index import StaticIndex, check_not_broken, read_wheel_for_publish
 from rocmbuild.publish.upload import Credentials, credentials, redact
 
 
@@ -24,19 +24,12 @@ def test_redact_strips_userinfo() -> None:
     assert redact("http://host/simple/") == "http://host/simple/"
 
 
-def test_credentials_precedence_and_repr(monkeypatch: pytest.MonkeyPatch) -> None:
-    for k in (
-        "ROCMBUILD_INDEX_USER",
-        "ROCMBUILD_INDEX_PASSWORD",
-        "TWINE_USERNAME",
-        "TWINE_PASSWORD",
-    ):
-        monkeypatch.delenv(k, raising=False)
-    assert credentials("http://u:p%40ss@h/") == Credentials("u", "p@ss")
-    monkeypatch.setenv("TWINE_PASSWORD", "tw")
-    monkeypatch.setenv("ROCMBUILD_INDEX_PASSWORD", "rb")
-    c = credentials("http://h/")
+def test_credentials_precedence_and_repr() -> None:
+    assert credentials("http://u:p%40ss@h/", {}) == Credentials("u", "p@ss")
+    env = {"TWINE_PASSWORD": "tw", "ROCMBUILD_INDEX_PASSWORD": "rb"}
+    c = credentials("http://h/", env)
     assert c.password == "rb"
+    assert credentials("http://u:url@h/", {"TWINE_PASSWORD": "tw"}).password == "tw"
     assert "rb" not in repr(c) and "<hidden>" in repr(c)
 
 
@@ -46,16 +39,16 @@ def test_metadata_name_must_match_filename(tmp_path: Path) -> None:
         {"evil-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n"},
     )
     with pytest.raises(PublishError, match="does not match"):
-        read_wheel(w)
+        read_wheel_for_publish(w)
 
 
 def test_wheel_without_metadata_or_zip(tmp_path: Path) -> None:
     w = _zip(tmp_path / "a-1.0-py3-none-any.whl", {"a/__init__.py": ""})
     with pytest.raises(PublishError, match="METADATA, found 0"):
-        read_wheel(w)
+        read_wheel_for_publish(w)
     (tmp_path / "b-1.0-py3-none-any.whl").write_bytes(b"not a zip")
     with pytest.raises(PublishError, match="not a zip"):
-        read_wheel(tmp_path / "b-1.0-py3-none-any.whl")
+        read_wheel_for_publish(tmp_path / "b-1.0-py3-none-any.whl")
 
 
 def test_broken_rule_by_hash_only_for_same_bytes(tmp_path: Path) -> None:
@@ -66,7 +59,7 @@ def test_broken_rule_by_hash_only_for_same_bytes(tmp_path: Path) -> None:
     _zip(
         broken / "a-1.0-py3-none-any.whl", {"a-1.0.dist-info/METADATA": meta, "a/x.py": "different"}
     )
-    info = read_wheel(w)
+    info = read_wheel_for_publish(w)
     check_not_broken([info], tmp_path / "broken")  # same name, other bytes: allowed
     (broken / "copy.whl").write_bytes(w.read_bytes())
     with pytest.raises(PublishError, match="failed validation"):
