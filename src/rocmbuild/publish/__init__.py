@@ -24,13 +24,8 @@ from typing import Any
 from rocmbuild import config, log
 from rocmbuild.errors import PublishError, UsageError
 from rocmbuild.publish import upload as _upload
-from rocmbuild.publish.static_index import (
-    DEFAULT_STAGE,
-    Change,
-    StaticIndex,
-    check_not_broken,
-    read_wheel_for_publish,
-)
+from rocmbuild.publish.checks import check_not_broken, read_wheel_for_publish
+from rocmbuild.publish.static_index import DEFAULT_STAGE, Change, StaticIndex
 from rocmbuild.publish.upload import Credentials, UploadResult
 
 
