@@ -1,7 +1,8 @@
 """Content-addressed wheel cache: ``<cache>/wheels/<key>/`` holds the tagged wheel and
 ``entry.json``. The key (Plan.cache_key) covers the rendered recipe, source pin, patch hashes,
 archs, variant, toolchain versions, Python tag and torch version, so a hit means the same inputs.
-Entries are written to a temp directory and renamed into place: a reader never sees half of one.
+Entries are written to a temp directory, fsynced and renamed into place: a reader never sees half
+of one, and a crash never leaves a torn one behind.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rocmbuild import fsutil
 from rocmbuild.errors import CacheError
 
 
@@ -47,7 +49,8 @@ def store(cache: Path, key: str, wheel: Path, sha256: str, meta: dict[str, Any])
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key[:12]}-"))
     try:
-        shutil.move(str(wheel), tmp / wheel.name)
+        shutil.move(str(wheel), tmp / wheel.name)  # a copy when the cache is on another disk
+        fsutil.fsync_file(tmp / wheel.name)
         full = {
             **meta,
             "wheel": wheel.name,
@@ -55,10 +58,11 @@ def store(cache: Path, key: str, wheel: Path, sha256: str, meta: dict[str, Any])
             "size": (tmp / wheel.name).stat().st_size,
             "stored_at": time.time(),
         }
-        (tmp / "entry.json").write_text(json.dumps(full, indent=2, sort_keys=True))
+        fsutil.write_atomic(tmp / "entry.json", json.dumps(full, indent=2, sort_keys=True))
         if final.exists():
             shutil.rmtree(final)  # --force rebuild replaces the old entry
         os.replace(tmp, final)
+        fsutil.fsync_dir(final.parent)
     except OSError as exc:
         raise CacheError(
             f"{final}: cannot store the wheel: {exc}",
@@ -80,12 +84,5 @@ def deliver(entry: Entry, wheel_dir: Path) -> Path:
         and (dest.stat().st_ino == entry.wheel.stat().st_ino)
     ):
         return dest
-    tmp = wheel_dir / f".{dest.name}.tmp"
-    if tmp.exists():
-        tmp.unlink()
-    try:
-        os.link(entry.wheel, tmp)
-    except OSError:
-        shutil.copy2(entry.wheel, tmp)
-    os.replace(tmp, dest)
+    fsutil.copy_atomic(entry.wheel, dest, link=True)
     return dest

@@ -45,11 +45,16 @@ def test_no_metadata_warns_and_skips():
     assert not g.problems and "no rocmbuild.json" in g.warnings[0]
 
 
-def test_requirements_never_include_torch():
-    w = inst.WheelInfo(path=None, name="flash_attn", version="1", top_level=("flash_attn",),
-                       requires=("torch", "einops", "torch>=2.0; python_version>'3'",
-                                 "pytest; extra == 'test'", "flash-attn"),
-                       native=False, meta=None)
+def test_requirements_never_include_torch(tmp_path):
+    p = tmp_path / "flash_attn-1-py3-none-any.whl"
+    requires = ("torch", "einops", "torch>=2.0; python_version>'3'", "pytest; extra == 'test'",
+                "flash-attn")
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("flash_attn-1.dist-info/METADATA",
+                   "Metadata-Version: 2.1\nName: flash_attn\nVersion: 1\n"
+                   + "".join(f"Requires-Dist: {r}\n" for r in requires))
+    w = inst.read_wheel(p)
+    assert w.requires_dist == requires
     assert inst.requirements_to_install([w]) == ["einops"]
 
 
@@ -63,6 +68,6 @@ def test_read_wheel_top_level_from_record(tmp_path):
                    "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\nRequires-Dist: torch\n")
         z.writestr("demo-1.0.dist-info/RECORD", "")
     w = inst.read_wheel(p)
-    assert (w.name, w.version, w.native, w.meta) == ("demo", "1.0", True, None)
+    assert (w.name, str(w.version), w.native, w.provenance) == ("demo", "1.0", True, None)
     assert w.top_level == ("demo", "demo_ext", "single")
-    assert w.requires == ("torch",)
+    assert w.requires_dist == ("torch",)

@@ -1,7 +1,12 @@
 """Publishing: ``rocmbuild publish`` and ``rocmbuild promote``.
 
-``--index`` is a directory (a static PEP 503/691 index, see ``static_index``) or an http(s) URL
+The index is a directory (a static PEP 503/691 index, see ``static_index``) or an http(s) URL
 of an index server (twine upload, see ``upload``).
+
+Domain API: ``publish(wheels, PublishOptions) -> PublishResult`` and
+``promote(PromoteOptions) -> PublishResult``. They take plain values and read no environment;
+``cli_publish`` / ``cli_promote`` at the end turn the command line (and ROCMBUILD_INDEX, the
+credentials variables and the test pause hook) into those values and print the result.
 """
 
 from __future__ import annotations
@@ -10,27 +15,134 @@ import argparse
 import json
 import os
 import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rocmbuild import config, log
 from rocmbuild.errors import PublishError, UsageError
-from rocmbuild.publish.static_index import (
-    DEFAULT_STAGE,
-    Change,
-    StaticIndex,
-    check_not_broken,
-    read_wheel,
-)
+from rocmbuild.publish import upload as _upload
+from rocmbuild.publish.checks import check_not_broken, read_wheel_for_publish
+from rocmbuild.publish.static_index import DEFAULT_STAGE, Change, StaticIndex
+from rocmbuild.publish.upload import Credentials, UploadResult
 
 
-def _is_url(index: str) -> bool:
+def is_url(index: str) -> bool:
     return re.match(r"^https?://", index) is not None
+
+
+@dataclass(frozen=True)
+class PublishOptions:
+    index: str  # a directory, or the upload URL of an index server
+    stage: str | None = None  # directory index only; None: DEFAULT_STAGE
+    simple_url: str | None = None  # server only: its simple index, when not <index>/simple/
+    dry_run: bool = False
+    verbose: bool = False  # server only: twine's verbose output
+    broken_dir: Path | None = None  # wheels in (or byte-identical to one in) it are refused
+    credentials: Credentials | None = None  # server only; None: the URL's user:password, if any
+    on_step: Callable[[str], None] | None = None  # directory only: called at each STEPS name
+
+
+@dataclass(frozen=True)
+class PromoteOptions:
+    index: str  # a directory index
+    project: str
+    version: str
+    from_stage: str = "staging"
+    to_stage: str = DEFAULT_STAGE
+    dry_run: bool = False
+    broken_dir: Path | None = None
+    on_step: Callable[[str], None] | None = None
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """What publish/promote did (or would do). Exactly one of ``change`` (directory index) and
+    ``upload`` (server) is set."""
+
+    index: str  # the directory, or the server URL without credentials
+    dry_run: bool
+    change: Change | None = None
+    upload: UploadResult | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        detail = self.change or self.upload
+        assert detail is not None
+        return {"index": self.index, "dry_run": self.dry_run, **detail.to_json()}
+
+
+def publish(wheels: Sequence[Path], options: PublishOptions) -> PublishResult:
+    """Publish ``wheels`` to ``options.index``: one atomic transaction into a directory index, or
+    an upload to a server after checking it holds no different bytes under the same names."""
+    infos = [read_wheel_for_publish(Path(w)) for w in wheels]
+    if options.broken_dir is not None:
+        check_not_broken(infos, options.broken_dir)
+    if is_url(options.index):
+        if options.stage:
+            raise UsageError(
+                "--stage: applies to a directory index only",
+                hint="for a server, give the stage's own upload URL as --index",
+            )
+        res = _upload.upload(
+            infos,
+            options.index,
+            options.credentials or _upload.credentials(options.index),
+            simple_url=options.simple_url,
+            dry_run=options.dry_run,
+            verbose=options.verbose,
+        )
+        return PublishResult(_upload.redact(options.index), options.dry_run, upload=res)
+    if options.simple_url:
+        raise UsageError(
+            "--simple-url: applies to a server URL index only", hint="drop it for a directory index"
+        )
+    idx = StaticIndex(Path(options.index), on_step=options.on_step)
+    change = idx.publish(infos, stage=options.stage or DEFAULT_STAGE, dry_run=options.dry_run)
+    return PublishResult(str(idx.root), options.dry_run, change=change)
+
+
+def parse_pin(spec: str) -> tuple[str, str]:
+    """``NAME==VERSION`` -> (name, version)."""
+    if "==" not in spec:
+        raise UsageError(
+            f"promote: {spec!r} is not NAME==VERSION",
+            hint="e.g. rocmbuild promote flash-attn==2.8.3+rocm6.2 --from staging",
+        )
+    name, _, version = spec.partition("==")
+    return name.strip(), version.strip()
+
+
+def promote(options: PromoteOptions) -> PublishResult:
+    """Copy every file of project==version from one stage of a directory index to another."""
+    if is_url(options.index):
+        raise UsageError(
+            "--index: promote works on a directory index only",
+            hint="promote on a server with its own tool (e.g. devpi push)",
+        )
+    idx = StaticIndex(Path(options.index), on_step=options.on_step)
+    change = idx.promote(
+        options.project,
+        options.version,
+        options.from_stage,
+        options.to_stage,
+        dry_run=options.dry_run,
+        broken_dir=options.broken_dir,
+    )
+    if not change.added and not change.unchanged:
+        raise PublishError(f"promote: nothing found for {options.project}=={options.version}")
+    return PublishResult(str(idx.root), options.dry_run, change=change)
+
+
+# ---------------------------------------------------------------------------------------------
+# thin command-line adapters (the environment is read here, not in the domain functions)
 
 
 def _index_arg(args: argparse.Namespace) -> str:
     index = args.index or os.environ.get("ROCMBUILD_INDEX")
     if index:
-        return index
+        return str(index)
     return str(config.workspace(args.workdir, args.cache_dir).index)
 
 
@@ -38,89 +150,81 @@ def _broken_dir(args: argparse.Namespace) -> Path:
     return config.workspace(args.workdir, args.cache_dir).broken
 
 
+def pause_hook(env: Mapping[str, str]) -> Callable[[str], None] | None:
+    """The test hook: ROCMBUILD_PUBLISH_PAUSE_AT=<step> writes ROCMBUILD_PUBLISH_PAUSE_MARKER (a
+    path) and sleeps ROCMBUILD_PUBLISH_PAUSE_SECONDS (60) at that step, so a test can kill -9
+    the publisher there."""
+    at = env.get("ROCMBUILD_PUBLISH_PAUSE_AT")
+    if not at:
+        return None
+    marker = env.get("ROCMBUILD_PUBLISH_PAUSE_MARKER")
+    seconds = float(env.get("ROCMBUILD_PUBLISH_PAUSE_SECONDS", "60"))
+
+    def pause(step: str) -> None:
+        if step != at:
+            return
+        if marker:
+            Path(marker).write_text(step)
+        time.sleep(seconds)
+
+    return pause
+
+
 def cli_publish(args: argparse.Namespace) -> int:
     index = _index_arg(args)
-    wheels = [read_wheel(Path(w)) for w in args.wheels]
-    check_not_broken(wheels, _broken_dir(args))
-    if _is_url(index):
-        from rocmbuild.publish import upload
-
-        if args.stage:
-            raise UsageError(
-                "--stage: applies to a directory index only",
-                hint="for a server, give the stage's own upload URL as --index",
-            )
-        res = upload.upload(
-            wheels,
-            index,
-            simple_url=args.simple_url,
-            dry_run=args.dry_run,
-            verbose=args.verbose > 0,
-        )
-        target = upload.redact(index)
-        data = {"index": target, "dry_run": args.dry_run, **res.as_dict()}
-        if args.json:
-            log.out.print_json(json.dumps(data))
-            return 0
-        verb = "would upload" if args.dry_run else "uploaded"
-        for f in res.uploaded:
-            log.info(f"{verb} {f} -> {target}")
-        for f in res.unchanged:
-            log.info(f"unchanged {f} (same sha256 already on {target})")
-        return 0
-    if args.simple_url:
-        raise UsageError(
-            "--simple-url: applies to a server URL index only", hint="drop it for a directory index"
-        )
-    stage = args.stage or DEFAULT_STAGE
-    idx = StaticIndex(Path(index))
-    change = idx.publish(wheels, stage=stage, dry_run=args.dry_run)
-    _print_change(idx, change, args.dry_run, args.json)
+    opts = PublishOptions(
+        index=index,
+        stage=args.stage,
+        simple_url=args.simple_url,
+        dry_run=args.dry_run,
+        verbose=args.verbose > 0,
+        broken_dir=_broken_dir(args),
+        credentials=_upload.credentials(index, os.environ) if is_url(index) else None,
+        on_step=pause_hook(os.environ),
+    )
+    res = publish([Path(w) for w in args.wheels], opts)
+    _print_result(res, args.json)
     return 0
-
-
-def _print_change(idx: StaticIndex, change: Change, dry_run: bool, as_json: bool) -> None:
-    data = {"index": str(idx.root), "dry_run": dry_run, **change.as_dict()}
-    if as_json:
-        log.out.print_json(json.dumps(data))
-        return
-    verb = "would add" if dry_run else "added"
-    for a in change.added:
-        log.info(f"{verb} {a['file']} (sha256 {a['sha256'][:12]}) -> {idx.root}/{change.stage}")
-    for u in change.unchanged:
-        log.info(f"unchanged {u['file']} (identical bytes already in {change.stage})")
-    if change.pages:
-        log.info(("would rewrite " if dry_run else "rewrote ") + ", ".join(change.pages))
-    if not change.added:
-        log.info("nothing to do")
-    elif not dry_run:
-        log.info(f"pip install --index-url {(idx.root / change.stage / 'simple').as_uri()}/ ...")
 
 
 def cli_promote(args: argparse.Namespace) -> int:
-    spec = args.spec
-    if "==" not in spec:
-        raise UsageError(
-            f"promote: {spec!r} is not NAME==VERSION",
-            hint="e.g. rocmbuild promote flash-attn==2.8.3+rocm6.2 --from staging",
-        )
-    name, _, version = spec.partition("==")
-    index = _index_arg(args)
-    if _is_url(index):
-        raise UsageError(
-            "--index: promote works on a directory index only",
-            hint="promote on a server with its own tool (e.g. devpi push)",
-        )
-    idx = StaticIndex(Path(index))
-    change = idx.promote(
-        name.strip(),
-        version.strip(),
-        args.from_stage,
-        args.to_stage,
+    name, version = parse_pin(args.spec)
+    opts = PromoteOptions(
+        index=_index_arg(args),
+        project=name,
+        version=version,
+        from_stage=args.from_stage,
+        to_stage=args.to_stage,
         dry_run=args.dry_run,
         broken_dir=_broken_dir(args),
+        on_step=pause_hook(os.environ),
     )
-    if not change.added and not change.unchanged:
-        raise PublishError(f"promote: nothing found for {spec}")
-    _print_change(idx, change, args.dry_run, args.json)
+    _print_result(promote(opts), args.json)
     return 0
+
+
+def _print_result(res: PublishResult, as_json: bool) -> None:
+    if as_json:
+        log.out.print_json(json.dumps(res.to_json()))
+        return
+    if res.upload is not None:
+        verb = "would upload" if res.dry_run else "uploaded"
+        for f in res.upload.uploaded:
+            log.info(f"{verb} {f} -> {res.index}")
+        for f in res.upload.unchanged:
+            log.info(f"unchanged {f} (same sha256 already on {res.index})")
+        return
+    change = res.change
+    assert change is not None
+    verb = "would add" if res.dry_run else "added"
+    for a in change.added:
+        log.info(f"{verb} {a.file} (sha256 {a.sha256[:12]}) -> {res.index}/{change.stage}")
+    for u in change.unchanged:
+        log.info(f"unchanged {u.file} (identical bytes already in {change.stage})")
+    if change.pages:
+        log.info(("would rewrite " if res.dry_run else "rewrote ") + ", ".join(change.pages))
+    if not change.added:
+        log.info("nothing to do")
+    elif not res.dry_run:
+        simple = Path(res.index) / change.stage / "simple"
+        log.info(f"pip install --index-url {simple.as_uri()}/ ...")

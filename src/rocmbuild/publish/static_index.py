@@ -27,40 +27,34 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import hashlib
-import html
 import json
 import os
 import secrets
 import shutil
 import time
-import zipfile
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from email.parser import HeaderParser
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
-from packaging.utils import (
-    InvalidWheelFilename,
-    canonicalize_name,
-    parse_wheel_filename,
-)
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from rocmbuild import lock, log
-from rocmbuild.digest import sha256_file
+from rocmbuild import fsutil, lock, log
 from rocmbuild.errors import PublishError
+from rocmbuild.publish import pages
+from rocmbuild.publish.checks import check_not_broken, read_wheel_for_publish
+from rocmbuild.publish.pages import FileEntry
+from rocmbuild.wheel import WheelInfo
 
-API_VERSION = "1.1"
 GENERATIONS = ".generations"
 LOCK_NAME = ".lock"
-TMP_PREFIX = ".tmp-"
+TMP_PREFIX = fsutil.TMP_PREFIX
 DEFAULT_STAGE = "stable"
 
-# Test hook: ROCMBUILD_PUBLISH_PAUSE_AT=<step> writes ROCMBUILD_PUBLISH_PAUSE_MARKER (a path) and
-# sleeps at that step, so a test can kill -9 the publisher there. Steps, in order:
+# The steps of a transaction, in order. StaticIndex(on_step=...) is called at each one; the CLI
+# turns ROCMBUILD_PUBLISH_PAUSE_AT into a hook that pauses there, so a test can kill -9 the
+# publisher at that step.
 STEPS = (
     "locked",  # lock held, leftovers cleaned, nothing written
     "generation-linked",  # new generation created, live files hard-linked into it
@@ -72,292 +66,66 @@ STEPS = (
 )
 
 
-def _pause(step: str) -> None:
-    if os.environ.get("ROCMBUILD_PUBLISH_PAUSE_AT") != step:
-        return
-    marker = os.environ.get("ROCMBUILD_PUBLISH_PAUSE_MARKER")
-    if marker:
-        Path(marker).write_text(step)
-    time.sleep(float(os.environ.get("ROCMBUILD_PUBLISH_PAUSE_SECONDS", "60")))
-
-
 # ---------------------------------------------------------------------------------------------
-# wheels
+# what a transaction does
 
 
 @dataclass(frozen=True)
-class WheelInfo:
-    path: Path
-    filename: str
-    project: str  # normalized
-    version: Version
+class ChangeEntry:
+    file: str
+    project: str
+    version: str
     sha256: str
     size: int
-    metadata: bytes  # the METADATA file, served as <wheel>.metadata
-    requires_python: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "project": self.project,
+            "version": self.version,
+            "sha256": self.sha256,
+            "size": self.size,
+        }
 
 
-def read_wheel(path: Path) -> WheelInfo:
-    """Parse the filename, read METADATA from the zip, hash the bytes. Raises PublishError."""
-    path = Path(path)
-    if not path.is_file():
-        raise PublishError(f"{path}: no such wheel file", hint="give the path of a built .whl")
-    try:
-        name, version, _build, _tags = parse_wheel_filename(path.name)
-    except InvalidWheelFilename as exc:
-        raise PublishError(
-            f"{path}: not a wheel filename ({exc})",
-            hint="wheel names look like name-1.0-py3-none-any.whl (PEP 427)",
-        ) from exc
-    try:
-        with zipfile.ZipFile(path) as zf:
-            metas = [
-                n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")
-            ]
-            if len(metas) != 1:
-                raise PublishError(
-                    f"{path}: expected one *.dist-info/METADATA, found {len(metas)}",
-                    hint="rebuild the wheel; it is not a valid PEP 427 wheel",
-                )
-            metadata = zf.read(metas[0])
-    except zipfile.BadZipFile as exc:
-        raise PublishError(f"{path}: not a zip file ({exc})", hint="rebuild the wheel") from exc
-    headers = HeaderParser().parsestr(metadata.decode("utf-8", "replace"))
-    meta_name = headers.get("Name")
-    if not meta_name or canonicalize_name(meta_name) != name:
-        raise PublishError(
-            f"{path}: METADATA Name {meta_name!r} does not match the filename's {name!r}",
-            hint="rebuild the wheel",
-        )
-    try:
-        meta_version = Version(headers.get("Version", ""))
-    except InvalidVersion:
-        meta_version = None
-    if meta_version != version:
-        raise PublishError(
-            f"{path}: METADATA Version {headers.get('Version')!r} does not match the filename's "
-            f"{version}",
-            hint="rebuild the wheel",
-        )
-    return WheelInfo(
-        path=path,
-        filename=path.name,
-        project=name,
-        version=version,
-        sha256=sha256_file(path),
-        size=path.stat().st_size,
-        metadata=metadata,
-        requires_python=headers.get("Requires-Python"),
-    )
+@dataclass(frozen=True)
+class Change:
+    """What a transaction does (or would do, with dry_run); printed by --dry-run and --json."""
+
+    stage: str
+    added: tuple[ChangeEntry, ...] = ()
+    unchanged: tuple[ChangeEntry, ...] = ()
+    pages: tuple[str, ...] = ()  # relative to the stage dir
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "added": [a.to_json() for a in self.added],
+            "unchanged": [u.to_json() for u in self.unchanged],
+            "pages": list(self.pages),
+        }
 
 
-# ---------------------------------------------------------------------------------------------
-# broken wheels
-
-
-def check_not_broken(wheels: Sequence[WheelInfo], broken_dir: Path) -> None:
-    """Refuse wheels that failed validation.
-
-    Rule: a wheel is broken when its path is inside ``broken_dir``, or when a ``*.whl`` anywhere
-    under ``broken_dir`` has the same sha256 (same bytes copied elsewhere).
-    """
-    broken_dir = broken_dir.resolve()
-    for w in wheels:
-        if w.path.resolve().is_relative_to(broken_dir):
-            raise PublishError(
-                f"{w.path}: failed validation (it is in {broken_dir})",
-                hint="fix and rebuild it; wheels in the broken dir are never published",
-            )
-    if not broken_dir.is_dir():
-        return
-    by_size: dict[int, list[WheelInfo]] = {}
-    for w in wheels:
-        by_size.setdefault(w.size, []).append(w)
-    for bad in broken_dir.rglob("*.whl"):
-        try:
-            size = bad.stat().st_size
-        except OSError:
-            continue
-        if size not in by_size:  # cheap prefilter: only hash same-size files
-            continue
-        digest = sha256_file(bad)
-        for w in by_size[size]:
-            if w.sha256 == digest:
-                raise PublishError(
-                    f"{w.path}: failed validation (same sha256 {digest} as {bad})",
-                    hint="fix and rebuild it; wheels in the broken dir are never published",
-                )
-
-
-# ---------------------------------------------------------------------------------------------
-# atomic file helpers
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write to a temp file in the same directory, fsync, rename over ``path``."""
-    tmp = path.with_name(f"{TMP_PREFIX}{secrets.token_hex(4)}-{path.name}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def copy_atomic(src: Path, dst: Path) -> None:
-    tmp = dst.with_name(f"{TMP_PREFIX}{secrets.token_hex(4)}-{dst.name}")
-    with open(src, "rb") as fi, open(tmp, "wb") as fo:
-        shutil.copyfileobj(fi, fo, 1 << 20)
-        fo.flush()
-        os.fsync(fo.fileno())
-    os.replace(tmp, dst)
-
-
-def _link_or_copy(src: Path, dst: Path) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
-        copy_atomic(src, dst)
-
-
-def _link_tree(src: Path, dst: Path) -> None:
-    """Mirror ``src`` into ``dst`` with hard links (falls back to copies)."""
-    for dirpath, _dirs, filenames in os.walk(src):
-        rel = Path(dirpath).relative_to(src)
-        (dst / rel).mkdir(parents=True, exist_ok=True)
-        for fn in filenames:
-            _link_or_copy(Path(dirpath) / fn, dst / rel / fn)
+# How a transaction puts one wheel (and its .metadata) into the new generation's files/ dir.
+PutFiles = Callable[[WheelInfo, Path], None]
 
 
 # ---------------------------------------------------------------------------------------------
 # the index
 
 
-def _now_iso() -> str:
-    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _file_entry(w: WheelInfo, upload_time: str) -> dict[str, Any]:
-    meta_sha = hashlib.sha256(w.metadata).hexdigest()
-    return {
-        "filename": w.filename,
-        "url": f"../../files/{quote(w.filename)}",
-        "hashes": {"sha256": w.sha256},
-        "requires-python": w.requires_python,
-        "core-metadata": {"sha256": meta_sha},
-        "dist-info-metadata": {"sha256": meta_sha},
-        "yanked": False,
-        "size": w.size,
-        "upload-time": upload_time,
-    }
-
-
-def _version_of(filename: str) -> Version:
-    return parse_wheel_filename(filename)[1]
-
-
-_CSS = (
-    "body{font-family:system-ui,sans-serif;margin:2em;color:#222}"
-    "h1{font-size:1.5em}table{border-collapse:collapse}"
-    "th,td{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}"
-    "th{background:#f0f3f7}code{font-size:.9em}a{color:#0645ad}"
-)
-
-
-def _page(title: str, heading: str, body: str) -> bytes:
-    return (
-        "<!DOCTYPE html>\n<html>\n<head>\n"
-        '<meta charset="utf-8">\n'
-        f'<meta name="pypi:repository-version" content="{API_VERSION}">\n'
-        f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
-        f"<h1>{html.escape(heading)}</h1>\n{body}</body>\n</html>\n"
-    ).encode()
-
-
-def render_project_html(name: str, stage: str, files: list[dict[str, Any]]) -> bytes:
-    rows = []
-    for f in files:
-        sha = f["hashes"]["sha256"]
-        attrs = [f'href="{html.escape(f["url"])}#sha256={sha}"']
-        if f.get("requires-python"):
-            attrs.append(f'data-requires-python="{html.escape(f["requires-python"])}"')
-        if f.get("core-metadata"):
-            m = f["core-metadata"]["sha256"]
-            attrs.append(f'data-dist-info-metadata="sha256={m}"')
-            attrs.append(f'data-core-metadata="sha256={m}"')
-        rows.append(
-            f"<tr><td><a {' '.join(attrs)}>{html.escape(f['filename'])}</a></td>"
-            f"<td>{html.escape(str(_version_of(f['filename'])))}</td>"
-            f'<td>{f["size"]:,}</td><td><code title="{sha}">{sha[:12]}</code></td>'
-            f"<td>{html.escape(f['upload-time'][:19].replace('T', ' '))} UTC</td></tr>\n"
-        )
-    body = (
-        f"<p>Stage <b>{html.escape(stage)}</b> &middot; {len(files)} file(s) &middot; "
-        '<a href="../">all projects</a></p>\n'
-        "<table>\n<tr><th>File</th><th>Version</th><th>Size (bytes)</th><th>sha256</th>"
-        "<th>Uploaded</th></tr>\n" + "".join(rows) + "</table>\n"
-    )
-    return _page(f"Links for {name}", f"Links for {name}", body)
-
-
-def render_root_html(stage: str, projects: list[dict[str, Any]]) -> bytes:
-    rows = "".join(
-        f'<tr><td><a href="{quote(p["name"])}/">{html.escape(p["name"])}</a></td>'
-        f"<td>{html.escape(p.get('_latest', ''))}</td><td>{p.get('_files', 0)}</td></tr>\n"
-        for p in projects
-    )
-    body = (
-        f"<p>Stage <b>{html.escape(stage)}</b> &middot; {len(projects)} project(s). "
-        "Install with <code>pip install --index-url &lt;this page's URL&gt; NAME</code>.</p>\n"
-        "<table>\n<tr><th>Project</th><th>Latest</th><th>Files</th></tr>\n" + rows + "</table>\n"
-    )
-    return _page(f"Simple index ({stage})", f"Simple index: {stage}", body)
-
-
-def _project_json(name: str, files: list[dict[str, Any]]) -> dict[str, Any]:
-    versions = sorted({_version_of(f["filename"]) for f in files})
-    return {
-        "meta": {"api-version": API_VERSION},
-        "name": name,
-        "versions": [str(v) for v in versions],
-        "files": files,
-    }
-
-
-def _dump(obj: Any) -> bytes:
-    return (json.dumps(obj, indent=1, sort_keys=False) + "\n").encode()
-
-
-@dataclass
-class Change:
-    """What a transaction does; printed by --dry-run and --json."""
-
-    stage: str
-    added: list[dict[str, Any]] = field(default_factory=list)  # {file, sha256, project, size}
-    unchanged: list[dict[str, Any]] = field(default_factory=list)
-    pages: list[str] = field(default_factory=list)  # relative to the stage dir
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "stage": self.stage,
-            "added": self.added,
-            "unchanged": self.unchanged,
-            "pages": self.pages,
-        }
-
-
 class StaticIndex:
-    """A directory holding one or more stages. See the module docstring for the layout."""
+    """A directory holding one or more stages. See the module docstring for the layout.
 
-    def __init__(self, root: Path) -> None:
+    ``on_step`` is called with each name in STEPS as a transaction reaches it (a test hook)."""
+
+    def __init__(self, root: Path, on_step: Callable[[str], None] | None = None) -> None:
         self.root = Path(root).absolute()
+        self._on_step = on_step
+
+    def _step(self, name: str) -> None:
+        if self._on_step is not None:
+            self._on_step(name)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -386,11 +154,12 @@ class StaticIndex:
 
     def _read_json(self, path: Path) -> dict[str, Any] | None:
         try:
-            return json.loads(path.read_bytes())
+            data: dict[str, Any] = json.loads(path.read_bytes())
         except FileNotFoundError:
             return None
+        return data
 
-    def project_files(self, stage: str, project: str) -> list[dict[str, Any]]:
+    def project_files(self, stage: str, project: str) -> list[FileEntry]:
         gen = self.live(stage)
         if gen is None:
             return []
@@ -419,7 +188,10 @@ class StaticIndex:
         live = {self.live(s) for s in self.stages()}
         for p in self.root.iterdir():
             if p.name.startswith(TMP_PREFIX):
-                p.unlink()
+                if p.is_dir() and not p.is_symlink():
+                    shutil.rmtree(p)
+                else:
+                    p.unlink()
                 removed.append(p)
         if gens.is_dir():
             for g in gens.iterdir():
@@ -430,51 +202,76 @@ class StaticIndex:
             log.debug(f"removed leftover {r}")
         return removed
 
-    # -- writing -------------------------------------------------------------------------------
+    # -- the transaction -----------------------------------------------------------------------
 
-    def _begin(self, stage: str) -> tuple[Path | None, Path]:
+    @contextlib.contextmanager
+    def _locked_clean(self) -> Iterator[None]:
+        with self.locked():
+            self.cleanup()
+            self._step("locked")
+            yield
+
+    def _transact(
+        self,
+        stage: str,
+        todo: Sequence[WheelInfo],
+        put: PutFiles,
+        *,
+        fresh: bool = False,
+        upload_time: Callable[[WheelInfo], str] | None = None,
+    ) -> None:
+        """The one write path (call with the lock held): begin a new generation of ``stage``
+        (hard links to the live one, or empty when ``fresh``), ``put`` each wheel's files into
+        it, merge their entries into the pages, and commit with the symlink swap."""
         live = self.live(stage)
+        new = self._begin(stage, None if fresh else live)
+        now = pages.now_iso()
+        new_files: dict[str, list[FileEntry]] = {}
+        for i, w in enumerate(todo):
+            put(w, new / "files")
+            if i == 0:
+                self._step("wheel-written")
+            when = upload_time(w) if upload_time else now
+            new_files.setdefault(w.name, []).append(pages.file_entry(w, when))
+        self._step("files-written")
+        self._write_pages(new, stage, new_files)
+        self._commit(stage, live, new)
+
+    def _begin(self, stage: str, base: Path | None) -> Path:
         gens = self.root / GENERATIONS
         gens.mkdir(exist_ok=True)
         stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S")
         new = gens / f"{stage}-{stamp}-{secrets.token_hex(4)}"
-        if live is not None:
-            _link_tree(live, new)
-        else:
-            (new / "files").mkdir(parents=True)
-            (new / "simple").mkdir()
-        (new / "files").mkdir(exist_ok=True)
+        if base is not None:
+            _link_tree(base, new)
+        (new / "files").mkdir(parents=True, exist_ok=True)
         (new / "simple").mkdir(exist_ok=True)
-        _pause("generation-linked")
-        return live, new
+        self._step("generation-linked")
+        return new
 
     def _commit(self, stage: str, live: Path | None, new: Path) -> None:
+        # The pages and files were written without a directory fsync each; make them all
+        # durable here, once, before the swap makes them visible.
         for d in [
             new,
             new / "files",
             new / "simple",
             *(p for p in (new / "simple").iterdir() if p.is_dir()),
         ]:
-            _fsync_dir(d)
+            fsutil.fsync_dir(d)
         link = self.stage_path(stage)
         tmp = self.root / f"{TMP_PREFIX}{secrets.token_hex(4)}-{stage}"
         os.symlink(os.path.relpath(new, self.root), tmp)
         os.replace(tmp, link)  # the commit: one atomic rename
-        _fsync_dir(self.root)
-        _pause("swapped")
+        fsutil.fsync_dir(self.root)
+        self._step("swapped")
         if live is not None:
             shutil.rmtree(live)
 
-    def _write_pages(
-        self, gen: Path, stage: str, new_files: dict[str, list[dict[str, Any]]]
-    ) -> list[str]:
+    def _write_pages(self, gen: Path, stage: str, new_files: dict[str, list[FileEntry]]) -> None:
         """Merge ``new_files`` (per project) into the project pages of ``gen`` and the root."""
-        pages: list[str] = []
         simple = gen / "simple"
-        root_data = self._read_json(simple / "index.json") or {
-            "meta": {"api-version": API_VERSION},
-            "projects": [],
-        }
+        root_data = self._read_json(simple / "index.json") or pages.root_json([])
         root_by_name = {p["name"]: p for p in root_data["projects"]}
         for project, entries in sorted(new_files.items()):
             pdir = simple / project
@@ -482,29 +279,26 @@ class StaticIndex:
             old = self._read_json(pdir / "index.json")
             files = list(old["files"]) if old else []
             files.extend(entries)
-            files.sort(key=lambda f: (_version_of(f["filename"]), f["filename"]))
-            pj = _project_json(project, files)
+            files.sort(key=lambda f: (pages.version_of(f["filename"]), f["filename"]))
+            pj = pages.project_json(project, files)
             # JSON first, HTML second; both are new inodes (temp + rename), never edited in place
-            write_atomic(pdir / "index.json", _dump(pj))
-            write_atomic(pdir / "index.html", render_project_html(project, stage, files))
-            pages += [f"simple/{project}/index.json", f"simple/{project}/index.html"]
+            _write(pdir / "index.json", pages.dump(pj))
+            _write(pdir / "index.html", pages.render_project_html(project, stage, files))
             root_by_name[project] = {
                 "name": project,
                 "_latest": pj["versions"][-1],
                 "_files": len(files),
             }
-        _pause("project-pages-written")
+        self._step("project-pages-written")
         projects = [root_by_name[n] for n in sorted(root_by_name)]
-        root_data = {"meta": {"api-version": API_VERSION}, "projects": projects}
-        write_atomic(simple / "index.json", _dump(root_data))
-        write_atomic(simple / "index.html", render_root_html(stage, projects))
-        pages += ["simple/index.json", "simple/index.html"]
-        _pause("root-written")
-        return pages
+        _write(simple / "index.json", pages.dump(pages.root_json(projects)))
+        _write(simple / "index.html", pages.render_root_html(stage, projects))
+        self._step("root-written")
 
     def _plan(self, stage: str, wheels: Sequence[WheelInfo]) -> tuple[Change, list[WheelInfo]]:
         """Check immutability against every stage; split into new and already-present."""
-        change = Change(stage=stage)
+        added: list[ChangeEntry] = []
+        unchanged: list[ChangeEntry] = []
         todo: list[WheelInfo] = []
         seen: dict[str, WheelInfo] = {}
         for w in wheels:
@@ -517,7 +311,7 @@ class StaticIndex:
                     )
                 continue
             seen[w.filename] = w
-            existing = self.existing_sha256(w.project, w.filename)
+            existing = self.existing_sha256(w.name, w.filename)
             for other_stage, digest in existing.items():
                 if digest != w.sha256:
                     where = self.root / other_stage / "files" / w.filename
@@ -527,24 +321,21 @@ class StaticIndex:
                         hint=f"files are immutable; bump the version or local label instead of "
                         f"replacing {where}",
                     )
-            entry = {
-                "file": w.filename,
-                "project": w.project,
-                "version": str(w.version),
-                "sha256": w.sha256,
-                "size": w.size,
-            }
+            entry = ChangeEntry(w.filename, w.name, str(w.version), w.sha256, w.size)
             if stage in existing:
-                change.unchanged.append(entry)
+                unchanged.append(entry)
             else:
-                change.added.append(entry)
+                added.append(entry)
                 todo.append(w)
-        projects = sorted({w.project for w in todo})
+        projects = sorted({w.name for w in todo})
+        touched: list[str] = []
         if todo:
-            change.pages = [
+            touched = [
                 p for n in projects for p in (f"simple/{n}/index.json", f"simple/{n}/index.html")
             ] + ["simple/index.json", "simple/index.html"]
-        return change, todo
+        return Change(stage, tuple(added), tuple(unchanged), tuple(touched)), todo
+
+    # -- the operations ------------------------------------------------------------------------
 
     def publish(
         self, wheels: Sequence[WheelInfo], stage: str = DEFAULT_STAGE, dry_run: bool = False
@@ -553,24 +344,15 @@ class StaticIndex:
         _check_stage_name(stage)
         if dry_run:
             return self._plan(stage, wheels)[0]
-        with self.locked():
-            self.cleanup()
-            _pause("locked")
+
+        def put(w: WheelInfo, files: Path) -> None:
+            fsutil.copy_atomic(w.path, files / w.filename, sync_dir=False)
+            _write(files / f"{w.filename}.metadata", w.metadata)
+
+        with self._locked_clean():
             change, todo = self._plan(stage, wheels)  # re-checked under the lock
-            if not todo:
-                return change
-            live, new = self._begin(stage)
-            now = _now_iso()
-            new_files: dict[str, list[dict[str, Any]]] = {}
-            for i, w in enumerate(todo):
-                copy_atomic(w.path, new / "files" / w.filename)
-                write_atomic(new / "files" / f"{w.filename}.metadata", w.metadata)
-                if i == 0:
-                    _pause("wheel-written")
-                new_files.setdefault(w.project, []).append(_file_entry(w, now))
-            _pause("files-written")
-            self._write_pages(new, stage, new_files)
-            self._commit(stage, live, new)
+            if todo:
+                self._transact(stage, todo, put)
             return change
 
     def promote(
@@ -598,10 +380,8 @@ class StaticIndex:
                 f"promote: {version!r} is not a valid version",
                 hint="give NAME==VERSION, e.g. flash-attn==2.8.3+rocm6.2",
             ) from exc
-        ctx = contextlib.nullcontext() if dry_run else self.locked()
-        with ctx:
-            if not dry_run:
-                self.cleanup()
+
+        def prepare() -> tuple[Change, list[WheelInfo], Path]:
             src_gen = self.live(src)
             if src_gen is None:
                 raise PublishError(
@@ -609,35 +389,30 @@ class StaticIndex:
                     hint=f"publish to it first: rocmbuild publish --stage {src}",
                 )
             entries = [
-                f for f in self.project_files(src, name) if _version_of(f["filename"]) == want
+                f for f in self.project_files(src, name) if pages.version_of(f["filename"]) == want
             ]
             if not entries:
                 raise PublishError(
                     f"promote: no files for {name}=={want} in stage {src!r} of {self.root}",
                     hint=f"see {self.root / src / 'simple' / name / 'index.html'}",
                 )
-            infos = [read_wheel(src_gen / "files" / f["filename"]) for f in entries]
+            infos = [read_wheel_for_publish(src_gen / "files" / f["filename"]) for f in entries]
             if broken_dir is not None:
                 check_not_broken(infos, broken_dir)
             change, todo = self._plan(dst, infos)
-            if dry_run or not todo:
-                return change
-            _pause("locked")
-            live, new = self._begin(dst)
-            now = _now_iso()
-            new_files: dict[str, list[dict[str, Any]]] = {}
-            for i, w in enumerate(todo):
-                _link_or_copy(src_gen / "files" / w.filename, new / "files" / w.filename)
-                _link_or_copy(
-                    src_gen / "files" / f"{w.filename}.metadata",
-                    new / "files" / f"{w.filename}.metadata",
-                )
-                if i == 0:
-                    _pause("wheel-written")
-                new_files.setdefault(w.project, []).append(_file_entry(w, now))
-            _pause("files-written")
-            self._write_pages(new, dst, new_files)
-            self._commit(dst, live, new)
+            return change, todo, src_gen
+
+        if dry_run:
+            return prepare()[0]
+        with self._locked_clean():
+            change, todo, src_gen = prepare()  # checked under the lock
+            if todo:
+
+                def put(w: WheelInfo, files: Path) -> None:
+                    for fn in (w.filename, f"{w.filename}.metadata"):
+                        _link_or_copy(src_gen / "files" / fn, files / fn)
+
+                self._transact(dst, todo, put)
             return change
 
     def regenerate(self, stage: str) -> float:
@@ -646,8 +421,7 @@ class StaticIndex:
         Used by the benchmark and for repair; one atomic transaction like publish.
         """
         t0 = time.perf_counter()
-        with self.locked():
-            self.cleanup()
+        with self._locked_clean():
             live = self.live(stage)
             if live is None:
                 raise PublishError(f"stage {stage!r} does not exist in {self.root}")
@@ -656,24 +430,43 @@ class StaticIndex:
             for p in root_data["projects"]:
                 for f in self.project_files(stage, p["name"]):
                     old_times[f["filename"]] = f["upload-time"]
-            gens = self.root / GENERATIONS
-            new = gens / f"{stage}-regen-{secrets.token_hex(4)}"
-            (new / "simple").mkdir(parents=True)
-            (new / "files").mkdir()
-            now = _now_iso()
-            new_files: dict[str, list[dict[str, Any]]] = {}
-            for wf in sorted((live / "files").glob("*.whl")):
-                _link_or_copy(wf, new / "files" / wf.name)
-                _link_or_copy(
-                    wf.with_name(wf.name + ".metadata"), new / "files" / (wf.name + ".metadata")
-                )
-                w = read_wheel(wf)
-                new_files.setdefault(w.project, []).append(
-                    _file_entry(w, old_times.get(w.filename, now))
-                )
-            self._write_pages(new, stage, new_files)
-            self._commit(stage, live, new)
+            wheels = [read_wheel_for_publish(wf) for wf in sorted((live / "files").glob("*.whl"))]
+            now = pages.now_iso()
+
+            def put(w: WheelInfo, files: Path) -> None:
+                for fn in (w.filename, f"{w.filename}.metadata"):
+                    _link_or_copy(live / "files" / fn, files / fn)
+
+            self._transact(
+                stage,
+                wheels,
+                put,
+                fresh=True,
+                upload_time=lambda w: old_times.get(w.filename, now),
+            )
         return time.perf_counter() - t0
+
+
+def _write(path: Path, data: bytes) -> None:
+    # the directories of a new generation are fsynced once, in _commit
+    fsutil.write_atomic(path, data, sync_dir=False)
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    """Into a new (not yet live) generation: a hard link, or a copy where links fail."""
+    try:
+        os.link(src, dst)
+    except OSError:
+        fsutil.copy_atomic(src, dst, sync_dir=False)
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    """Mirror ``src`` into ``dst`` with hard links (falls back to copies)."""
+    for dirpath, _dirs, filenames in os.walk(src):
+        rel = Path(dirpath).relative_to(src)
+        (dst / rel).mkdir(parents=True, exist_ok=True)
+        for fn in filenames:
+            _link_or_copy(Path(dirpath) / fn, dst / rel / fn)
 
 
 def _check_stage_name(stage: str) -> None:

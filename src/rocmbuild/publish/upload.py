@@ -6,9 +6,10 @@ when the page has no sha256). Identical bytes are a no-op; different bytes are r
 hashes. Only then is twine asked to upload the rest.
 
 Credentials: ``ROCMBUILD_INDEX_USER`` / ``ROCMBUILD_INDEX_PASSWORD``, else twine's own
-``TWINE_USERNAME`` / ``TWINE_PASSWORD``, else keyring (twine looks it up). They are passed to
-twine in memory only; nothing here prints, logs or stores them, and URLs are printed with any
-``user:password@`` part removed.
+``TWINE_USERNAME`` / ``TWINE_PASSWORD``, else the URL's ``user:password@``, else keyring (twine
+looks it up); ``credentials(url, env)`` picks them from the mapping it is given (the CLI passes
+os.environ). They are passed to twine in memory only; nothing here prints, logs or stores them,
+and URLs are printed with any ``user:password@`` part removed.
 """
 
 from __future__ import annotations
@@ -17,11 +18,10 @@ import base64
 import contextlib
 import hashlib
 import logging
-import os
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
@@ -29,7 +29,7 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from rocmbuild import log
 from rocmbuild.errors import PublishError
-from rocmbuild.publish.static_index import WheelInfo
+from rocmbuild.wheel import WheelInfo
 
 
 def redact(url: str) -> str:
@@ -52,16 +52,18 @@ class Credentials:
         return f"Credentials(username={self.username!r}, password=<hidden>)"
 
 
-def credentials(url: str) -> Credentials:
+def credentials(url: str, env: Mapping[str, str] | None = None) -> Credentials:
+    """The credentials for ``url``: from ``env`` (the CLI passes os.environ), else the URL."""
+    env = env or {}
     parts = urlsplit(url)
     user = (
-        os.environ.get("ROCMBUILD_INDEX_USER")
-        or os.environ.get("TWINE_USERNAME")
+        env.get("ROCMBUILD_INDEX_USER")
+        or env.get("TWINE_USERNAME")
         or (unquote(parts.username) if parts.username else None)
     )
     password = (
-        os.environ.get("ROCMBUILD_INDEX_PASSWORD")
-        or os.environ.get("TWINE_PASSWORD")
+        env.get("ROCMBUILD_INDEX_PASSWORD")
+        or env.get("TWINE_PASSWORD")
         or (unquote(parts.password) if parts.password else None)
     )
     return Credentials(user, password)
@@ -101,7 +103,8 @@ def _get(url: str, creds: Credentials) -> bytes | None:
     opener = urllib.request.build_opener(_SameHostRedirect)
     try:
         with opener.open(req, timeout=60) as resp:
-            return resp.read()
+            body: bytes = resp.read()
+            return body
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
             return None
@@ -133,33 +136,33 @@ def server_files(simple_url: str, project: str, creds: Credentials) -> dict[str,
     return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class UploadResult:
-    uploaded: list[str]
-    unchanged: list[str]
+    uploaded: tuple[str, ...]  # file names uploaded (or that would be, with dry_run)
+    unchanged: tuple[str, ...]  # already on the server with the same sha256
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"uploaded": self.uploaded, "unchanged": self.unchanged}
+    def to_json(self) -> dict[str, Any]:
+        return {"uploaded": list(self.uploaded), "unchanged": list(self.unchanged)}
 
 
 def upload(
     wheels: Sequence[WheelInfo],
     url: str,
+    creds: Credentials,
     simple_url: str | None = None,
     dry_run: bool = False,
     verbose: bool = False,
 ) -> UploadResult:
     """Check immutability against the server, then upload the new wheels with twine."""
-    creds = credentials(url)
     clean_url = redact(url)
     simple = redact(simple_url) if simple_url else urljoin(clean_url.rstrip("/") + "/", "simple/")
-    result = UploadResult([], [])
+    unchanged: list[str] = []
     todo: list[WheelInfo] = []
     cache: dict[str, dict[str, tuple[str, str]]] = {}
     for w in wheels:
-        if w.project not in cache:
-            cache[w.project] = server_files(simple, w.project, creds)
-        existing = cache[w.project].get(w.filename)
+        if w.name not in cache:
+            cache[w.name] = server_files(simple, w.name, creds)
+        existing = cache[w.name].get(w.filename)
         if existing is None:
             todo.append(w)
             continue
@@ -173,9 +176,8 @@ def upload(
                 f"(server sha256 {digest}, new sha256 {w.sha256})",
                 hint="files are immutable; bump the version or local label",
             )
-        result.unchanged.append(w.filename)
-    for w in todo:
-        result.uploaded.append(w.filename)
+        unchanged.append(w.filename)
+    result = UploadResult(tuple(w.filename for w in todo), tuple(unchanged))
     if dry_run or not todo:
         return result
     _twine_upload([str(w.path) for w in todo], clean_url, creds, verbose)

@@ -10,44 +10,43 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 import zipfile
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import parse_wheel_filename
 from wheel.wheelfile import WheelFile
 
-from rocmbuild import __version__
+from rocmbuild import __version__, fsutil, options
 from rocmbuild.digest import sha256_file
 from rocmbuild.errors import BuildError
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, StageResult, Status
 from rocmbuild.stages import Context, need
-
-PROVENANCE = "rocmbuild.json"
+from rocmbuild.wheel import PROVENANCE, WheelFormatError, parse_wheel_name
 
 
 def retag(src: Path, out_dir: Path, local: str, provenance: dict[str, Any]) -> Path:
     """Write ``src`` with ``+local`` appended to its version and rocmbuild.json added."""
-    version = parse_wheel_filename(src.name)[1]  # validates the name; parts keep their spelling
-    dist_name, old_version, *tag_parts = src.name[:-4].split("-")
-    old_namever = f"{dist_name}-{old_version}"
-    sep = "." if version.local else "+"
-    new_version = f"{version}{sep}{local}"
-    new_name = f"{dist_name}-{new_version}-{'-'.join(tag_parts)}.whl"
-    new_namever = f"{dist_name}-{new_version}"
+    parts = parse_wheel_name(src.name)  # the parts keep their spelling
+    old_namever = parts.namever
+    sep = "." if parts.version.local else "+"
+    new_version = f"{parts.version}{sep}{local}"
+    new_name = parts.with_version(new_version)
+    new_namever = f"{parts.distribution}-{new_version}"
     out_dir.mkdir(parents=True, exist_ok=True)
-    tmp_dir = Path(tempfile.mkdtemp(dir=out_dir, prefix=".tag-"))
-    tmp = tmp_dir / new_name  # WheelFile derives the dist-info name from the file name
+    final = out_dir / new_name
     # SOURCE_DATE_EPOCH keeps RECORD's zip timestamp fixed (zip cannot store dates before 1980).
-    saved = os.environ.get("SOURCE_DATE_EPOCH")
+    saved = options.env("SOURCE_DATE_EPOCH")
     os.environ["SOURCE_DATE_EPOCH"] = saved or "315532800"
     try:
-        with zipfile.ZipFile(src) as zin, WheelFile(tmp, "w") as zout:
+        # the temporary has the final name: WheelFile derives the dist-info name from it
+        with (
+            fsutil.atomic_path(final) as tmp,
+            zipfile.ZipFile(src) as zin,
+            WheelFile(tmp, "w") as zout,
+        ):
             for info in zin.infolist():
                 if info.is_dir():
                     continue
@@ -67,13 +66,10 @@ def retag(src: Path, out_dir: Path, local: str, provenance: dict[str, Any]) -> P
                 zout.writestr(new_info, data)
             blob = json.dumps(provenance, indent=2, sort_keys=True).encode()
             zout.writestr(f"{new_namever}.dist-info/{PROVENANCE}", blob)
-        final = out_dir / new_name
-        os.replace(tmp, final)
         return final
     finally:
         if saved is None:
             del os.environ["SOURCE_DATE_EPOCH"]
-        shutil.rmtree(tmp_dir, ignore_errors=True)
 
 
 def _set_version(metadata: bytes, version: str) -> bytes:
@@ -121,7 +117,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         tagged = retag(
             raw, ctx.log_dir.parent / f".{plan.short_key}-tagged", plan.local_version, provenance
         )
-    except (zipfile.BadZipFile, KeyError, ValueError) as exc:
+    except (zipfile.BadZipFile, KeyError, ValueError, WheelFormatError) as exc:
         raise BuildError(
             f"{raw.name}: cannot retag: {exc}",
             hint="the backend produced an unreadable wheel; see the build log",

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmbuild import __version__, config, log
+from rocmbuild import __version__, config, fsutil, log
 from rocmbuild.errors import UsageError, ValidationError
 from rocmbuild.results import StageResult, Status
 from rocmbuild.run import run as run_cmd
 from rocmbuild.validate import gate as baseline_gate
 from rocmbuild.validate import install as inst
 from rocmbuild.validate.attention import ADAPTERS, FAULTS
+from rocmbuild.wheel import WheelInfo
 
 ATTENTION_SCRIPT = Path(__file__).with_name("attention.py")
 KERNEL_TIMEOUT_S = 3600.0
@@ -132,7 +133,7 @@ def _audit(path: Path, archs: Sequence[str]) -> Step:
     return Step("passed" if a.ok else "failed", "; ".join(a.problems), a.to_json())
 
 
-def _pick_kernels(opts: ValidateOptions, infos: list[inst.WheelInfo],
+def _pick_kernels(opts: ValidateOptions, infos: list[WheelInfo],
                   env_torch: dict[str, Any] | None) -> list[str]:
     if opts.kernel != "auto":
         return [opts.kernel]
@@ -144,12 +145,13 @@ def _pick_kernels(opts: ValidateOptions, infos: list[inst.WheelInfo],
     return kernels
 
 
-def _runtime_env(infos: list[inst.WheelInfo]) -> dict[str, str]:
+def _runtime_env(infos: list[WheelInfo]) -> dict[str, str]:
     """Environment the wheels need at import time: rocmbuild.json's ``runtime_env`` (from the
     recipe variant, e.g. FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE for the flash-attn Triton one)."""
     env: dict[str, str] = {}
     for w in infos:
-        env.update({str(k): str(v) for k, v in ((w.meta or {}).get("runtime_env") or {}).items()})
+        runtime_env = (w.provenance or {}).get("runtime_env") or {}
+        env.update({str(k): str(v) for k, v in runtime_env.items()})
     return env
 
 
@@ -193,7 +195,7 @@ def run(wheels: Sequence[Path], archs: Sequence[str] = (),
     ws.root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f"validate-{stamp}-", dir=ws.root))
     logf = ws.logs / f"validate-{stamp}.log"
-    reports = {w.path: WheelReport(w.path.name, w.name, w.version) for w in infos}
+    reports = {w.path: WheelReport(w.path.name, w.display_name, str(w.version)) for w in infos}
 
     venv = inst.create_venv(tmp / "venv", logf, opts.torch_from)
     env_extra = _runtime_env(infos)
@@ -208,10 +210,10 @@ def run(wheels: Sequence[Path], archs: Sequence[str] = (),
         else:
             rep.steps["install"] = Step("passed", f"installed in an isolated venv (torch from "
                                         f"{venv.torch_from or 'system site-packages'})")
-        g = inst.guard(w.meta, env_torch, w.native, w.path.name)
+        g = inst.guard(w.provenance, env_torch, w.native, w.path.name)
         if g.problems:
             rep.steps["guard"] = Step("failed", "; ".join(g.problems) + ". "
-                                      + inst.guard_hint(w.meta), g.checked)
+                                      + inst.guard_hint(w.provenance), g.checked)
         elif g.warnings:
             rep.steps["guard"] = Step("warning", "; ".join(g.warnings), g.checked)
         else:
@@ -228,7 +230,7 @@ def run(wheels: Sequence[Path], archs: Sequence[str] = (),
                 rep.steps["import"] = Step("passed", "imported " + ", ".join(w.top_level))
         else:
             rep.steps["import"] = Step("skipped", "install failed")
-        want = list(archs) or list((w.meta or {}).get("archs") or [])
+        want = list(archs) or list((w.provenance or {}).get("archs") or [])
         rep.steps["audit"] = _audit(w.path, want)
 
     kernels: dict[str, Any] = {"runs": []}
@@ -298,7 +300,7 @@ def _write_outputs(report: ValidationReport, opts: ValidateOptions) -> None:
                        (opts.html_out, lambda: render.to_html(data))):
         if path:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(text())
+            fsutil.write_atomic(Path(path), text())
             report.paths[str(path)] = "written"
 
 

@@ -14,7 +14,6 @@ import json
 import os
 import re
 import sys
-import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,81 +22,26 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from rocmbuild import fsutil, wheel
 from rocmbuild.errors import UsageError, ValidationError
 from rocmbuild.run import run
+from rocmbuild.wheel import WheelInfo
 
 # Requirements never installed from an index by the validator.
 NEVER_INSTALL = {"torch", "pytorch-triton-rocm"}
 
 
-@dataclass(frozen=True)
-class WheelInfo:
-    path: Path
-    name: str
-    version: str
-    top_level: tuple[str, ...]
-    requires: tuple[str, ...]
-    native: bool  # holds a shared library: bound to the torch C++ ABI it was built against
-    meta: dict[str, Any] | None  # *.dist-info/rocmbuild.json, None when absent
-
-
 def read_wheel(path: Path) -> WheelInfo:
-    """Read name, version, top-level modules, requirements and rocmbuild.json from a wheel."""
+    """``rocmbuild.wheel.read_wheel``, its errors as this command's: a missing or non-.whl path
+    is a UsageError, a malformed wheel a ValidationError."""
     if not path.is_file():
         raise UsageError(f"{path}: no such wheel file", hint="pass paths to .whl files")
     if path.suffix != ".whl":
         raise UsageError(f"{path}: not a .whl file", hint="pass paths to .whl files")
     try:
-        zf = zipfile.ZipFile(path)
-    except zipfile.BadZipFile as exc:
-        raise ValidationError(f"{path}: not a valid wheel (bad zip: {exc})",
-                              hint="rebuild the wheel") from exc
-    with zf:
-        names = zf.namelist()
-        dist_infos = sorted({n.split("/")[0] for n in names if n.split("/")[0].endswith(
-            ".dist-info")})
-        if not dist_infos:
-            raise ValidationError(f"{path}: no .dist-info directory",
-                                  hint="rebuild the wheel")
-        di = dist_infos[0]
-        metadata = zf.read(f"{di}/METADATA").decode("utf-8", "replace")
-        name = _header(metadata, "Name") or di.rsplit("-", 1)[0]
-        version = _header(metadata, "Version") or ""
-        requires = tuple(m.strip() for m in re.findall(r"^Requires-Dist:(.*)$", metadata,
-                                                       re.MULTILINE))
-        if f"{di}/top_level.txt" in names:
-            top = zf.read(f"{di}/top_level.txt").decode().split()
-        else:
-            top = _top_level_from_names(names)
-        meta = None
-        if f"{di}/rocmbuild.json" in names:
-            try:
-                meta = json.loads(zf.read(f"{di}/rocmbuild.json"))
-            except json.JSONDecodeError as exc:
-                raise ValidationError(f"{path}: {di}/rocmbuild.json is not valid JSON ({exc})",
-                                      hint="rebuild the wheel with rocmbuild") from exc
-        native = any(re.search(r"\.so(\.\d+)*$", n) for n in names)
-    return WheelInfo(path, name, version, tuple(sorted(set(top))), requires, native, meta)
-
-
-def _header(metadata: str, key: str) -> str | None:
-    m = re.search(rf"^{key}:\s*(.+)$", metadata, re.MULTILINE)
-    return m.group(1).strip() if m else None
-
-
-def _top_level_from_names(names: list[str]) -> list[str]:
-    top = set()
-    for n in names:
-        first = n.split("/")[0]
-        if first.endswith((".dist-info", ".data")) or first.endswith(".pth"):
-            continue
-        if "/" in n:
-            top.add(first)
-        elif n.endswith(".py"):
-            top.add(n[:-3])
-        elif ".so" in n:
-            top.add(n.split(".")[0])
-    return sorted(top)
+        return wheel.read_wheel(path)
+    except wheel.WheelFormatError as exc:
+        raise ValidationError(exc.message, hint=exc.hint) from exc
 
 
 def requirements_to_install(wheels: list[WheelInfo]) -> list[str]:
@@ -105,7 +49,7 @@ def requirements_to_install(wheels: list[WheelInfo]) -> list[str]:
     own = {canonicalize_name(w.name) for w in wheels}
     out: list[str] = []
     for w in wheels:
-        for spec in w.requires:
+        for spec in w.requires_dist:
             try:
                 req = Requirement(spec)
             except InvalidRequirement:
@@ -171,7 +115,7 @@ def create_venv(root: Path, log: Path, torch_from: Path | None = None) -> Venv:
     site = next((root / "lib").glob("python3*/site-packages"))
     if torch_from is not None:
         # Appended after the venv's own site-packages, so the wheels under test win.
-        (site / "_rocmbuild_torch.pth").write_text(f"{torch_from}\n")
+        fsutil.write_atomic(site / "_rocmbuild_torch.pth", f"{torch_from}\n")
     return Venv(root, py, torch_from, log, pip or [str(py), "-m", "pip"])
 
 
@@ -222,7 +166,8 @@ def probe(venv: Venv, modules: list[str], extra_env: dict[str, str] | None = Non
             log_path=venv.log, capture=True, check=False, cwd=venv.root)
     for line in r.output.splitlines():
         if line.startswith("@@ROCMBUILD@@"):
-            return json.loads(line[len("@@ROCMBUILD@@"):])
+            found: dict[str, Any] = json.loads(line[len("@@ROCMBUILD@@"):])
+            return found
     tail = "\n".join(r.output.splitlines()[-15:])
     return {"torch": None, "imports": {m: {"ok": False, "error": f"the import probe crashed "
                                            f"(exit {r.returncode}): {tail}"} for m in modules}}

@@ -1,0 +1,127 @@
+"""The pages of a static index: PEP 691 JSON and PEP 503 HTML, rendered from file entries.
+
+A file entry is the PEP 691 JSON object of one file (``filename``, ``url``, ``hashes``,
+``requires-python``, ``core-metadata`` (PEP 714) and its older name ``dist-info-metadata``
+(PEP 658), ``yanked``, and PEP 700's ``size`` and ``upload-time``). The entries are kept in that
+wire format because the project's ``index.json`` on disk is the index's source of truth: they are
+read back from it on the next transaction. The HTML pages carry the same data as attributes.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import html
+import json
+from typing import Any
+from urllib.parse import quote
+
+from packaging.utils import parse_wheel_filename
+from packaging.version import Version
+
+from rocmbuild.wheel import WheelInfo
+
+API_VERSION = "1.1"
+
+FileEntry = dict[str, Any]  # one PEP 691 file object, as stored in a project's index.json
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def file_entry(w: WheelInfo, upload_time: str) -> FileEntry:
+    meta_sha = hashlib.sha256(w.metadata).hexdigest()
+    return {
+        "filename": w.filename,
+        "url": f"../../files/{quote(w.filename)}",
+        "hashes": {"sha256": w.sha256},
+        "requires-python": w.requires_python,
+        "core-metadata": {"sha256": meta_sha},
+        "dist-info-metadata": {"sha256": meta_sha},
+        "yanked": False,
+        "size": w.size,
+        "upload-time": upload_time,
+    }
+
+
+def version_of(filename: str) -> Version:
+    return parse_wheel_filename(filename)[1]
+
+
+def project_json(name: str, files: list[FileEntry]) -> dict[str, Any]:
+    versions = sorted({version_of(f["filename"]) for f in files})
+    return {
+        "meta": {"api-version": API_VERSION},
+        "name": name,
+        "versions": [str(v) for v in versions],
+        "files": files,
+    }
+
+
+def root_json(projects: list[dict[str, Any]]) -> dict[str, Any]:
+    """``projects``: ``{"name", "_latest", "_files"}`` each (PEP 691 reserves ``_`` keys for
+    private use); the root keeps them so adding a wheel rewrites only its project's pages."""
+    return {"meta": {"api-version": API_VERSION}, "projects": projects}
+
+
+def dump(obj: Any) -> bytes:
+    return (json.dumps(obj, indent=1, sort_keys=False) + "\n").encode()
+
+
+_CSS = (
+    "body{font-family:system-ui,sans-serif;margin:2em;color:#222}"
+    "h1{font-size:1.5em}table{border-collapse:collapse}"
+    "th,td{padding:.3em .8em;border-bottom:1px solid #ddd;text-align:left}"
+    "th{background:#f0f3f7}code{font-size:.9em}a{color:#0645ad}"
+)
+
+
+def _page(title: str, heading: str, body: str) -> bytes:
+    return (
+        "<!DOCTYPE html>\n<html>\n<head>\n"
+        '<meta charset="utf-8">\n'
+        f'<meta name="pypi:repository-version" content="{API_VERSION}">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+        f"<h1>{html.escape(heading)}</h1>\n{body}</body>\n</html>\n"
+    ).encode()
+
+
+def render_project_html(name: str, stage: str, files: list[FileEntry]) -> bytes:
+    rows = []
+    for f in files:
+        sha = f["hashes"]["sha256"]
+        attrs = [f'href="{html.escape(f["url"])}#sha256={sha}"']
+        if f.get("requires-python"):
+            attrs.append(f'data-requires-python="{html.escape(f["requires-python"])}"')
+        if f.get("core-metadata"):
+            m = f["core-metadata"]["sha256"]
+            attrs.append(f'data-dist-info-metadata="sha256={m}"')
+            attrs.append(f'data-core-metadata="sha256={m}"')
+        rows.append(
+            f"<tr><td><a {' '.join(attrs)}>{html.escape(f['filename'])}</a></td>"
+            f"<td>{html.escape(str(version_of(f['filename'])))}</td>"
+            f'<td>{f["size"]:,}</td><td><code title="{sha}">{sha[:12]}</code></td>'
+            f"<td>{html.escape(f['upload-time'][:19].replace('T', ' '))} UTC</td></tr>\n"
+        )
+    body = (
+        f"<p>Stage <b>{html.escape(stage)}</b> &middot; {len(files)} file(s) &middot; "
+        '<a href="../">all projects</a></p>\n'
+        "<table>\n<tr><th>File</th><th>Version</th><th>Size (bytes)</th><th>sha256</th>"
+        "<th>Uploaded</th></tr>\n" + "".join(rows) + "</table>\n"
+    )
+    return _page(f"Links for {name}", f"Links for {name}", body)
+
+
+def render_root_html(stage: str, projects: list[dict[str, Any]]) -> bytes:
+    rows = "".join(
+        f'<tr><td><a href="{quote(p["name"])}/">{html.escape(p["name"])}</a></td>'
+        f"<td>{html.escape(p.get('_latest', ''))}</td><td>{p.get('_files', 0)}</td></tr>\n"
+        for p in projects
+    )
+    body = (
+        f"<p>Stage <b>{html.escape(stage)}</b> &middot; {len(projects)} project(s). "
+        "Install with <code>pip install --index-url &lt;this page's URL&gt; NAME</code>.</p>\n"
+        "<table>\n<tr><th>Project</th><th>Latest</th><th>Files</th></tr>\n" + rows + "</table>\n"
+    )
+    return _page(f"Simple index ({stage})", f"Simple index: {stage}", body)
