@@ -24,6 +24,14 @@ def register(sub: common.Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rocmbuild import publish
+    from rocmbuild import publish as pub
+    from rocmbuild.commands.publish import PAUSE_VARS, env_of, index_and_broken, print_result
 
-    return publish.cli_promote(args)
+    name, version = pub.parse_pin(args.spec)
+    index, broken = index_and_broken(args)
+    opts = pub.PromoteOptions(index=index, project=name, version=version,
+                              from_stage=args.from_stage, to_stage=args.to_stage,
+                              dry_run=args.dry_run, broken_dir=broken,
+                              on_step=pub.pause_hook(env_of(PAUSE_VARS)))
+    print_result(pub.promote(opts), args.json)
+    return 0

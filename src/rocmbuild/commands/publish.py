@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rocmbuild.commands import common
+
+if TYPE_CHECKING:
+    from rocmbuild.publish import PublishResult
 
 
 def register(sub: common.Subparsers) -> None:
@@ -25,7 +30,71 @@ def register(sub: common.Subparsers) -> None:
     p.set_defaults(handler=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from rocmbuild import publish
+CREDENTIAL_VARS = ("ROCMBUILD_INDEX_USER", "ROCMBUILD_INDEX_PASSWORD", "TWINE_USERNAME",
+                   "TWINE_PASSWORD")
+PAUSE_VARS = ("ROCMBUILD_PUBLISH_PAUSE_AT", "ROCMBUILD_PUBLISH_PAUSE_MARKER",
+              "ROCMBUILD_PUBLISH_PAUSE_SECONDS")
 
-    return publish.cli_publish(args)
+
+def env_of(names: tuple[str, ...]) -> dict[str, str]:
+    from rocmbuild import options
+
+    return {n: v for n in names if (v := options.env(n)) is not None}
+
+
+def index_and_broken(args: argparse.Namespace) -> tuple[str, Path]:
+    """--index / ROCMBUILD_INDEX / [tool.rocmbuild] index, else <workdir>/index; and broken/."""
+    from rocmbuild import config, options
+
+    ws = config.workspace(args.workdir, args.cache_dir)
+    return str(options.resolve("index", args.index, str(ws.index))), ws.broken
+
+
+def run(args: argparse.Namespace) -> int:
+    from rocmbuild import options
+    from rocmbuild import publish as pub
+    from rocmbuild.publish import upload
+
+    index, broken = index_and_broken(args)
+    opts = pub.PublishOptions(
+        index=index,
+        stage=args.stage,
+        simple_url=options.resolve("simple_url", args.simple_url),
+        dry_run=args.dry_run,
+        verbose=args.verbose > 0,
+        broken_dir=broken,
+        credentials=upload.credentials(index, env_of(CREDENTIAL_VARS)) if pub.is_url(index)
+        else None,
+        on_step=pub.pause_hook(env_of(PAUSE_VARS)),
+    )
+    print_result(pub.publish([Path(w) for w in args.wheels], opts), args.json)
+    return 0
+
+
+def print_result(res: PublishResult, as_json: bool) -> None:
+    from rocmbuild import log
+
+    if as_json:
+        common.print_json(res.to_json())
+        return
+    if res.upload is not None:
+        verb = "would upload" if res.dry_run else "uploaded"
+        for f in res.upload.uploaded:
+            log.info(f"{verb} {f} -> {res.index}")
+        for f in res.upload.unchanged:
+            log.info(f"unchanged {f} (same sha256 already on {res.index})")
+        return
+    change = res.change
+    assert change is not None
+    verb = "would add" if res.dry_run else "added"
+    for a in change.added:
+        log.info(f"{verb} {a.file} (sha256 {a.sha256[:12]}) -> {res.index}/{change.stage}")
+    for u in change.unchanged:
+        log.info(f"unchanged {u.file} (identical bytes already in {change.stage})")
+    if change.pages:
+        log.info(("would rewrite " if res.dry_run else "rewrote ") + ", ".join(change.pages))
+    if not change.added:
+        log.info("nothing to do")
+    elif not res.dry_run:
+        simple = Path(res.index) / change.stage / "simple"
+        log.info(f"pip install --index-url {simple.as_uri()}/ ...")

@@ -5,15 +5,12 @@ of an index server (twine upload, see ``upload``).
 
 Domain API: ``publish(wheels, PublishOptions) -> PublishResult`` and
 ``promote(PromoteOptions) -> PublishResult``. They take plain values and read no environment;
-``cli_publish`` / ``cli_promote`` at the end turn the command line (and ROCMBUILD_INDEX, the
+``rocmbuild.commands.publish`` / ``.promote`` turn the command line (and ROCMBUILD_INDEX, the
 credentials variables and the test pause hook) into those values and print the result.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -21,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rocmbuild import config, log
 from rocmbuild.errors import PublishError, UsageError
 from rocmbuild.publish import upload as _upload
 from rocmbuild.publish.checks import check_not_broken, read_wheel_for_publish
@@ -135,21 +131,6 @@ def promote(options: PromoteOptions) -> PublishResult:
     return PublishResult(str(idx.root), options.dry_run, change=change)
 
 
-# ---------------------------------------------------------------------------------------------
-# thin command-line adapters (the environment is read here, not in the domain functions)
-
-
-def _index_arg(args: argparse.Namespace) -> str:
-    index = args.index or os.environ.get("ROCMBUILD_INDEX")
-    if index:
-        return str(index)
-    return str(config.workspace(args.workdir, args.cache_dir).index)
-
-
-def _broken_dir(args: argparse.Namespace) -> Path:
-    return config.workspace(args.workdir, args.cache_dir).broken
-
-
 def pause_hook(env: Mapping[str, str]) -> Callable[[str], None] | None:
     """The test hook: ROCMBUILD_PUBLISH_PAUSE_AT=<step> writes ROCMBUILD_PUBLISH_PAUSE_MARKER (a
     path) and sleeps ROCMBUILD_PUBLISH_PAUSE_SECONDS (60) at that step, so a test can kill -9
@@ -168,63 +149,3 @@ def pause_hook(env: Mapping[str, str]) -> Callable[[str], None] | None:
         time.sleep(seconds)
 
     return pause
-
-
-def cli_publish(args: argparse.Namespace) -> int:
-    index = _index_arg(args)
-    opts = PublishOptions(
-        index=index,
-        stage=args.stage,
-        simple_url=args.simple_url,
-        dry_run=args.dry_run,
-        verbose=args.verbose > 0,
-        broken_dir=_broken_dir(args),
-        credentials=_upload.credentials(index, os.environ) if is_url(index) else None,
-        on_step=pause_hook(os.environ),
-    )
-    res = publish([Path(w) for w in args.wheels], opts)
-    _print_result(res, args.json)
-    return 0
-
-
-def cli_promote(args: argparse.Namespace) -> int:
-    name, version = parse_pin(args.spec)
-    opts = PromoteOptions(
-        index=_index_arg(args),
-        project=name,
-        version=version,
-        from_stage=args.from_stage,
-        to_stage=args.to_stage,
-        dry_run=args.dry_run,
-        broken_dir=_broken_dir(args),
-        on_step=pause_hook(os.environ),
-    )
-    _print_result(promote(opts), args.json)
-    return 0
-
-
-def _print_result(res: PublishResult, as_json: bool) -> None:
-    if as_json:
-        log.out.print_json(json.dumps(res.to_json()))
-        return
-    if res.upload is not None:
-        verb = "would upload" if res.dry_run else "uploaded"
-        for f in res.upload.uploaded:
-            log.info(f"{verb} {f} -> {res.index}")
-        for f in res.upload.unchanged:
-            log.info(f"unchanged {f} (same sha256 already on {res.index})")
-        return
-    change = res.change
-    assert change is not None
-    verb = "would add" if res.dry_run else "added"
-    for a in change.added:
-        log.info(f"{verb} {a.file} (sha256 {a.sha256[:12]}) -> {res.index}/{change.stage}")
-    for u in change.unchanged:
-        log.info(f"unchanged {u.file} (identical bytes already in {change.stage})")
-    if change.pages:
-        log.info(("would rewrite " if res.dry_run else "rewrote ") + ", ".join(change.pages))
-    if not change.added:
-        log.info("nothing to do")
-    elif not res.dry_run:
-        simple = Path(res.index) / change.stage / "simple"
-        log.info(f"pip install --index-url {simple.as_uri()}/ ...")

@@ -7,7 +7,7 @@ hashes. Only then is twine asked to upload the rest.
 
 Credentials: ``ROCMBUILD_INDEX_USER`` / ``ROCMBUILD_INDEX_PASSWORD``, else twine's own
 ``TWINE_USERNAME`` / ``TWINE_PASSWORD``, else the URL's ``user:password@``, else keyring (twine
-looks it up); ``credentials(url, env)`` picks them from the mapping it is given (the CLI passes
+looks it up); ``credentials(url, env)`` picks them from the mapping it is given (the command passes
 os.environ). They are passed to twine in memory only; nothing here prints, logs or stores them,
 and URLs are printed with any ``user:password@`` part removed.
 """
@@ -53,7 +53,8 @@ class Credentials:
 
 
 def credentials(url: str, env: Mapping[str, str] | None = None) -> Credentials:
-    """The credentials for ``url``: from ``env`` (the CLI passes os.environ), else the URL."""
+    """The credentials for ``url``: from ``env`` (the command passes the credential variables),
+    else the URL."""
     env = env or {}
     parts = urlsplit(url)
     user = (

@@ -122,16 +122,21 @@ def pip_install(index_url: str, target: Path, spec: str) -> subprocess.Completed
     )
 
 
-def wait_for_http(url: str, proc: subprocess.Popen[bytes], what: str, seconds: float = 15) -> None:
-    """Poll ``url`` until it answers; fail at once if ``proc`` dies, or after ``seconds``."""
+def wait_for_http(url: str, proc: subprocess.Popen[bytes], what: str, seconds: float = 120,
+                  log: Path | None = None) -> None:
+    """Poll ``url`` until it answers; fail at once if ``proc`` dies, or after ``seconds`` (long:
+    devpi-server took over 15 s to start on a loaded 2-core machine). ``log``, the server's
+    output, is shown when it fails."""
     deadline = time.monotonic() + seconds
     while True:
         try:
-            urllib.request.urlopen(url, timeout=1).read()
+            urllib.request.urlopen(url, timeout=2).read()
             return
         except OSError:
-            if proc.poll() is not None:
-                raise AssertionError(f"{what} exited with {proc.returncode}") from None
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{what} did not answer {url} in {seconds:g}s") from None
-            time.sleep(0.05)
+            why = (f"{what} exited with {proc.returncode}" if proc.poll() is not None else
+                   f"{what} did not answer {url} in {seconds:g}s"
+                   if time.monotonic() > deadline else None)
+            if why:
+                tail = log.read_text(errors="replace")[-3000:] if log and log.exists() else ""
+                raise AssertionError(why + (f"; its log ends:\n{tail}" if tail else "")) from None
+            time.sleep(0.1)

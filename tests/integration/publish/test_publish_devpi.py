@@ -65,6 +65,8 @@ def devpi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         capture_output=True,
     )
     port = free_port()
+    log = root / "devpi-server.log"
+    log_file = log.open("wb")
     proc = subprocess.Popen(
         [
             str(VENV / "bin" / "devpi-server"),
@@ -75,12 +77,12 @@ def devpi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             "--port",
             str(port),
         ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
         env=env,
     )
     base = f"http://127.0.0.1:{port}"
-    wait_for_http(base + "/+api", proc, "devpi-server")
+    wait_for_http(base + "/+api", proc, "devpi-server", log=log)
     _call("PUT", f"{base}/{USER}", {"password": PASSWORD})
     token = _call("POST", f"{base}/+login", {"user": USER, "password": PASSWORD})
     auth = base64.b64encode(f"{USER}:{token['result']['password']}".encode()).decode()
@@ -93,6 +95,7 @@ def devpi(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield f"{base}/{USER}/rel/"
     proc.terminate()
     proc.wait(15)
+    log_file.close()
 
 
 def test_devpi_upload_noop_refuse_install(devpi: str, tmp_path: Path) -> None:

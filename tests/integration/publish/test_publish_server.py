@@ -52,10 +52,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, objec
         env=clean_env(),
     )
     url = f"http://127.0.0.1:{port}/"
-    try:
-        wait_for_http(url + "simple/", proc, "pypiserver")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}: {log.read_text()}") from None
+    wait_for_http(url + "simple/", proc, "pypiserver", log=log)
     yield {"url": url, "packages": packages, "log": log}
     proc.terminate()
     proc.wait(10)
