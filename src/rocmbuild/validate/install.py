@@ -222,7 +222,8 @@ def probe(venv: Venv, modules: list[str], extra_env: dict[str, str] | None = Non
             log_path=venv.log, capture=True, check=False, cwd=venv.root)
     for line in r.output.splitlines():
         if line.startswith("@@ROCMBUILD@@"):
-            return json.loads(line[len("@@ROCMBUILD@@"):])
+            facts: dict[str, Any] = json.loads(line[len("@@ROCMBUILD@@"):])
+            return facts
     tail = "\n".join(r.output.splitlines()[-15:])
     return {"torch": None, "imports": {m: {"ok": False, "error": f"the import probe crashed "
                                            f"(exit {r.returncode}): {tail}"} for m in modules}}
