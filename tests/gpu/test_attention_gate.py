@@ -45,3 +45,25 @@ def test_hipattn_adapter_skips_off_amd():
     res = harness.gate("hipattn", quick=True)
     assert res["status"] == "skipped"
     assert "AMD hosts only" in res["reason"]
+
+
+def test_gate_runs_as_a_copied_package(tmp_path):
+    """As the validation venv runs it: the directory copied under another name, `python -m`."""
+    import json
+    import shutil
+    import sys
+    from pathlib import Path
+
+    from rocmbuild.results import Status
+    from rocmbuild.run import run
+    from rocmbuild.validate import kernelgate
+    from rocmbuild.validate.kernelrun import KernelRun
+
+    shutil.copytree(Path(kernelgate.__file__).parent, tmp_path / "gatepkg",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path / "sdpa.json"
+    run([sys.executable, "-m", "gatepkg", "--kernel", "sdpa", "--quick", "--no-throughput",
+         "--json", out], cwd=tmp_path)
+    res = KernelRun.from_json(json.loads(out.read_text()))
+    assert res.status is Status.SUCCESS and res.device is not None
+    assert res.correctness and all(c.status is not Status.FAILED for c in res.correctness)

@@ -21,6 +21,7 @@ audit, and the attention kernel gate on a GPU.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from rocmbuild import config, log
@@ -51,13 +52,20 @@ def cli_validate(args: argparse.Namespace) -> int:
     if not args.wheels and args.kernel == "auto":
         raise UsageError("validate: no wheels given",
                          hint="pass .whl files, or --kernel sdpa to check the harness alone")
+    # `--json FILE` today; `--json` (stdout) with `--json-file FILE` once --json means stdout in
+    # every command.
+    to_stdout = args.json is True
+    json_file = args.json if isinstance(args.json, str) else getattr(args, "json_file", None)
     opts = ValidateOptions(
         workdir=str(config.workspace(args.workdir).root), torch_from=_path(args.torch_from),
         kernels=args.kernels, kernel=args.kernel, quick=args.quick,
         inject_fault=args.inject_fault, cross_check=args.cross_check,
-        baseline=_path(args.baseline), json_out=_path(args.json), md_out=_path(args.md),
+        baseline=_path(args.baseline), json_out=_path(json_file), md_out=_path(args.md),
         html_out=_path(args.html), move_broken=not args.keep_broken, keep_venv=args.keep_venv)
     rep = run([Path(w) for w in args.wheels], parse_archs(args.arch) if args.arch else (), opts)
-    log.out.print(render.to_markdown(rep.to_json()), markup=False)
-    raise_if_failed(rep, opts)
+    if to_stdout:
+        log.out.print_json(json.dumps(rep.to_json(), default=str))
+    else:
+        log.out.print(render.to_markdown(rep.to_json()), markup=False)
+    raise_if_failed(rep, opts, shown=not to_stdout)
     return 0

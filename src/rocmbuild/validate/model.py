@@ -126,8 +126,8 @@ class ValidationReport:
         return out
 
     def stage_result(self) -> StageResult:
-        """The pipeline's validate stage: FAILED on any failure, else SUCCESS; the report itself
-        under artifacts["validation"]."""
+        """The pipeline's validate stage: FAILED on any failure, else SUCCESS, with a one-line
+        reason and the validation log. The report itself is in the files it was written to."""
         if self.ok:
             kernels = self.kernels.status.value + (f" ({self.kernels.reason})"
                                                    if self.kernels.reason else "")
@@ -135,7 +135,7 @@ class ValidationReport:
         else:
             reason = "; ".join(self.failures[:3])
         return StageResult(Status.SUCCESS if self.ok else Status.FAILED, self.duration_s,
-                           reason, self.environment.log, {"validation": self})
+                           reason, self.environment.log)
 
     def to_json(self) -> dict[str, Any]:
         return {"rocmbuild_version": __version__, "created": self.created,
