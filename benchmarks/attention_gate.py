@@ -70,7 +70,7 @@ def cases_summary(data: dict) -> str:
             for n, v in c["errors"].items():
                 key = (c["dtype"], "fwd" if n == "out" else "bwd")
                 worst[key] = max(worst.get(key, 0.0), v)
-        n_ok = sum(c["status"] == "passed" for c in cs)
+        n_ok = sum(c["status"] in ("success", "passed") for c in cs)  # "passed": older reports
         n_skip = sum(c["status"] == "skipped" for c in cs)
         out.append(f"{run_.get('kernel')}: {n_ok}/{len(cs)} passed, {n_skip} skipped; worst rel "
                    "err " + ", ".join(f"{k[0]} {k[1]} {v:.2e}" for k, v in sorted(worst.items())))

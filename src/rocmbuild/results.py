@@ -12,10 +12,31 @@ if TYPE_CHECKING:
 
 
 class Status(enum.Enum):
+    """The one status vocabulary: pipeline stages, validation steps, kernel cases and reports.
+
+    SUCCESS: it ran and passed. WARNING: it ran and passed, with something the user should read
+    (a validation step: e.g. a pure-Python wheel built against another torch). FAILED: it ran and
+    failed. SKIPPED: it did not run; the reason says why (never counted as a pass). CACHED: a
+    stage's work was found in the cache.
+    """
+
     SUCCESS = "success"
+    WARNING = "warning"
     FAILED = "failed"
     SKIPPED = "skipped"
     CACHED = "cached"
+
+    @property
+    def failed(self) -> bool:
+        return self is Status.FAILED
+
+    @classmethod
+    def parse(cls, text: object) -> Status:
+        """Read a status from JSON: our own values, and the kernel gate's (and reports written
+        before there was one vocabulary) ``passed``. Anything else is a ValueError."""
+        if text == "passed":
+            return cls.SUCCESS
+        return cls(text)
 
 
 @dataclass(frozen=True)

@@ -13,25 +13,25 @@ torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(
     not torch.cuda.is_available(), reason="no GPU: torch.cuda.is_available() is False")]
 
-from rocmbuild.validate import attention  # noqa: E402
+from rocmbuild.validate.kernelgate import FAULTS, harness  # noqa: E402
 
 
 def test_sdpa_passes_correctness():
-    res = attention.gate("sdpa", quick=True, throughput=False)
+    res = harness.gate("sdpa", quick=True, throughput=False)
     assert res["status"] == "passed", res.get("failures")
     statuses = [c["status"] for c in res["correctness"]]
     assert statuses.count("passed") >= 3  # SDPA skips varlen and Sq != Sk causal
 
 
-@pytest.mark.parametrize("fault", attention.FAULTS)
+@pytest.mark.parametrize("fault", FAULTS)
 def test_injected_fault_fails(fault):
-    res = attention.gate("sdpa", fault=fault, quick=True, throughput=False)
+    res = harness.gate("sdpa", fault=fault, quick=True, throughput=False)
     assert res["status"] == "failed"
     assert res["failures"]
 
 
 def test_throughput_entries_are_sane():
-    res = attention.gate("sdpa", quick=True, correctness=False, compare_sdpa=False)
+    res = harness.gate("sdpa", quick=True, correctness=False, compare_sdpa=False)
     assert res["status"] == "passed"
     for e in res["throughput"]:
         for d in ("fwd", "bwd"):
@@ -42,6 +42,28 @@ def test_throughput_entries_are_sane():
 def test_hipattn_adapter_skips_off_amd():
     if getattr(torch.version, "hip", None):
         pytest.skip("AMD host: the probe adapter is exercised for real here")
-    res = attention.gate("hipattn", quick=True)
+    res = harness.gate("hipattn", quick=True)
     assert res["status"] == "skipped"
     assert "AMD hosts only" in res["reason"]
+
+
+def test_gate_runs_as_a_copied_package(tmp_path):
+    """As the validation venv runs it: the directory copied under another name, `python -m`."""
+    import json
+    import shutil
+    import sys
+    from pathlib import Path
+
+    from rocmbuild.results import Status
+    from rocmbuild.run import run
+    from rocmbuild.validate import kernelgate
+    from rocmbuild.validate.kernelrun import KernelRun
+
+    shutil.copytree(Path(kernelgate.__file__).parent, tmp_path / "gatepkg",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    out = tmp_path / "sdpa.json"
+    run([sys.executable, "-m", "gatepkg", "--kernel", "sdpa", "--quick", "--no-throughput",
+         "--json", out], cwd=tmp_path)
+    res = KernelRun.from_json(json.loads(out.read_text()))
+    assert res.status is Status.SUCCESS and res.device is not None
+    assert res.correctness and all(c.status is not Status.FAILED for c in res.correctness)

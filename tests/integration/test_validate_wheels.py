@@ -49,12 +49,13 @@ def _add_to_wheel(whl: Path, name: str, data: bytes) -> None:
 
 
 def _build(root: Path, out: Path, pkg: str, init: str, requires: list[str],
-           torch_meta: dict | None) -> Path:
+           torch_meta: dict | None, native: bool = True) -> Path:
     src = root / pkg
     (src / pkg).mkdir(parents=True)
     (src / pkg / "__init__.py").write_text(init)
-    (src / "native.c").write_text("int rb_answer(void) { return 42; }\n")
-    run(["cc", "-shared", "-fPIC", "-o", src / pkg / "_native.so", src / "native.c"])
+    if native:
+        (src / "native.c").write_text("int rb_answer(void) { return 42; }\n")
+        run(["cc", "-shared", "-fPIC", "-o", src / pkg / "_native.so", src / "native.c"])
     (src / "setup.py").write_text(textwrap.dedent(f"""
         from setuptools import setup
         setup(name={pkg!r}, version="1.0", packages=[{pkg!r}],
@@ -83,7 +84,7 @@ def validated(tmp_path_factory):
                     HOST_TORCH)
     work = root / "work"
     r = run([sys.executable, "-m", "rocmbuild", "--workdir", work, "validate", good, rocm, broken,
-             "--kernel", "sdpa", "--json", root / "r.json", "--md", root / "r.md",
+             "--kernel", "sdpa", "--json-file", root / "r.json", "--md", root / "r.md",
              "--html", root / "r.html"], check=False, capture=True, timeout=600)
     report = json.loads((root / "r.json").read_text())
     by_name = {w["name"]: w for w in report["wheels"]}
@@ -101,7 +102,8 @@ def test_exit_code_and_one_line_error(validated):
 def test_good_wheel_passes_and_stays(validated):
     w = validated["wheels"]["rbgood"]
     st = {k: v["status"] for k, v in w["steps"].items()}
-    assert st == {"install": "passed", "guard": "passed", "import": "passed", "audit": "skipped"}
+    assert st == {"install": "success", "guard": "success", "import": "success",
+                  "audit": "skipped"}
     assert w["moved_to"] is None and validated["paths"]["good"].exists()
 
 
@@ -135,7 +137,7 @@ def test_kernels_skipped_without_gpu_never_passed(validated):
         pytest.skip("this host has a GPU")
     k = validated["report"]["kernels"]
     assert k["status"] == "skipped" and "no GPU" in k["reason"]
-    assert "| rbgood-1.0-py3-none-any.whl | passed | passed | passed | skipped |" in (
+    assert "| rbgood-1.0-py3-none-any.whl | success | success | success | skipped |" in (
         validated["root"] / "r.md").read_text()
 
 
@@ -180,3 +182,68 @@ def test_h200_report_chart_renders(tmp_path, chromium):
     orange = sum(1 for p in px if abs(p[0] - 0xFF) < 10 and abs(p[1] - 0x7F) < 10
                  and abs(p[2] - 0x0E) < 10)
     assert blue > 2000 and orange > 2000  # this-run and SDPA bars are drawn
+
+
+# ----------------------------------------------------------------------------- the pipeline stage
+
+
+def _stage_ctx(tmp_path: Path, wheel: Path):
+    from rocmbuild import config, host
+    from rocmbuild.recipe import load, render
+    from rocmbuild.results import Artifacts
+    from rocmbuild.stages import Context
+
+    here = host.detect(want_compiler=False)
+    plan = render.render(load.load(load.find_recipe("flash-attn")),
+                         render.Target(arch="gfx942", variant="triton", source="pypi"), here)
+    ws = config.workspace(str(tmp_path / "work"), str(tmp_path / "cache"))
+    ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key, wheel_dir=ws.wheels,
+                  host=here, artifacts=Artifacts(wheel=wheel))
+    return plan, ctx
+
+
+def test_stage_passes_a_good_wheel_and_writes_reports(tmp_path):
+    from rocmbuild.results import Status
+    from rocmbuild.stages import validate as stage
+
+    out = tmp_path / "wheels"
+    out.mkdir()
+    whl = _build(tmp_path, out, "rbpure", "ANSWER = 42\n", ["torch>=1.0"], HOST_TORCH,
+                 native=False)
+    plan, ctx = _stage_ctx(tmp_path, whl)
+    res = stage.run(plan, ctx)
+    assert res.status is Status.SUCCESS, res.reason
+    assert "1 wheel(s) passed" in res.reason and "kernel gate skipped" in res.reason
+    assert res.log_path is not None and res.log_path.is_file()
+    stem = ctx.ws.reports / f"{plan.recipe}-{plan.short_key}"
+    data = json.loads(stem.with_suffix(".json").read_text())
+    assert data["status"] == "success" and data["archs"] == ["gfx942"]  # the plan's archs
+    steps = {k: Status(s["status"]) for k, s in data["wheels"][0]["steps"].items()}
+    assert steps == {"install": Status.SUCCESS, "guard": Status.SUCCESS,
+                     "import": Status.SUCCESS, "audit": Status.SUCCESS}
+    assert "| rbpure-1.0-py3-none-any.whl | success | success | success | success |" in (
+        stem.with_suffix(".md").read_text())
+    assert stem.with_suffix(".html").is_file()
+    assert whl.exists()
+
+
+def test_stage_failure_raises_after_writing_reports(tmp_path):
+    from rocmbuild.errors import ValidationError
+    from rocmbuild.stages import validate as stage
+
+    out = tmp_path / "wheels"
+    out.mkdir()
+    whl = _build(tmp_path, out, "rbrocm2", "", ["torch==2.5.1"], ROCM_TORCH)
+    plan, ctx = _stage_ctx(tmp_path, whl)
+    with pytest.raises(ValidationError) as err:
+        stage.run(plan, ctx)
+    assert err.value.exit_code == 8
+    assert "rbrocm2-1.0-py3-none-any.whl: guard: torch version" in str(err.value)
+    stem = ctx.ws.reports / f"{plan.recipe}-{plan.short_key}"
+    assert str(stem.with_suffix(".md")) in (err.value.hint or "")
+    data = json.loads(stem.with_suffix(".json").read_text())
+    assert data["status"] == "failed"
+    steps = data["wheels"][0]["steps"]
+    assert steps["guard"]["status"] == "failed"
+    assert steps["audit"]["detail"]["requested_archs"] == ["gfx942"]  # the plan's archs
+    assert (ctx.ws.broken / whl.name).is_file() and not whl.exists()

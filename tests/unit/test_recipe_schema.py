@@ -15,7 +15,7 @@ from jsonschema import Draft202012Validator
 from rocmbuild.recipe import schema
 from rocmbuild.recipe.check import Leaf, Tree, tree
 from rocmbuild.recipe.model import TYPES, Patch, Recipe, Source, Variant, kernels, keys
-from rocmbuild.validate.attention import ADAPTERS
+from rocmbuild.validate.kernelgate import ADAPTER_NAMES
 
 REPO = Path(__file__).parents[2]
 RECIPES = sorted((REPO / "recipes").glob("*.toml"))
@@ -110,7 +110,7 @@ def test_every_key_is_documented_with_a_valid_example() -> None:
 
 
 def test_validate_kernel_names_the_gate_adapters() -> None:
-    assert kernels() == ("auto", "none", *ADAPTERS)
+    assert kernels() == ("auto", "none", *ADAPTER_NAMES)
     prop = json.loads((REPO / schema.JSON_SCHEMA).read_text())["properties"]["validate"]
     assert prop["properties"]["kernel"]["enum"] == list(kernels())
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from rocmbuild.commands import common
 
@@ -44,6 +45,30 @@ def register(sub: common.Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rocmbuild import validate
+    from rocmbuild import config, log, options, validate
+    from rocmbuild.arch import parse_archs
+    from rocmbuild.errors import UsageError
+    from rocmbuild.validate import report as render
 
-    return validate.cli_validate(args)
+    if not args.wheels and args.kernel == "auto":
+        raise UsageError("validate: no wheels given",
+                         hint="pass .whl files, or --kernel sdpa to check the harness alone")
+
+    def path(value: str | None) -> Path | None:
+        return Path(value) if value else None
+
+    arch = options.resolve("arch", args.arch)
+    opts = validate.ValidateOptions(
+        workdir=str(config.workspace(args.workdir, args.cache_dir).root),
+        torch_from=path(options.resolve("torch_from", args.torch_from)),
+        kernels=args.kernels, kernel=args.kernel, quick=args.quick,
+        inject_fault=args.inject_fault, cross_check=args.cross_check,
+        baseline=path(args.baseline), json_out=path(args.json_file), md_out=path(args.md),
+        html_out=path(args.html), move_broken=not args.keep_broken, keep_venv=args.keep_venv)
+    rep = validate.run([Path(w) for w in args.wheels], parse_archs(arch) if arch else (), opts)
+    if args.json:
+        common.print_json(rep.to_json())
+    else:
+        log.out.print(render.to_markdown(rep.to_json()), markup=False)
+    validate.raise_if_failed(rep, opts, shown=not args.json)
+    return 0

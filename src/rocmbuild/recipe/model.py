@@ -93,9 +93,9 @@ KNOWN_ENV = (
 def kernels() -> tuple[str, ...]:
     """What ``validate.kernel`` accepts: auto, none, or a kernel gate adapter name."""
     # Imported here: the gate module is stdlib-only at import, but it lives in the validate layer.
-    from rocmbuild.validate.attention import ADAPTERS
+    from rocmbuild.validate.kernelgate import ADAPTER_NAMES
 
-    return (*KERNEL_CHOICES, *ADAPTERS)
+    return (*KERNEL_CHOICES, *ADAPTER_NAMES)
 
 
 TYPES = (

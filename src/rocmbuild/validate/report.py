@@ -1,10 +1,15 @@
 """Render a validation report (the JSON dict) as Markdown and as one self-contained HTML page
-with an inline SVG chart: TFLOP/s by shape, this run against the baseline and torch SDPA."""
+with an inline SVG chart: TFLOP/s by shape, this run against the baseline and torch SDPA.
+
+It reads the JSON rather than ValidationReport so that saved reports render too, including
+those written before there was one status vocabulary ("passed" reads as success)."""
 
 from __future__ import annotations
 
 import html
 from typing import Any
+
+from rocmbuild.results import Status
 
 
 def _fmt(x: Any, spec: str = ".1f") -> str:
@@ -50,8 +55,8 @@ def to_markdown(data: dict[str, Any]) -> str:
             lines.append(f"Reason: {run['reason']}")
         cases = run.get("correctness") or []
         if cases:
-            n_pass = sum(c["status"] == "passed" for c in cases)
-            n_skip = sum(c["status"] == "skipped" for c in cases)
+            n_pass = sum(Status.parse(c["status"]) is Status.SUCCESS for c in cases)
+            n_skip = sum(Status.parse(c["status"]) is Status.SKIPPED for c in cases)
             lines += ["", f"Correctness: {n_pass}/{len(cases)} passed, {n_skip} skipped", "",
                       "| case | status | max rel err / tol |", "|---|---|---|"]
             for c in cases:
@@ -121,8 +126,8 @@ def chart_svg(rows: list[dict[str, Any]], width: int = 900) -> str:
 
 _CSS = """body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;
 margin:8px 0 16px}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}
-th{background:#f3f3f3}.passed{color:#127a12}.failed{color:#c00;font-weight:bold}
-.skipped,.warning{color:#a66b00}h1 .failed,h1 .passed{font-weight:bold}"""
+th{background:#f3f3f3}.passed,.success{color:#127a12}.failed{color:#c00;font-weight:bold}
+.skipped,.warning{color:#a66b00}h1 .failed,h1 .passed,h1 .success{font-weight:bold}"""
 
 
 def _status(s: str) -> str:

@@ -1,0 +1,34 @@
+"""Validate (after audit, when ``--validate`` is asked): the tagged wheel in a fresh venv with
+this host's torch (install, import, torch guard, audit for ``plan.archs``) and, on a GPU, the
+attention kernel gate. Reports go to ``<workdir>/reports/<recipe>-<short key>.{json,md,html}``;
+on any failure the wheel moves to ``<workdir>/broken/`` and ValidationError (exit 8) is raised
+after the reports are written, so a failing wheel never reaches the cache."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from rocmbuild import validate
+from rocmbuild.recipe.plan import Plan
+from rocmbuild.results import StageResult
+from rocmbuild.stages import Context, need
+
+
+def report_stem(plan: Plan, ctx: Context) -> Path:
+    return ctx.ws.reports / f"{plan.recipe}-{plan.short_key}"
+
+
+def run(plan: Plan, ctx: Context) -> StageResult:
+    stem = report_stem(plan, ctx)
+    kernel = plan.validate.kernel or "auto"  # the recipe's [validate] kernel: auto, none, a name
+    opts = validate.ValidateOptions(
+        workdir=str(ctx.ws.root), json_out=stem.with_suffix(".json"),
+        md_out=stem.with_suffix(".md"), html_out=stem.with_suffix(".html"),
+        kernels=kernel != "none", kernel="auto" if kernel == "none" else kernel)
+    ctx.ws.reports.mkdir(parents=True, exist_ok=True)
+    wheel = need(ctx.artifacts.wheel, "tagged wheel", "validate")
+    report = validate.run([wheel], plan.archs, opts)
+    validate.raise_if_failed(report, opts, shown=False)
+    result = report.stage_result()
+    return replace(result, reason=f"{result.reason}; report {stem.with_suffix('.md')}")

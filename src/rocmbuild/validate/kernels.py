@@ -1,0 +1,122 @@
+"""The kernel step: pick the kernels to gate, run the kernel gate inside the validation venv,
+read its JSON back as ``KernelRun``, hold it against the baseline, and sum the runs up."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rocmbuild import log
+from rocmbuild.errors import UsageError
+from rocmbuild.results import Status
+from rocmbuild.run import run as run_cmd
+from rocmbuild.validate import baseline as baseline_cmp
+from rocmbuild.validate import install as inst
+from rocmbuild.validate import kernelgate
+from rocmbuild.validate.kernelrun import KernelRun
+from rocmbuild.validate.model import KernelsSummary, ValidateOptions
+from rocmbuild.wheel import WheelInfo
+
+GATE_DIR = Path(kernelgate.__file__).parent
+# The kernel gate's package name inside the validation venv (its modules import each other
+# relatively, so the name is free; this one cannot shadow anything the wheels bring).
+GATE_MODULE = "rocmbuild_kernelgate"
+KERNEL_TIMEOUT_S = 3600.0
+
+
+def check_options(opts: ValidateOptions) -> None:
+    """UsageError for a kernel or fault the gate does not have."""
+    if opts.kernel != "auto" and opts.kernel not in kernelgate.ADAPTER_NAMES:
+        raise UsageError(f"--kernel: unknown kernel {opts.kernel!r}",
+                         hint=f"choose from auto, {', '.join(kernelgate.ADAPTER_NAMES)}")
+    if opts.inject_fault and opts.inject_fault not in kernelgate.FAULTS:
+        raise UsageError(f"--inject-fault: unknown fault {opts.inject_fault!r}",
+                         hint=f"choose from {', '.join(kernelgate.FAULTS)}")
+
+
+def pick(opts: ValidateOptions, wheels: Sequence[WheelInfo],
+         env_torch: Mapping[str, Any] | None) -> list[str]:
+    """``--kernel auto``: flash-attn when a wheel provides flash_attn, plus the hipattn probe on
+    a HIP torch (the toolchain's own smoke test; SKIPPED when not importable)."""
+    if opts.kernel != "auto":
+        return [opts.kernel]
+    kernels = []
+    if any("flash_attn" in w.top_level for w in wheels):
+        kernels.append("flash-attn")
+    if env_torch and env_torch.get("hip"):
+        kernels.append("hipattn")
+    return kernels
+
+
+def install_gate(venv: inst.Venv) -> None:
+    """Copy the kernelgate package into the venv's site-packages as GATE_MODULE."""
+    site = next((venv.root / "lib").glob("python3*/site-packages"))
+    shutil.copytree(GATE_DIR, site / GATE_MODULE, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def run_one(venv: inst.Venv, kernel: str, opts: ValidateOptions, env: Mapping[str, str],
+            workdir: Path) -> KernelRun:
+    """One gate process for one kernel. A process that leaves no (readable) report is a FAILED
+    run carrying its output's tail."""
+    out = workdir / f"kernel-{kernel}.json"
+    argv = [str(venv.python), "-m", GATE_MODULE, "--kernel", kernel, "--json", str(out)]
+    if opts.quick:
+        argv.append("--quick")
+    if opts.inject_fault:
+        argv += ["--inject-fault", opts.inject_fault]
+    if opts.cross_check:
+        argv.append("--cross-check")
+    r = run_cmd(argv, env=venv.env(dict(env)), log_path=venv.log, check=False, cwd=workdir,
+                timeout=KERNEL_TIMEOUT_S, on_line=lambda s: log.debug(s))
+    if not out.is_file():
+        tail = "\n".join(r.output.splitlines()[-10:])
+        return KernelRun(kernel, Status.FAILED, f"the kernel gate process exited "
+                         f"{r.returncode} without a report: {tail}")
+    try:
+        return KernelRun.from_json(json.loads(out.read_text()))
+    except (ValueError, KeyError, TypeError) as exc:
+        return KernelRun(kernel, Status.FAILED,
+                         f"the kernel gate wrote an unreadable report {out}: {exc}")
+
+
+def with_baseline(run: KernelRun, baseline: Sequence[KernelRun]) -> KernelRun:
+    """``run`` with its baseline comparison; a failed comparison fails the run."""
+    cmp = baseline_cmp.compare(run, baseline)
+    if cmp.status.failed:
+        return dataclasses.replace(run, status=Status.FAILED, baseline=cmp,
+                                   failures=(*run.failures, *cmp.problems))
+    return dataclasses.replace(run, baseline=cmp)
+
+
+def summarize(runs: Sequence[KernelRun]) -> KernelsSummary:
+    if not runs:
+        return KernelsSummary(Status.SKIPPED, "no attention kernel among these wheels (pass "
+                              "--kernel sdpa to check the harness itself)")
+    failed = [r for r in runs if r.status.failed]
+    if failed:
+        return KernelsSummary(Status.FAILED, " | ".join(f"{r.kernel}: {r.why}" for r in failed),
+                              tuple(runs))
+    if any(r.status is Status.SUCCESS for r in runs):
+        return KernelsSummary(Status.SUCCESS, "", tuple(runs))
+    return KernelsSummary(Status.SKIPPED, "; ".join(f"{r.kernel}: {r.reason}" for r in runs),
+                          tuple(runs))
+
+
+def run_kernels(venv: inst.Venv, names: Sequence[str], opts: ValidateOptions,
+                env: Mapping[str, str], workdir: Path,
+                baseline: Sequence[KernelRun] | None) -> KernelsSummary:
+    """Gate each kernel in ``names`` in the (installed) venv."""
+    if names:
+        install_gate(venv)
+    runs = []
+    for k in names:
+        res = run_one(venv, k, opts, env, workdir)
+        if baseline is not None and res.status is not Status.SKIPPED:
+            res = with_baseline(res, baseline)
+        runs.append(res)
+    return summarize(runs)

@@ -1,0 +1,172 @@
+"""The validation steps in order, over wheels validated together in one fresh venv: install,
+guard, import, audit per wheel, then the kernel gate; failing wheels to <workdir>/broken/, and
+the reports written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from rocmbuild import audit, config, fsutil
+from rocmbuild.errors import ValidationError
+from rocmbuild.results import Status
+from rocmbuild.validate import baseline as baseline_cmp
+from rocmbuild.validate import install as inst
+from rocmbuild.validate import kernels as kernel_step
+from rocmbuild.validate import report as render
+from rocmbuild.validate.model import (
+    Environment,
+    KernelsSummary,
+    Step,
+    ValidateOptions,
+    ValidationReport,
+    WheelReport,
+)
+from rocmbuild.wheel import WheelInfo
+
+
+def _audit(path: Path, archs: Sequence[str]) -> Step:
+    if not archs:
+        return Step(Status.SKIPPED, "no archs: pass --arch or validate a wheel with rocmbuild.json")
+    try:
+        a = audit.audit_wheel(path, archs)
+    except Exception as exc:  # noqa: BLE001 - an audit crash is a failed audit with its text
+        return Step(Status.FAILED, f"audit raised {type(exc).__name__}: {exc}")
+    return Step(Status.SUCCESS if a.ok else Status.FAILED, "; ".join(a.problems), a.to_json())
+
+
+def _runtime_env(infos: Sequence[WheelInfo]) -> dict[str, str]:
+    """Environment the wheels need at import time: rocmbuild.json's ``runtime_env`` (from the
+    recipe variant, e.g. FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE for the flash-attn Triton one)."""
+    env: dict[str, str] = {}
+    for w in infos:
+        runtime = (w.provenance or {}).get("runtime_env") or {}
+        env.update({str(k): str(v) for k, v in runtime.items()})
+    return env
+
+
+def _install_step(installed: bool, out: str, venv: inst.Venv) -> Step:
+    if not installed:
+        return Step(Status.FAILED, "pip install failed", "\n".join(out.splitlines()[-20:]))
+    return Step(Status.SUCCESS, f"installed in an isolated venv (torch from "
+                f"{venv.torch_from or 'system site-packages'})")
+
+
+def _guard_step(w: WheelInfo, env_torch: Mapping[str, Any] | None) -> Step:
+    g = inst.guard(w.provenance, dict(env_torch) if env_torch is not None else None, w.native,
+                   w.path.name)
+    if g.problems:
+        return Step(Status.FAILED, "; ".join(g.problems) + ". " + inst.guard_hint(w.provenance),
+                    g.checked)
+    if g.warnings:
+        return Step(Status.WARNING, "; ".join(g.warnings), g.checked)
+    return Step(Status.SUCCESS, "torch version, HIP and C++ ABI match", g.checked)
+
+
+def _import_step(w: WheelInfo, installed: bool, imports: Mapping[str, Any],
+                 guard: Step) -> Step:
+    if not installed:
+        return Step(Status.SKIPPED, "install failed")
+    bad = {m: r for m, r in imports.items() if m in w.top_level and not r["ok"]}
+    if not bad:
+        return Step(Status.SUCCESS, "imported " + ", ".join(w.top_level))
+    text = "; ".join(f"import {m}: {r['error']}" for m, r in bad.items())
+    if guard.status.failed:
+        text += " (see the guard: the wheel does not match this torch)"
+    return Step(Status.FAILED, text, {m: r.get("traceback") for m, r in bad.items()})
+
+
+def run(wheels: Sequence[Path], archs: Sequence[str] = (),
+        options: ValidateOptions | None = None) -> ValidationReport:
+    """Validate ``wheels`` together (one fresh venv). ``archs`` for the audit; empty: each wheel's
+    rocmbuild.json "archs". Failing wheels are moved to <workdir>/broken/ (unless
+    options.move_broken is False); the reports named in the options are written. Never raises for
+    a failed check, only for bad input (UsageError, ValidationError for an unreadable wheel)."""
+    opts = options or ValidateOptions()
+    t0 = time.monotonic()
+    kernel_step.check_options(opts)
+    baseline = baseline_cmp.load_baseline(opts.baseline) if opts.baseline else None
+    infos = [inst.read_wheel(Path(w)) for w in wheels]
+    ws = config.workspace(opts.workdir)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    ws.root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"validate-{stamp}-", dir=ws.root))
+    logf = ws.logs / f"validate-{stamp}.log"
+    try:
+        venv = inst.create_venv(tmp / "venv", logf, opts.torch_from)
+        env_extra = _runtime_env(infos)
+        installed, out = inst.install(venv, infos) if infos else (True, "")
+        probe = inst.probe(venv, sorted({m for w in infos for m in w.top_level}), env_extra)
+        env_torch = probe.get("torch")
+        steps: dict[Path, dict[str, Step]] = {}
+        for w in infos:
+            s = steps[w.path] = {"install": _install_step(installed, out, venv)}
+            s["guard"] = _guard_step(w, env_torch)
+            s["import"] = _import_step(w, installed, probe["imports"], s["guard"])
+            want = list(archs) or list((w.provenance or {}).get("archs") or [])
+            s["audit"] = _audit(w.path, want)
+
+        if not opts.kernels:
+            kernels = KernelsSummary(Status.SKIPPED, "--no-kernels")
+        elif not installed:
+            kernels = KernelsSummary(Status.SKIPPED, "install failed")
+        else:
+            kernels = kernel_step.run_kernels(
+                venv, kernel_step.pick(opts, infos, env_torch), opts, env_extra, tmp, baseline)
+    finally:
+        if not opts.keep_venv:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    reports = []
+    for w in infos:
+        s = steps[w.path]
+        if kernels.status.failed:  # the kernels came from these wheels
+            s["kernels"] = Step(Status.FAILED, kernels.reason)
+        moved = None
+        if opts.move_broken and any(st.status.failed for st in s.values()) and w.path.exists():
+            ws.broken.mkdir(parents=True, exist_ok=True)
+            moved = ws.broken / w.path.name
+            shutil.move(str(w.path), moved)
+        reports.append(WheelReport(w.path.name, w.display_name, str(w.version), s, moved))
+    report = ValidationReport(
+        wheels=tuple(reports), archs=tuple(archs), kernels=kernels,
+        environment=Environment(
+            torch=env_torch, torch_error=probe.get("torch_error"), python=probe.get("python"),
+            runtime_env=env_extra, venv_torch_from=venv.torch_from, log=logf),
+        created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        duration_s=time.monotonic() - t0, paths=opts.outputs)
+    write_reports(report, opts)
+    return report
+
+
+def write_reports(report: ValidationReport, opts: ValidateOptions) -> None:
+    """The JSON, Markdown and HTML reports the options name (parent directories made)."""
+    data = report.to_json()
+    writers: tuple[tuple[Path | None, Callable[[dict[str, Any]], str]], ...] = (
+        (opts.json_out, lambda d: json.dumps(d, indent=1, default=str)),
+        (opts.md_out, render.to_markdown), (opts.html_out, render.to_html))
+    for path, text in writers:
+        if path:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fsutil.write_atomic(path, text(data))
+
+
+def raise_if_failed(rep: ValidationReport, opts: ValidateOptions, *, shown: bool = True) -> None:
+    """ValidationError (exit 8) with one line: the first failure, how many more, where the
+    wheels went, and where to read the rest (the table above when ``shown``, else the report
+    files)."""
+    if rep.ok:
+        return
+    moved = [str(w.moved_to) for w in rep.wheels if w.moved_to]
+    where = (["the report table above"] if shown else []) + [str(p) for p in (
+        (opts.json_out,) if shown else (opts.md_out, opts.json_out)) if p]
+    raise ValidationError(
+        f"validation failed: {rep.failures[0]}"
+        + (f" (+{len(rep.failures) - 1} more)" if len(rep.failures) > 1 else ""),
+        hint=("moved to " + ", ".join(moved) + "; " if moved else "")
+        + "read " + (" and ".join(where) or f"the log {rep.environment.log}"))

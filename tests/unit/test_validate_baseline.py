@@ -1,0 +1,95 @@
+"""Baseline comparison: fail on a throughput drop beyond max(10 %, 3x run-to-run spread)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rocmbuild.errors import UsageError
+from rocmbuild.results import Status
+from rocmbuild.validate import baseline
+from rocmbuild.validate.kernelrun import KernelRun
+
+
+def _run(tflops, spread=0.0, status="passed", device="NVIDIA H200", kernel="flash-attn"):
+    """A kernel run as the gate writes it (its own "passed")."""
+    return {"kernel": kernel, "status": status, "device": {"name": device},
+            "throughput": [{"shape": "B4 S4096", "role": "test",
+                            "fwd": {"tflops": tflops, "spread": spread, "ms": 1.0},
+                            "bwd": {"tflops": tflops / 2, "spread": spread, "ms": 2.0}}]}
+
+
+def _baseline(run):
+    return baseline.read_runs({"kernels": {"runs": [run]}}, "test")
+
+
+def _compare(now, base):
+    return baseline.compare(KernelRun.from_json(now), _baseline(base))
+
+
+def test_allowed_drop_is_max_of_floor_and_three_spreads():
+    assert baseline.allowed_drop(0.01, 0.0) == pytest.approx(0.10)
+    assert baseline.allowed_drop(0.05, 0.02) == pytest.approx(0.15)
+    assert baseline.allowed_drop(0.0, 0.06) == pytest.approx(0.18)
+
+
+@pytest.mark.parametrize("now,spread,ok", [
+    (100.0, 0.0, True), (95.0, 0.0, True), (91.0, 0.0, True), (89.0, 0.0, False),
+    (85.0, 0.05, True), (84.0, 0.05, False), (120.0, 0.0, True)])
+def test_drop_threshold(now, spread, ok):
+    res = _compare(_run(now, spread), _run(100.0))
+    assert (res.status is Status.SUCCESS) is ok, res
+    if not ok:
+        assert "below the baseline" in res.problems[0]
+    rows = {(r.direction, r.status) for r in res.rows}
+    assert ("fwd", Status.SUCCESS if ok else Status.FAILED) in rows
+
+
+def test_correctness_failure_fails_even_when_fast():
+    res = _compare(_run(150.0, status="failed"), _run(100.0))
+    assert res.status is Status.FAILED
+
+
+def test_other_device_fails():
+    res = _compare(_run(100.0, device="AMD Instinct MI300X"), _run(100.0))
+    assert res.status is Status.FAILED and "device" in res.problems[0]
+
+
+def test_missing_kernel_in_baseline_is_skipped():
+    res = _compare(_run(100.0), _run(100.0, kernel="sdpa"))
+    assert res.status is Status.SKIPPED and "no run of kernel 'flash-attn'" in res.reason
+
+
+def test_shape_missing_from_baseline_is_a_skipped_row():
+    base = _run(100.0)
+    base["throughput"][0]["shape"] = "B1 S128"
+    res = _compare(_run(50.0), base)
+    assert res.status is Status.SUCCESS
+    assert {r.status for r in res.rows} == {Status.SKIPPED}
+    assert all(r.baseline_tflops is None for r in res.rows)
+
+
+def test_a_bare_kernel_run_is_a_baseline(tmp_path):
+    path = tmp_path / "kernel-flash-attn.json"
+    path.write_text(json.dumps(_run(100.0)))
+    runs = baseline.load_baseline(path)
+    assert [r.kernel for r in runs] == ["flash-attn"]
+    assert baseline.compare(KernelRun.from_json(_run(80.0)), runs).status is Status.FAILED
+
+
+def test_load_baseline_errors(tmp_path):
+    with pytest.raises(UsageError, match="no such file"):
+        baseline.load_baseline(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(UsageError, match="not valid JSON"):
+        baseline.load_baseline(bad)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"x": 1}))
+    with pytest.raises(UsageError, match="'kernels' missing"):
+        baseline.load_baseline(other)
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({"kernels": {"runs": [{"status": "passed"}]}}))
+    with pytest.raises(UsageError, match="not a readable validate report"):
+        baseline.load_baseline(broken)

@@ -1,0 +1,182 @@
+"""The attention kernel gate's pure parts on the CPU: FLOP counting, error metric, tolerances,
+timing statistics, peak table, the test matrix, and the correctness check itself run on CPU
+tensors with a reference-math kernel (the real harness code, only the device is 'cpu'). Also: the
+package is self-contained (stdlib and, inside functions, torch; never rocmbuild)."""
+
+from __future__ import annotations
+
+import ast
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from rocmbuild.validate import kernelgate
+from rocmbuild.validate.kernelgate import adapters, harness, matrix, reference, timing
+
+GATE_DIR = Path(kernelgate.__file__).parent
+# What the gate may import inside functions: torch and the kernels under test.
+LAZY_OK = {"torch", "triton", "flash_attn", "hipattn"}
+
+
+def _imports(node: ast.AST) -> list[tuple[str, int]]:
+    """(top-level module name, relative level) of each import under ``node``."""
+    out = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Import):
+            out += [(a.name.split(".")[0], 0) for a in n.names]
+        elif isinstance(n, ast.ImportFrom):
+            out.append(((n.module or "").split(".")[0], n.level))
+    return out
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in GATE_DIR.glob("*.py")))
+def test_gate_is_self_contained(module):
+    """Module level: the standard library and the gate's own modules only, so importing it
+    does not import torch; inside functions also torch and the kernels; never rocmbuild."""
+    tree = ast.parse((GATE_DIR / module).read_text())
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom, ast.If))]
+    for name, level in _imports(ast.Module(body=top, type_ignores=[])):
+        assert level > 0 or name in sys.stdlib_module_names or name == "__future__", (
+            f"{module} imports {name} at module level")
+    for name, level in _imports(tree):
+        assert level > 0 or name in sys.stdlib_module_names | LAZY_OK | {"__future__"}, (
+            f"{module} imports {name}")
+
+
+def test_adapter_names_match_the_adapters():
+    assert kernelgate.ADAPTER_NAMES == tuple(adapters.ADAPTERS)
+    assert {adapters.make_adapter(n).name for n in kernelgate.ADAPTER_NAMES} == set(
+        kernelgate.ADAPTER_NAMES)
+    with pytest.raises(ValueError, match="unknown kernel"):
+        adapters.make_adapter("xformers")
+    with pytest.raises(ValueError, match="unknown fault"):
+        adapters.make_adapter("sdpa", "slow")
+
+
+def test_flops_non_causal_and_causal():
+    assert timing.attention_flops(2, 3, 5, 7, 11, False) == 4 * 2 * 3 * 5 * 7 * 11
+    assert timing.attention_flops(2, 3, 64, 64, 8, True) == 4 * 2 * 3 * 64 * 64 * 8 / 2
+    # causal with Sq != Sk is not halved (the mask is not a triangle)
+    assert timing.attention_flops(1, 1, 1, 1000, 64, True) == 4 * 1000 * 64
+    assert timing.attention_flops(4, 32, 4096, 4096, 128, False, "bwd") == pytest.approx(
+        2.5 * 4 * 4 * 32 * 4096 * 4096 * 128)
+    with pytest.raises(ValueError):
+        timing.attention_flops(1, 1, 1, 1, 1, False, "sideways")
+
+
+def test_rel_error_metric():
+    ref = torch.tensor([3.0, 4.0])
+    assert reference.rel_error(ref, ref) == 0.0
+    assert reference.rel_error(torch.tensor([3.0, 4.5]), ref) == pytest.approx(0.5 / 5.0)
+    assert reference.rel_error(ref * 1.05, ref) == pytest.approx(0.05)
+    assert math.isnan(reference.rel_error(torch.tensor([float("nan"), 4.0]), ref))
+    assert reference.rel_error(torch.ones(2), torch.zeros(2)) == math.inf
+
+
+def test_tolerances_and_judge():
+    assert reference.tolerance("fp16", "fwd") < reference.tolerance("bf16", "fwd")
+    assert reference.tolerance("fp16", "fwd") < reference.tolerance("fp16", "bwd")
+    assert reference.tolerance("bf16", "fwd") == pytest.approx(2 * 2**-7)
+    with pytest.raises(ValueError):
+        reference.tolerance("fp8", "fwd")
+    tol = reference.tolerance("bf16", "fwd")
+    assert reference.judge(tol * 0.5, tol, True)
+    assert not reference.judge(tol * 1.01, tol, True)
+    assert not reference.judge(0.0, tol, False)  # a NaN/Inf element fails whatever the norm says
+    assert not reference.judge(float("nan"), tol, True)
+
+
+def test_median_and_spread():
+    med, spread = timing.median_and_spread([[1.0, 1.0, 1.0], [1.1, 1.1, 1.1]])
+    assert med == pytest.approx(1.05)
+    assert spread == pytest.approx(0.1 / 1.05)
+    assert timing.median_and_spread([[2.0, 4.0]]) == (3.0, 0.0)
+
+
+def test_peak_table():
+    assert timing.peak_tflops("NVIDIA H200") == 989.0
+    assert timing.peak_tflops("AMD Instinct MI300X", "gfx942") == 1307.0
+    assert timing.peak_tflops("", "gfx90a") == 191.5
+    assert timing.peak_tflops("AMD Instinct MI355X") == 2500.0
+    assert timing.peak_tflops("Some GPU", "sm_80") is None
+
+
+def test_matrix_covers_the_required_space():
+    cases = matrix.correctness_matrix()
+    assert {c.dtype for c in cases} == {"fp16", "bf16"}
+    assert {c.head_dim for c in cases} == {64, 128, 256}
+    assert {c.causal for c in cases} == {True, False}
+    seqlens = {c.seqlen_q for c in cases} | {n for c in cases for n in c.varlen}
+    assert {1, 127, 1000, 4096} <= seqlens
+    assert any(c.heads_kv == 1 for c in cases) and any(1 < c.heads_kv < c.heads for c in cases)
+    assert any(c.batch > 1 and not c.varlen for c in cases)
+    assert any(c.varlen for c in cases)
+    quick = matrix.correctness_matrix(quick=True)
+    assert len(quick) < len(cases) and {c.causal for c in quick} == {True, False}
+    assert len({c.name for c in cases}) == len(cases)
+
+
+def test_no_gpu_is_skipped_never_passed():
+    if torch.cuda.is_available():
+        pytest.skip("this host has a GPU")
+    res = harness.gate("sdpa", quick=True)
+    assert res["status"] == "skipped"
+    assert "no GPU" in res["reason"]
+
+
+def test_hipattn_adapter_is_amd_only():
+    if torch.version.hip:
+        pytest.skip("AMD host")
+    assert "AMD hosts only" in adapters.HipAttnAdapter().available()
+
+
+class _MathKernel(adapters.Adapter):
+    """A correct kernel on the CPU: fp32 math attention, rounded to the input dtype."""
+
+    name = "cpu-math"
+    has_varlen = True
+
+    def forward(self, q, k, v, causal):
+        return reference.reference(q.float(), k.float(), v.float(), causal).to(q.dtype)
+
+    def forward_varlen(self, q, k, v, cu_q, cu_k, max_q, max_k, causal):
+        parts = [self.forward(q[None, a:b], k[None, a:b], v[None, a:b], causal)[0]
+                 for a, b in zip(cu_q[:-1].tolist(), cu_q[1:].tolist(), strict=True)]
+        return torch.cat(parts, 0)
+
+
+@pytest.fixture()
+def on_cpu(monkeypatch):
+    monkeypatch.setattr(reference, "DEVICE", "cpu")
+    return torch.Generator().manual_seed(1234)
+
+
+CASES = [
+    matrix.Case("bf16", 64, True, 2, 67, 67, 4, 2),
+    matrix.Case("fp16", 32, False, 1, 1, 50, 2, 1),
+    matrix.Case("bf16", 32, True, 3, 40, 40, 2, 2, (1, 17, 22)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_correct_kernel_passes(on_cpu, case):
+    r = reference.run_case(_MathKernel(), case, on_cpu)
+    assert r.status == "passed", r.reason
+    assert set(r.errors) == {"out", "dq", "dk", "dv"}
+    assert all(0 < e < r.tolerance[n] for n, e in r.errors.items())
+
+
+@pytest.mark.parametrize("fault", ["scale", "nan"])
+def test_faulty_kernel_fails(on_cpu, fault):
+    r = reference.run_case(adapters.FaultAdapter(_MathKernel(), fault), CASES[0], on_cpu)
+    assert r.status == "failed"
+    if fault == "nan":
+        assert not r.finite and "NaN" in r.reason
+
+
+def test_dropped_causal_mask_fails(on_cpu):
+    r = reference.run_case(adapters.FaultAdapter(_MathKernel(), "no-causal"), CASES[2], on_cpu)
+    assert r.status == "failed" and r.errors["out"] > 0.1
