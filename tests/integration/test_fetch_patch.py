@@ -172,8 +172,10 @@ def test_git_unknown_commit(tmp_path: Path, repo_with_submodule: tuple[Path, str
 
 
 def test_patches_apply_and_a_failing_one_names_file_and_hunk(tmp_path: Path) -> None:
-    from rocmbuild import config
-    from rocmbuild.recipe.render import Plan
+    from rocmbuild import config, host
+    from rocmbuild.recipe.model import Patch, Source
+    from rocmbuild.recipe.plan import Plan
+    from rocmbuild.results import Artifacts
     from rocmbuild.stages import Context, patch
 
     git("init", "-q", cwd=tmp_path)  # the workspace often sits inside a git checkout
@@ -192,8 +194,8 @@ def test_patches_apply_and_a_failing_one_names_file_and_hunk(tmp_path: Path) -> 
                 **fields,
                 "recipe": "demo",
                 "source_name": "default",  # type: ignore
-                "source": {"sha256": "ab" * 32},
-                "patches": tuple({"file": str(f), "sha256": "", "reason": ""} for f in files),
+                "source": Source("sdist", url="file:///x.tar.gz", sha256="ab" * 32),
+                "patches": tuple(Patch(file=f, sha256="", reason="") for f in files),
             }
         )
 
@@ -201,7 +203,8 @@ def test_patches_apply_and_a_failing_one_names_file_and_hunk(tmp_path: Path) -> 
         ws=config.workspace(str(tmp_path / "w")),
         log_dir=tmp_path / "logs",
         wheel_dir=tmp_path / "wh",
-        artifacts={"tree": tree},
+        host=host.detect(want_compiler=False),
+        artifacts=Artifacts(tree=tree),
     )
     patch.run(plan_with([good]), ctx)
     assert (tree / "setup.py").read_text() == "a\nB\nc\n"
