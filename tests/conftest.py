@@ -7,12 +7,32 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 # The README's main job: the flash-attn Triton variant from the pinned PyPI sdist.
 TRITON_ARGS = ("flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi")
+# Fixtures that build for real (the flash-attn sdist, the HIP probe): their tests are `slow`.
+SLOW_FIXTURES = frozenset({"triton_build", "probe_wheel_2", "probe_wheel_942"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Markers by place: tests/integration -> integration, tests/integration/hip -> hip as well,
+    tests/gpu -> gpu; and `slow` for every test that uses a real build fixture."""
+    tests = Path(__file__).parent
+    for item in items:
+        where = item.path.relative_to(tests).parts if item.path.is_relative_to(tests) else ()
+        if where[:1] == ("integration",):
+            item.add_marker(pytest.mark.integration)
+            if where[1:2] == ("hip",):
+                item.add_marker(pytest.mark.hip)
+        elif where[:1] == ("gpu",):
+            item.add_marker(pytest.mark.gpu)
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
 
 
 def rocmbuild(
@@ -76,7 +96,9 @@ def fake_rocm_root(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def triton_build(tmp_path_factory: pytest.TempPathFactory, download_cache: Path) -> dict:
+def triton_build(
+    tmp_path_factory: pytest.TempPathFactory, download_cache: Path
+) -> dict[str, Any]:
     """The real flash-attn Triton-variant wheel, built once per test session by the real CLI from
     the real PyPI sdist (pinned by sha256; the download is kept in pytest's cache)."""
     base = tmp_path_factory.mktemp("triton-build")

@@ -57,6 +57,7 @@ def server(monkeypatch) -> Iterator[Server]:
     s = Server()
     yield s
     s.httpd.shutdown()
+    s.httpd.server_close()
 
 
 GOOD = make_tar({"demo-1.0/setup.py": b"print('hi')\n", "demo-1.0/pkg/__init__.py": b""})

@@ -1,98 +1,39 @@
-"""patches/flash-attn/0001: applies with `git apply` to the sdist's (empty)
-flash_attn/flash_attn_triton_amd/__init__.py, and drops the AMD-only options only on a non-HIP
-Triton backend and only for that package's kernels.
-
-Triton's GPU backends cannot run here, so ``triton`` is a small stand-in package written by the
-test: a JITFunction whose run() records the keyword arguments it gets, and a driver that reports
-the backend named by an environment variable. The real kernels ran on an H200 (docs/benchmarks.md).
-"""
+"""patches/flash-attn/0001 as a file and as recipes/flash-attn.toml records it: a unified diff of
+the one file it changes, pinned by its real sha256, with a reason that says why it exists.
+What the patch does at run time: tests/integration/test_flash_attn_patch_runtime.py."""
 
 from __future__ import annotations
 
 import hashlib
-import json
-import sys
-import textwrap
-from pathlib import Path
-
-import pytest
+import tomllib
+from typing import Any
 
 from rocmbuild.config import REPO_ROOT
-from rocmbuild.run import run
 
 PATCH = (REPO_ROOT / "patches" / "flash-attn"
          / "0001-triton-amd-drop-amd-only-autotune-keys-on-non-hip.patch")
-
-FAKE_TRITON = {
-    "triton/__init__.py": "from . import runtime\n",
-    "triton/runtime/__init__.py": "from . import driver, jit\n",
-    "triton/runtime/driver.py": textwrap.dedent("""
-        import os
-        class _Target:
-            backend = os.environ["FAKE_TRITON_BACKEND"]
-        class _Active:
-            def get_current_target(self):
-                return _Target()
-        active = _Active()
-    """),
-    "triton/runtime/jit.py": textwrap.dedent("""
-        class JITFunction:
-            def __init__(self, fn):
-                self.fn = fn
-            def run(self, *args, **kwargs):
-                return sorted(kwargs)
-    """),
-}
-
-PROBE = textwrap.dedent("""
-    import json, types
-    import flash_attn.flash_attn_triton_amd  # applies the patch's runtime switch
-    from triton.runtime.jit import JITFunction
-    def kernel(): pass
-    ours = types.FunctionType(kernel.__code__, {}, "k")
-    ours.__module__ = "flash_attn.flash_attn_triton_amd.fwd_prefill"
-    other = types.FunctionType(kernel.__code__, {}, "k")
-    other.__module__ = "someone_else"
-    kw = dict(grid=(1,), BLOCK_M=64, waves_per_eu=2, matrix_instr_nonkdim=16, kpack=2)
-    print(json.dumps({"ours": JITFunction(ours).run(**kw), "other": JITFunction(other).run(**kw)}))
-""")
+RECIPE = REPO_ROOT / "recipes" / "flash-attn.toml"
 
 
-@pytest.fixture(scope="module")
-def patched_tree(tmp_path_factory):
-    root = tmp_path_factory.mktemp("fa")
-    pkg = root / "flash_attn" / "flash_attn_triton_amd"
-    pkg.mkdir(parents=True)
-    (root / "flash_attn" / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")  # as in flash_attn-2.8.3.post1.tar.gz
-    run(["git", "init", "-q", root])
-    run(["git", "apply", "--verbose", PATCH], cwd=root)
-    for rel, text in FAKE_TRITON.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return root
+def recorded() -> dict[str, Any]:
+    """The recipe's [[patches]] entry for PATCH (exactly one)."""
+    entries = [
+        p for p in tomllib.loads(RECIPE.read_text()).get("patches", [])
+        if (RECIPE.parent / p["file"]).resolve() == PATCH.resolve()
+    ]
+    assert len(entries) == 1, f"{RECIPE.name} must list {PATCH.name} once: {entries}"
+    entry: dict[str, Any] = entries[0]
+    return entry
 
 
-def _kwargs_seen(root: Path, backend: str) -> dict:
-    env = {"PATH": "/usr/bin:/bin", "FAKE_TRITON_BACKEND": backend}
-    r = run([sys.executable, "-c", PROBE], cwd=root, env=env, capture=True)
-    return json.loads(r.output.splitlines()[-1])
-
-
-def test_patch_is_a_unified_diff_with_reason():
+def test_patch_is_a_unified_diff_with_reason() -> None:
     text = PATCH.read_text()
     assert text.startswith("--- a/flash_attn/flash_attn_triton_amd/__init__.py\n")
     assert "+++ b/flash_attn/flash_attn_triton_amd/__init__.py" in text
-    assert "waves_per_eu" in text and "HIP" in text
-    assert len(hashlib.sha256(PATCH.read_bytes()).hexdigest()) == 64
+    reason = recorded()["reason"]
+    # says why: what it drops, when, and the error it works around
+    assert "waves_per_eu" in reason and "not HIP" in reason and "KeyError" in reason, reason
 
 
-def test_non_hip_backend_drops_amd_only_options_for_flash_attn_kernels(patched_tree):
-    seen = _kwargs_seen(patched_tree, "cuda")
-    assert seen["ours"] == ["BLOCK_M", "grid"]
-    assert "waves_per_eu" in seen["other"]  # other packages' kernels are left alone
-
-
-def test_hip_backend_is_untouched(patched_tree):
-    seen = _kwargs_seen(patched_tree, "hip")
-    assert seen["ours"] == ["BLOCK_M", "grid", "kpack", "matrix_instr_nonkdim", "waves_per_eu"]
+def test_recipe_pins_the_patch_by_its_real_sha256() -> None:
+    assert recorded()["sha256"] == hashlib.sha256(PATCH.read_bytes()).hexdigest()

@@ -46,6 +46,7 @@ def test_probe_942_only_fails_gfx90a(probe_wheel_942):
     assert "hipattn/_hipattn." in p.stderr and "no device code for gfx90a" in p.stderr
 
 
+@pytest.mark.slow  # builds the probe itself (build_probe), not through a probe_wheel fixture
 def test_probe_gfx950_with_clang22(tmp_path, hipc):
     """gfx950 needs clang-22 (install-hip-toolchain.sh --with-gfx950) or a ROCm >= 6.4 compiler."""
     ok, why = accepts_arch(hipc, "gfx950")

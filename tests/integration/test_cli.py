@@ -3,12 +3,21 @@ and the early stop for builds this host cannot do (no ROCm torch / ROCm SDK here
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import rocmbuild
+
+
+def torch_found() -> str:
+    """How the toolchain error names this interpreter's torch (the child runs the same Python)."""
+    try:
+        return f"torch {importlib.metadata.version('torch')}"
+    except importlib.metadata.PackageNotFoundError:
+        return "no torch"
 
 
 def test_help_documents_env_vars() -> None:
@@ -78,7 +87,7 @@ def test_native_without_gpu_exits_10(tmp_path: Path) -> None:
     [
         (
             ["flash-attn", "--arch", "gfx942"],
-            ["a ROCm build of torch (found torch 2.13.0", "a ROCm SDK >= 6.0"],
+            [f"a ROCm build of torch (found {torch_found()}", "a ROCm SDK >= 6.0"],
         ),
         (["flash-attn", "--arch", "gfx90a,gfx942", "--variant", "ck"], ["a ROCm build of torch"]),
         (["pytorch", "--arch", "gfx942"], ["a ROCm SDK >= 6.0 with hipcc"]),
@@ -116,3 +125,13 @@ def test_plan_warns_but_renders_on_this_host() -> None:
     assert res.returncode == 0
     assert "GPU_ARCHS=gfx942" in res.stdout and "MAX_JOBS" in res.stdout
     assert "would stop before fetching" in res.stderr
+
+
+def test_cli_exit_code_and_one_line_per_problem(tmp_path: Path) -> None:
+    many = Path(__file__).parents[1] / "recipes" / "bad-many.toml"
+    res = rocmbuild("plan", str(many), "--arch", "gfx942")
+    assert res.returncode == 3
+    errors = [line for line in res.stderr.splitlines() if line.startswith("recipe error:")]
+    assert len(errors) == 3, res.stderr
+    assert "Traceback" not in res.stderr
+    assert "hint:" in res.stderr
