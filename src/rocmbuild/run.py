@@ -104,26 +104,27 @@ def run(
                 returncode=126,
                 log_path=str(lp) if lp else None,
             ) from exc
-        if stdin is not None and proc.stdin is not None:
-            proc.stdin.write(stdin)
-            proc.stdin.close()
-        assert proc.stdout is not None
-        deadline = start + timeout if timeout else None
-        for line in proc.stdout:
-            line = line.rstrip("\n")
-            tail.append(line)
-            if capture:
-                lines.append(line)
-            if logf is not None:
-                logf.write(line + "\n")
-            if on_line is not None:
-                on_line(line)
-            if log.level() >= 2:
-                log.console.print(line, markup=False, highlight=False)
-            if deadline and time.monotonic() > deadline:
-                proc.kill()
-                break
-        rc = proc.wait()
+        with proc:
+            if stdin is not None and proc.stdin is not None:
+                proc.stdin.write(stdin)
+                proc.stdin.close()
+            assert proc.stdout is not None
+            deadline = start + timeout if timeout else None
+            for line in proc.stdout:
+                line = line.rstrip("\n")
+                tail.append(line)
+                if capture:
+                    lines.append(line)
+                if logf is not None:
+                    logf.write(line + "\n")
+                if on_line is not None:
+                    on_line(line)
+                if log.level() >= 2:
+                    log.console.print(line, markup=False, highlight=False)
+                if deadline and time.monotonic() > deadline:
+                    proc.kill()
+                    break
+            rc = proc.wait()
     finally:
         duration = time.monotonic() - start
         if logf is not None:

@@ -93,6 +93,7 @@ def download(url: str, sha256: str, cache: Path) -> Path:
             try:
                 resp = urllib.request.urlopen(req, timeout=60)
             except urllib.error.HTTPError as exc:
+                exc.close()  # its response body holds the socket; the retry opens a new one
                 if exc.code in (400, 401, 403, 404, 410):
                     raise _Permanent(f"HTTP {exc.code} {exc.reason}") from exc
                 raise
