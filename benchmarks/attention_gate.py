@@ -27,7 +27,7 @@ from rocmbuild.run import run
 def validate(out: Path, tag: str, *args: str, timeout: float = 600) -> tuple[int, dict]:
     j = out / f"{tag}.json"
     argv = [sys.executable, "-m", "rocmbuild", "--workdir", str(out / "ws"), "validate",
-            "--json", str(j), "--html", str(out / f"{tag}.html"), *args]
+            "--json-file", str(j), "--html", str(out / f"{tag}.html"), *args]
     t0 = time.monotonic()
     r = run(argv, check=False, timeout=timeout, log_path=out / f"{tag}.log")
     print(f"[{tag}] exit {r.returncode} in {time.monotonic() - t0:.0f}s", flush=True)

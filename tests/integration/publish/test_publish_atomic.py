@@ -75,7 +75,7 @@ def test_kill9_before_commit_leaves_served_tree_identical(
     wait_for(marker, proc)
     assert marker.read_text() == step
     os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(10)
+    proc.communicate(timeout=10)  # reaps it and closes its pipes
     assert proc.returncode == -signal.SIGKILL
     assert snapshot(index / "stable") == before  # byte-identical, nothing half-visible
     if step != "locked":
@@ -100,7 +100,7 @@ def test_kill9_after_commit_shows_new_tree_and_next_run_cleans(
     proc = start(["publish", *map(str, new), "--index", str(index)], env)
     wait_for(marker, proc)
     os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(10)
+    proc.communicate(timeout=10)  # reaps it and closes its pipes
     after = snapshot(index / "stable")
     assert f"files/{new[0].name}" in after and f"files/{new[1].name}" in after
     assert leftovers(index)  # the old generation is still there
@@ -127,7 +127,7 @@ def test_kill9_during_promote(tmp_path: Path) -> None:
     proc = start(["promote", "prom==1.0"], env)
     wait_for(marker, proc)
     os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(10)
+    proc.communicate(timeout=10)  # reaps it and closes its pipes
     assert snapshot(index / "stable") == before
     rocmbuild("promote", "prom==1.0", "--index", str(index), check=True)
     assert (index / "stable" / "files" / w.name).read_bytes() == w.read_bytes()
