@@ -35,6 +35,24 @@ def imported(tree: ast.Module) -> set[str]:
 PROGRAMS = ("validate/kernelgate/", "recipe/schema.py")
 
 
+def calls(tree: ast.Module) -> list[tuple[str, str, int]]:
+    """(owner, name, line) of every call: ``sys.exit()`` is ("sys", "exit"), ``log.out.print()``
+    is ("log.out", "print"), ``print()`` is ("", "print")."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Name):
+                out.append(("", f.id, node.lineno))
+            elif isinstance(f, ast.Attribute):
+                v = f.value
+                owner = (v.id if isinstance(v, ast.Name) else
+                         f"{v.value.id}.{v.attr}" if isinstance(v, ast.Attribute)
+                         and isinstance(v.value, ast.Name) else "")
+                out.append((owner, f.attr, node.lineno))
+    return out
+
+
 def is_command_layer(name: str) -> bool:
     return (name.startswith("commands/") or name in ("cli.py", "__main__.py")
             or name.startswith(PROGRAMS))
@@ -53,16 +71,8 @@ def test_only_the_command_layer_sees_argparse_or_exits() -> None:
             continue
         if "argparse" in imported(tree):
             bad.append(f"{name}: imports argparse")
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                f = node.func
-                called = (f.attr if isinstance(f, ast.Attribute) else
-                          f.id if isinstance(f, ast.Name) else "")
-                owner = f.value.id if isinstance(f, ast.Attribute) and isinstance(
-                    f.value, ast.Name) else ""
-                if (owner, called) in (("sys", "exit"), ("os", "_exit")) or called == "exit" \
-                        and not owner:
-                    bad.append(f"{name}:{node.lineno}: exits")
+        bad += [f"{name}:{line}: exits" for owner, called, line in calls(tree)
+                if (owner, called) in (("sys", "exit"), ("os", "_exit"), ("", "exit"))]
     assert bad == []
 
 
@@ -80,18 +90,9 @@ def test_stages_never_import_each_other() -> None:
 
 def test_domain_modules_do_not_print_data() -> None:
     """stdout (log.out and print) is for a command's data: only the command layer writes it."""
-    bad = []
-    for name, tree in modules().items():
-        if is_command_layer(name):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
-                f = node.func
-                if isinstance(f, ast.Name) and f.id == "print":
-                    bad.append(f"{name}:{node.lineno}: print()")
-                if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Attribute)
-                        and f.value.attr == "out"):
-                    bad.append(f"{name}:{node.lineno}: log.out")
+    bad = [f"{name}:{line}: {owner or 'print'}" for name, tree in modules().items()
+           if not is_command_layer(name) for owner, called, line in calls(tree)
+           if (owner, called) == ("", "print") or owner == "log.out"]
     assert bad == []
 
 
