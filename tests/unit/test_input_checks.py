@@ -77,6 +77,14 @@ def test_recipe_bom_is_accepted_and_directory_named(tmp_path: Path) -> None:
         load.find_recipe(str(tmp_path))
 
 
+def test_recipe_name_wins_over_a_directory_of_that_name(monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    """`rocmbuild flash-attn` inside a directory holding a flash-attn clone builds the recipe."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "flash-attn").mkdir()
+    assert load.find_recipe("flash-attn").name == "flash-attn.toml"
+
+
 @pytest.mark.parametrize("name, kind, link, why", [
     ("/abs/file", tarfile.REGTYPE, "", "an absolute path"),
     ("d/../../x", tarfile.REGTYPE, "", "'..'"),

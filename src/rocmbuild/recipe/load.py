@@ -33,10 +33,11 @@ from rocmbuild.recipe.model import (
 def find_recipe(name: str) -> Path:
     """A recipe by name (searched in config.recipe_dirs()) or by path."""
     p = Path(name)
-    if p.is_dir():
-        raise UsageError(f"recipe {name}: is a directory, not a recipe file",
-                         hint=f"name the .toml file inside it, e.g. {p / 'recipe.toml'}")
-    if p.suffix == ".toml" or "/" in name:
+    is_dir = UsageError(f"recipe {name}: is a directory, not a recipe file",
+                        hint=f"name the .toml file inside it, e.g. {p / 'recipe.toml'}")
+    if p.suffix == ".toml" or "/" in name or name in (".", ".."):
+        if p.is_dir():
+            raise is_dir
         if not p.exists():
             raise UsageError(f"recipe file {name} not found", hint="check the path")
         if not p.is_file():
@@ -46,6 +47,8 @@ def find_recipe(name: str) -> Path:
         cand = d / f"{name}.toml"
         if cand.is_file():
             return cand
+    if p.is_dir():  # a bare name that is no recipe but a directory here
+        raise is_dir
     names = available()
     raise UsageError(
         f"unknown recipe {name!r}" + suggest(name, names),
