@@ -35,7 +35,11 @@ KNOWN_ARCHS: dict[str, str] = {
 
 
 def sysfs_root() -> Path:
-    return Path(options.env("ROCMBUILD_SYSFS_ROOT") or "/sys")
+    raw = options.env("ROCMBUILD_SYSFS_ROOT")
+    if raw and not Path(raw).is_dir():
+        raise UsageError(f"ROCMBUILD_SYSFS_ROOT={raw!r}: not a directory",
+                         hint="point it at a sysfs tree (a fixture), or unset it to read /sys")
+    return Path(raw or "/sys")
 
 
 def gfx_from_target_version(value: int) -> str:
@@ -101,30 +105,65 @@ def _native(known: Sequence[str] | None, origin: str) -> list[str]:
     return list(known)
 
 
+FEATURES = ("xnack", "sramecc")
+"""Target features a gfx name may carry, each once, as ``:feature+`` or ``:feature-``."""
+
+
+def check_target(target: str, flag: str = "--arch") -> str:
+    """Check one ``gfx...[:feature+|-]...`` target; returns its base gfx name."""
+    base, *feats = target.split(":")
+    if base not in KNOWN_ARCHS:
+        close = difflib.get_close_matches(base, KNOWN_ARCHS, n=1)
+        raise UsageError(
+            f"{flag}: unknown GPU architecture {target!r}"
+            + (f" (did you mean {close[0]}?)" if close else ""),
+            hint="known: " + ", ".join(KNOWN_ARCHS),
+        )
+    seen: set[str] = set()
+    for feat in feats:
+        name, sign = feat[:-1], feat[-1:]
+        if name not in FEATURES or sign not in ("+", "-"):
+            raise UsageError(
+                f"{flag}: unknown target feature {feat!r} in {target!r}",
+                hint="only :xnack+ / :xnack- and :sramecc+ / :sramecc- exist, "
+                "e.g. gfx90a:xnack+ or gfx942:sramecc+:xnack-")
+        if name in seen:
+            raise UsageError(f"{flag}: feature {name} given twice in {target!r}",
+                             hint=f"give {name} once, + or -")
+        seen.add(name)
+    return base
+
+
+def check_spec(spec: str, flag: str) -> None:
+    """Syntax check of an ``--arch`` value without resolving ``native`` (options uses it for
+    values from the environment or pyproject.toml, so errors name the variable or key)."""
+    items = [a.strip().lower() for a in spec.replace(";", ",").split(",") if a.strip()]
+    if not items:
+        raise UsageError(f"{flag}: empty list", hint="e.g. gfx942 or gfx90a,gfx942")
+    for item in items:
+        if item != "native":
+            check_target(item, flag)
+
+
 def parse_archs(spec: str, supported: tuple[str, ...] = (), where: str = "", *,
-                native: Sequence[str] | None = None, host_origin: str = "") -> tuple[str, ...]:
+                native: Sequence[str] | None = None, host_origin: str = "",
+                flag: str = "--arch") -> tuple[str, ...]:
     """Parse a comma- or semicolon-separated ``--arch`` value, check it, keep order, drop repeats.
 
     ``supported`` is the recipe's allow-list (empty: anything known); ``where`` names it in errors.
     ``native`` is the GPUs of the host being planned for (a Host's ``gpus``); None reads KFD here.
+    ``flag`` names where the value came from in errors (``--arch``, ``ROCMBUILD_ARCH``, ...).
     """
     items = [a.strip() for a in spec.replace(";", ",").split(",") if a.strip()]
     if not items:
-        raise UsageError("--arch: empty list", hint="e.g. --arch gfx942 or --arch gfx90a,gfx942")
+        raise UsageError(f"{flag}: empty list", hint="e.g. --arch gfx942 or --arch gfx90a,gfx942")
     out: list[str] = []
     for item in items:
         for arch in _native(native, host_origin) if item == "native" else [item.lower()]:
-            base = arch.split(":", 1)[0]  # allow target features such as gfx90a:xnack+
-            if base not in KNOWN_ARCHS:
-                close = difflib.get_close_matches(base, KNOWN_ARCHS, n=1)
-                raise UsageError(
-                    f"--arch: unknown GPU architecture {arch!r}"
-                    + (f" (did you mean {close[0]}?)" if close else ""),
-                    hint="known: " + ", ".join(KNOWN_ARCHS),
-                )
+            base = check_target(arch, flag)
             if supported and base not in supported:
                 raise UsageError(
-                    f"--arch: {arch} is not supported by {where or 'this recipe'} "
+                    f"{flag}: {arch} is not supported by {where or 'this recipe'} "
                     f"(supported: {', '.join(supported)})",
                     hint="pick one of the supported archs, or extend arch.supported in the recipe "
                     "if upstream supports it",

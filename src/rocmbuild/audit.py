@@ -423,6 +423,21 @@ def audit_wheel(path: Path, archs: Sequence[str]) -> WheelAudit:
     return WheelAudit(str(path), archs, objects, [p for o in objects for p in o.problems])
 
 
+def _require_wheel(path: Path) -> None:
+    """A zip is audited only when it is a wheel: a ``*.dist-info/WHEEL`` member at the top."""
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+    except (OSError, zipfile.BadZipFile, ValueError) as exc:
+        raise AuditError(f"{path}: not a readable wheel: {exc}",
+                         hint="pass a .whl file, a .so, or a HIP object file") from exc
+    if not any(n.count("/") == 1 and n.split("/")[0].endswith(".dist-info")
+               and n.endswith("/WHEEL") for n in names):
+        raise UsageError(f"audit: {path}: a zip but not a wheel (no *.dist-info/WHEEL)",
+                         hint="pass a .whl file built by a wheel builder, a .so, or a HIP "
+                         "object file")
+
+
 def audit_file(path: Path, archs: Sequence[str]) -> WheelAudit:
     """Audit a wheel (by zip magic) or a single ELF file / raw offload bundle."""
     path = Path(path)
@@ -431,6 +446,7 @@ def audit_file(path: Path, archs: Sequence[str]) -> WheelAudit:
     with open(path, "rb") as fh:
         magic = fh.read(24)
     if magic[:4] == b"PK\x03\x04":
+        _require_wheel(path)
         return audit_wheel(path, archs)
     if magic[:4] not in (ELF_MAGIC, CCOB_MAGIC) and magic != BUNDLE_MAGIC:
         raise UsageError(f"audit: {path}: not a wheel, ELF file or offload bundle",

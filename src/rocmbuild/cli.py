@@ -10,12 +10,14 @@ COMMANDS tuple below.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.markup import escape
 
-from rocmbuild import __version__, log, options
+from rocmbuild import __version__, config, log, options
 from rocmbuild.commands import (
     audit,
     build,
@@ -27,7 +29,7 @@ from rocmbuild.commands import (
     recipes,
     validate,
 )
-from rocmbuild.errors import RocmbuildError, UsageError
+from rocmbuild.errors import INTERNAL_ERROR_EXIT, RocmbuildError, UsageError
 
 COMMANDS = (build, plan, recipes, doctor, audit, validate, publish, promote)
 
@@ -83,13 +85,15 @@ def _insert_build(argv: list[str], commands: set[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    raw = list(sys.argv[1:] if argv is None else argv)
     try:
         parser = build_parser()
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        args_list = _insert_build(list(sys.argv[1:] if argv is None else argv), set(sub.choices))
+        args_list = _insert_build(raw, set(sub.choices))
         args = parser.parse_args(args_list)
         base = options.env_int("ROCMBUILD_VERBOSITY", minimum=0)
         log.set_level(max(0, (1 if base is None else base) + args.verbose - args.quiet))
+        options.check_env()
         if not getattr(args, "handler", None):
             parser.print_help(sys.stderr)
             return 2
@@ -100,6 +104,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         log.console.print("[red]interrupted[/red]")
         return 130
+    except Exception:  # the last-resort guard: a bug, never a user's mistake
+        return _internal_error(raw)
+
+
+INTERNAL_ERROR_LINE = "internal error, please report"
+"""The guard's line; the corpus test asserts no bad input reaches it."""
+
+
+def _internal_error(argv: list[str]) -> int:
+    """One line and the path of the saved traceback (under the workdir's logs/, else a temp
+    dir), never the traceback itself."""
+    import re
+    import tempfile
+    import time
+    import traceback
+
+    # Credentials in URLs (user:password@host) never reach the saved file.
+    text = re.sub(r"(?<=://)[^/@\s]*@", "***@", traceback.format_exc())
+    name = f"internal-error-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.txt"
+    saved: Path | None = None
+    dirs: list[Path] = []
+    try:
+        dirs.append(config.workspace(_workdir_arg(argv)).logs)
+    except Exception:  # noqa: BLE001 - a bad workdir setting must not hide the original error
+        pass
+    dirs.append(Path(tempfile.gettempdir()))
+    for d in dirs:
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            (d / name).write_text(text, encoding="utf-8")
+            saved = d / name
+            break
+        except OSError:
+            continue
+    log.console.print(f"[bold red]internal error:[/bold red] {INTERNAL_ERROR_LINE}"
+                      + (f"; traceback saved to {escape(str(saved))}" if saved else ""),
+                      highlight=False)
+    log.console.print("[cyan]hint:[/cyan] file an issue with that file and the command line",
+                      highlight=False)
+    return INTERNAL_ERROR_EXIT
+
+
+def _workdir_arg(argv: list[str]) -> str | None:
+    """--workdir from the command line, read without the parser (which may be what failed)."""
+    for i, a in enumerate(argv):
+        if a == "--workdir" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--workdir="):
+            return a.split("=", 1)[1]
+    return None
 
 
 def _report(exc: RocmbuildError) -> None:

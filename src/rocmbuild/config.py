@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocmbuild import options
+from rocmbuild.errors import UsageError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,5 +63,9 @@ def workspace(workdir: str | None = None, cache_dir: str | None = None) -> Works
 
 def recipe_dirs() -> list[Path]:
     dirs = [Path(p) for p in (options.env("ROCMBUILD_RECIPE_PATH") or "").split(os.pathsep) if p]
+    for d in dirs:
+        if not d.is_dir():
+            raise UsageError(f"ROCMBUILD_RECIPE_PATH: {d} is not a directory",
+                             hint=f"list existing recipe directories, separated by {os.pathsep!r}")
     dirs.append(REPO_ROOT / "recipes")
     return dirs

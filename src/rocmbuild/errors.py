@@ -100,3 +100,8 @@ class CommandFailed(RocmbuildError):
         super().__init__(message, hint, detail)
         self.returncode = returncode
         self.log_path = log_path
+
+
+INTERNAL_ERROR_EXIT = 70
+"""What ``cli.main`` returns when an exception that is not a RocmbuildError reaches it (a bug):
+one line "internal error, please report" and the path of the saved traceback."""

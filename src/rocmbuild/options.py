@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +41,10 @@ class Setting:
     config: str | None
     """Key in ``[tool.rocmbuild]``, when the setting may live there."""
     kind: str
-    """``str``, ``int``, ``bool`` or ``path``."""
+    """``str``, ``int``, ``bool``, ``path`` (a directory, created when missing), ``dir`` (an
+    existing directory), ``arch`` (an --arch list) or ``version`` (X.Y[.Z])."""
     doc: str
+    choices: tuple[str, ...] = ()
 
 
 SETTINGS: dict[str, Setting] = {
@@ -49,7 +52,7 @@ SETTINGS: dict[str, Setting] = {
                        "workspace for sources, logs, wheels, index, reports (default ./build)"),
     "cache_dir": Setting("--cache-dir", "ROCMBUILD_CACHE_DIR", "cache-dir", "path",
                          "download, git and wheel cache (default <workdir>/cache)"),
-    "arch": Setting("--arch", "ROCMBUILD_ARCH", "arch", "str",
+    "arch": Setting("--arch", "ROCMBUILD_ARCH", "arch", "arch",
                     "comma-separated gfx targets, e.g. gfx90a,gfx942; native reads /sys/class/kfd"),
     "jobs": Setting("--jobs", "ROCMBUILD_JOBS", "jobs", "int",
                     "parallel compile jobs (MAX_JOBS)"),
@@ -58,18 +61,19 @@ SETTINGS: dict[str, Setting] = {
     "variant": Setting("--variant", "ROCMBUILD_VARIANT", None, "str", "recipe variant"),
     "source": Setting("--source", "ROCMBUILD_SOURCE", None, "str",
                       "'default' or a source alternative named in the recipe"),
-    "rocm_version": Setting("--rocm-version", "ROCMBUILD_ROCM_VERSION", None, "str",
+    "rocm_version": Setting("--rocm-version", "ROCMBUILD_ROCM_VERSION", None, "version",
                             "ROCm version for the wheel's local label"),
-    "rocm_path": Setting("--rocm-path", "ROCM_PATH", None, "str", "ROCm root"),
+    "rocm_path": Setting("--rocm-path", "ROCM_PATH", None, "dir", "ROCm root"),
     "hip_compiler": Setting("--hip-compiler", "ROCMBUILD_HIP_COMPILER", None, "str",
                             "HIP compiler (path or name on PATH)"),
     "gpu_vendor": Setting("--gpu-vendor", "ROCMBUILD_GPU_VENDOR", None, "str",
-                          "amd (default) or nvidia (check HIP-portable Triton code)"),
+                          "amd (default) or nvidia (check HIP-portable Triton code)",
+                          choices=("amd", "nvidia")),
     "wheel_dir": Setting("--wheel-dir", "ROCMBUILD_WHEEL_DIR", None, "path",
                          "where built wheels go (default <workdir>/wheels)"),
     "validate": Setting("--validate", "ROCMBUILD_VALIDATE", None, "bool",
                         "validate after building"),
-    "torch_from": Setting("--torch-from", "ROCMBUILD_TORCH_FROM", None, "path",
+    "torch_from": Setting("--torch-from", "ROCMBUILD_TORCH_FROM", None, "dir",
                           "site-packages dir holding the torch to validate against"),
     "simple_url": Setting("--simple-url", "ROCMBUILD_INDEX_SIMPLE_URL", None, "str",
                           "a server's simple API root (default <index URL>/simple/)"),
@@ -97,11 +101,36 @@ ENV: dict[str, str] = {
 }
 
 
+# Variables read through env() whose values are checked on every read: name -> kind.
+ENV_KINDS: dict[str, str] = {
+    "SOURCE_DATE_EPOCH": "seconds",
+    "ROCMBUILD_TOOLCHAIN_DIR": "path",
+}
+
+
 def env(name: str) -> str | None:
-    """The value of a registered variable (unset: None)."""
+    """The value of a registered variable (unset: None); a bad value of a variable in
+    ENV_KINDS is a usage error naming it."""
     if name not in ENV:
         raise KeyError(f"{name} is not in rocmbuild.options.ENV: register and document it")
-    return os.environ.get(name)
+    raw = os.environ.get(name)
+    kind = ENV_KINDS.get(name)
+    if raw is None or kind is None or raw.strip() == "":
+        return raw
+    if kind == "seconds" and not re.fullmatch(r"\d+", raw.strip()):
+        raise UsageError(f"{name}={raw!r}: expected a whole number of seconds >= 0",
+                         hint=f"e.g. {name}=0, or unset it")
+    if kind == "path":
+        check_dir_path(Path(raw), name)
+    return raw
+
+
+def check_env() -> None:
+    """Check at start-up the variables that are read late (in a stage, after minutes of work),
+    so a bad value stops the command before it starts."""
+    for name in ENV_KINDS:
+        env(name)
+    env_float("ROCMBUILD_RETRY_BACKOFF", 0.0)
 
 
 def env_int(name: str, minimum: int = 1) -> int | None:
@@ -196,10 +225,11 @@ def project_config(cwd: Path | None = None) -> dict[str, Any]:
 
 def resolve(name: str, flag_value: Any, default: Any = None) -> Any:
     """One setting: the flag's value, else its variable, else ./pyproject.toml, else default.
-    Integers and booleans from a variable are parsed and checked here."""
+    Every value is checked here by the setting's kind, and a bad one is a usage error naming
+    where it came from: the flag, the variable or the file and key."""
     setting = SETTINGS[name]
     if flag_value is not None:
-        return flag_value
+        return check(setting, flag_value, setting.flag)
     if setting.env:
         raw = os.environ.get(setting.env)
         if raw is not None and raw.strip() != "":
@@ -207,9 +237,60 @@ def resolve(name: str, flag_value: Any, default: Any = None) -> Any:
                 return _int(raw.strip(), setting.env, 1)
             if setting.kind == "bool":
                 return parse_bool(raw, setting.env)
-            return raw
+            return check(setting, raw, setting.env)
     if setting.config:
         cfg = project_config()
         if setting.config in cfg:
-            return cfg[setting.config]
+            return check(setting, cfg[setting.config],
+                         f"{CONFIG_FILE}: tool.rocmbuild.{setting.config}")
     return default
+
+
+def check(setting: Setting, value: Any, where: str) -> Any:
+    """``value`` of ``setting`` checked by its kind; ``where`` names its origin in errors."""
+    if not isinstance(value, str):
+        return value  # ints and bools: parsed by argparse, _int or project_config
+    if "\0" in value:
+        raise UsageError(f"{where}: contains a NUL character", hint="give a plain value")
+    if setting.choices and value not in setting.choices:
+        raise UsageError(f"{where}: expected one of {', '.join(setting.choices)}, got {value!r}",
+                         hint=f"e.g. {where.split(':')[0]} {setting.choices[0]}")
+    if setting.kind == "path":
+        check_dir_path(Path(value), where)
+    elif setting.kind == "dir":
+        if not Path(value).is_dir():
+            raise UsageError(f"{where}: {value} is not an existing directory",
+                             hint="give the directory's path, or leave it out to use the default")
+    elif setting.kind == "version":
+        if not re.fullmatch(r"\d+\.\d+(\.\d+)?", value.strip()):
+            raise UsageError(f"{where}: expected a version such as 6.2 or 6.2.4, got {value!r}",
+                             hint="the ROCm major.minor[.patch], e.g. 6.2")
+    elif setting.kind == "arch":
+        from rocmbuild import arch  # arch reads options: imported here, not at the top
+
+        arch.check_spec(value, where)
+    return value
+
+
+def check_dir_path(path: Path, where: str) -> None:
+    """A directory rocmbuild may create: it is one, or its nearest existing parent is one.
+    A file in the way is a usage error naming ``where`` (the flag, variable or key)."""
+    if str(path).strip() == "":
+        raise UsageError(f"{where}: empty path", hint="give a directory, or leave it out")
+    p = path.absolute()
+    for q in (p, *p.parents):
+        try:
+            exists = q.exists()
+        except OSError as exc:
+            raise UsageError(f"{where}: {q}: {exc.strerror or exc}",
+                             hint="give a directory you can write") from exc
+        if not exists:
+            continue
+        if not q.is_dir():
+            what = "is not a directory" if q == p else f"cannot be created: {q} is not a directory"
+            raise UsageError(f"{where}: {p} {what}",
+                             hint="give a directory path (a file is in the way)")
+        if not os.access(q, os.W_OK | os.X_OK):
+            raise UsageError(f"{where}: {q} is not writable",
+                             hint="give a directory you can write")
+        return

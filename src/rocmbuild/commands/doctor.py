@@ -35,6 +35,10 @@ def run(args: argparse.Namespace) -> int:
     from rocmbuild import arch, doctor, log, options
     from rocmbuild.errors import ToolchainError
 
+    if args.recipe:  # a recipe that does not exist is a usage error, before any check runs
+        from rocmbuild.recipe import load
+
+        load.find_recipe(args.recipe)
     spec = options.resolve("arch", args.arch)
     archs: list[str] | None = None
     if spec:

@@ -10,6 +10,7 @@ converts it to the field's Python shape. Every problem is collected, one line ea
 from __future__ import annotations
 
 import difflib
+import math
 import re
 import string
 from collections.abc import Iterable
@@ -168,6 +169,9 @@ class Checker:
                 self.bad(loc, f"unsupported version {value!r}; this rocmbuild reads {k.const}")
             return True, value
         if k.type == "number":
+            if not math.isfinite(value):
+                self.bad(loc, f"must be a finite number, got {value}")
+                return False, None
             if k.positive and value <= 0:
                 self.bad(loc, f"must be > 0, got {value}")
                 return False, None
@@ -234,6 +238,9 @@ class Checker:
                 continue
             if isinstance(val, str):
                 out.append((name, (val,)))
+            elif isinstance(val, list) and not val:
+                self.bad(loc, "empty list: it would match nothing (leave the key out to match "
+                         "every value)")
             elif isinstance(val, list):
                 out.append((name, self.strings(val, loc)))
             else:

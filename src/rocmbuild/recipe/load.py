@@ -33,14 +33,22 @@ from rocmbuild.recipe.model import (
 def find_recipe(name: str) -> Path:
     """A recipe by name (searched in config.recipe_dirs()) or by path."""
     p = Path(name)
-    if p.suffix == ".toml" or "/" in name:
-        if not p.is_file():
+    is_dir = UsageError(f"recipe {name}: is a directory, not a recipe file",
+                        hint=f"name the .toml file inside it, e.g. {p / 'recipe.toml'}")
+    if p.suffix == ".toml" or "/" in name or name in (".", ".."):
+        if p.is_dir():
+            raise is_dir
+        if not p.exists():
             raise UsageError(f"recipe file {name} not found", hint="check the path")
+        if not p.is_file():
+            raise UsageError(f"recipe {name}: not a regular file", hint="give a .toml file")
         return p
     for d in config.recipe_dirs():
         cand = d / f"{name}.toml"
         if cand.is_file():
             return cand
+    if p.is_dir():  # a bare name that is no recipe but a directory here
+        raise is_dir
     names = available()
     raise UsageError(
         f"unknown recipe {name!r}" + suggest(name, names),
@@ -66,14 +74,32 @@ def _display(path: Path) -> Path:
 def load(path: Path) -> Recipe:
     """Parse and check a recipe. Raises RecipeError listing every problem."""
     shown = _display(path)
-    raw = path.read_bytes()
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RecipeError([f"{shown}: cannot read: {exc.strerror or exc}"],
+                          hint="check the file's path and permissions") from exc
+    try:
+        # A UTF-8 byte order mark (Windows editors write one) is accepted and skipped.
+        data = tomllib.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise RecipeError(
+            [f"{shown}: not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})"],
+            hint="save the recipe as UTF-8",
+        ) from exc
+    except tomllib.TOMLDecodeError as exc:
         raise RecipeError(
             [f"{shown}: invalid TOML: {exc}"],
             hint="fix the syntax; see recipes/flash-attn.toml for an example",
         ) from exc
+    except RecursionError as exc:
+        raise RecipeError([f"{shown}: invalid TOML: nested too deeply"],
+                          hint="a recipe needs a few levels of tables, not hundreds") from exc
+    depth = _depth(data)
+    if depth > MAX_DEPTH:
+        raise RecipeError([f"{shown}: nested {depth} levels deep (at most {MAX_DEPTH})"],
+                          hint="a recipe needs a few levels of tables and lists; "
+                          "see recipes/flash-attn.toml")
     c = Checker(shown)
     c.walk(data, tree(Recipe), "")
     fields = c.read(Recipe, data, "")
@@ -114,6 +140,18 @@ def load(path: Path) -> Recipe:
         raw_sha256=hashlib.sha256(raw).hexdigest(),
         **fields,
     )
+
+
+MAX_DEPTH = 16
+"""Tables and lists deeper than this are no recipe (the deepest key is about 5 levels)."""
+
+
+def _depth(value: Any, limit: int = MAX_DEPTH + 1) -> int:
+    """Nesting depth of tables and lists, counted up to ``limit``."""
+    if limit <= 0 or not isinstance(value, dict | list):
+        return 0
+    items = value.values() if isinstance(value, dict) else value
+    return 1 + max((_depth(v, limit - 1) for v in items), default=0)
 
 
 def _tables(c: Checker, data: dict[str, Any], k: Key, read: Callable[[Any, str], Any]

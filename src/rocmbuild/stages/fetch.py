@@ -12,6 +12,7 @@ Network operations are tried three times with backoff (ROCMBUILD_RETRY_BACKOFF s
 from __future__ import annotations
 
 import hashlib
+import lzma
 import os
 import shutil
 import tarfile
@@ -21,6 +22,7 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -139,35 +141,82 @@ class _Mismatch(Exception):
 
 
 def extract(archive: Path, dest: Path) -> Path:
-    """Extract safely into a fresh ``dest``; returns the source root (the single top dir)."""
-    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".extract-"))
+    """Extract safely into a fresh ``dest``; returns the source root (the single top dir).
+
+    Refused as unsafe (FetchError, nothing left behind): absolute member paths, ``..``, links
+    that leave the tree, device files and fifos. A truncated or unreadable archive, or one that
+    is not a tar or zip at all, is a FetchError too, and so is an OSError writing the tree."""
+    unsafe = "the archive is unsafe; check the source pin (url and sha256)"
+    try:
+        tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=".extract-"))
+    except OSError as exc:
+        raise FetchError(f"{dest.parent}: cannot create the extraction directory: "
+                         f"{exc.strerror or exc}",
+                         hint="check that the workdir is a writable directory with free space"
+                         ) from exc
     try:
         if zipfile.is_zipfile(archive):
             with zipfile.ZipFile(archive) as zf:
-                for member in zf.namelist():
-                    target = (tmp / member).resolve()
-                    if not target.is_relative_to(tmp.resolve()):
-                        raise FetchError(
-                            f"{archive.name}: member {member!r} escapes the "
-                            "extraction directory; refusing to extract",
-                            hint="the archive is unsafe; check the source pin",
-                        )
+                for info in zf.infolist():
+                    why = _unsafe_name(info.filename)
+                    if why is None and (info.external_attr >> 16) & 0o170000 == 0o120000:
+                        why = "a symbolic link"
+                    if why:
+                        raise FetchError(f"{archive.name}: unsafe member refused: "
+                                         f"{info.filename!r} is {why}", hint=unsafe)
                 zf.extractall(tmp)
         else:
             with tarfile.open(archive) as tf:
+                for member in tf.getmembers():
+                    why = _unsafe_name(member.name) or _unsafe_tar_member(member)
+                    if why:
+                        raise FetchError(f"{archive.name}: unsafe member refused: "
+                                         f"{member.name!r} is {why}", hint=unsafe)
                 try:
                     tf.extractall(tmp, filter="data")
                 except tarfile.FilterError as exc:
-                    raise FetchError(
-                        f"{archive.name}: unsafe member refused: {exc}",
-                        hint="the archive is unsafe; check the source pin",
-                    ) from exc
+                    raise FetchError(f"{archive.name}: unsafe member refused: {exc}",
+                                     hint=unsafe) from exc
         entries = list(tmp.iterdir())
         root = entries[0] if len(entries) == 1 and entries[0].is_dir() else tmp
         os.replace(root, dest)
         return dest
+    except FetchError:
+        raise
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, ValueError, zlib.error,
+            lzma.LZMAError) as exc:
+        first = str(exc).splitlines()[0].rstrip(":") if str(exc) else type(exc).__name__
+        raise FetchError(f"{archive.name}: not a readable tar or zip archive "
+                         f"(truncated, corrupt or another format: {first})",
+                         hint="check the source pin; delete the cached download "
+                         f"{archive} to fetch it again") from exc
+    except OSError as exc:
+        where = exc.filename or dest
+        raise FetchError(f"{archive.name}: extracting into {where} failed: "
+                         f"{exc.strerror or exc}",
+                         hint="check free space and permissions of the workdir "
+                         "(--workdir / ROCMBUILD_WORKDIR)") from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _unsafe_name(name: str) -> str | None:
+    """Why an archive member's name is unsafe, or None."""
+    if name.startswith(("/", "\\")) or (len(name) > 2 and name[1] == ":" and name[2] in "/\\"):
+        return "an absolute path"
+    if ".." in name.replace("\\", "/").split("/"):
+        return "a path with '..'"
+    return None
+
+
+def _unsafe_tar_member(m: tarfile.TarInfo) -> str | None:
+    if m.isdev() or m.isfifo():
+        return "a device file or fifo"
+    if m.issym() or m.islnk():
+        target = m.linkname if m.islnk() else os.path.join(os.path.dirname(m.name), m.linkname)
+        if m.linkname.startswith("/") or os.path.normpath(target).startswith(".."):
+            return f"a link out of the tree (to {m.linkname!r})"
+    return None
 
 
 def _git_env() -> dict[str, str]:

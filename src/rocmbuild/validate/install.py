@@ -39,9 +39,55 @@ def read_wheel(path: Path) -> WheelInfo:
     if path.suffix != ".whl":
         raise UsageError(f"{path}: not a .whl file", hint="pass paths to .whl files")
     try:
-        return wheel.read_wheel(path)
+        info = wheel.read_wheel(path)
     except wheel.WheelFormatError as exc:
         raise ValidationError(exc.message, hint=exc.hint) from exc
+    _check_shape(info)
+    return info
+
+
+# rocmbuild.json keys the validator reads, and the JSON shape each must have.
+_PROVENANCE_SHAPES: dict[str, tuple[type, ...]] = {
+    "archs": (list,), "runtime_env": (dict,), "torch": (dict, type(None)),
+    "rocm_version": (str, type(None)), "recipe": (str, type(None)),
+}
+
+
+def _check_shape(info: WheelInfo) -> None:
+    """What pip and the validator will read, checked before any venv exists: the dist-info's
+    text files as UTF-8, and rocmbuild.json's keys in their shapes."""
+    import zipfile
+
+    path = info.path
+    bad = f"rebuild {path.name}; it is not a wheel pip can install"
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+            dist_info = next(n.split("/")[0] for n in names
+                             if n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
+            for name in ("METADATA", "WHEEL", "RECORD", "entry_points.txt", "top_level.txt"):
+                member = f"{dist_info}/{name}"
+                if member in names:
+                    try:
+                        zf.read(member).decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise ValidationError(f"{path}: {member} is not UTF-8 text ({exc.reason} "
+                                              f"at byte {exc.start})", hint=bad) from exc
+    except (OSError, zipfile.BadZipFile, StopIteration) as exc:
+        raise ValidationError(f"{path}: not a readable wheel ({exc})", hint=bad) from exc
+    prov = info.provenance or {}
+    where = f"{path}: {dist_info}/{wheel.PROVENANCE}"
+    for key, types in _PROVENANCE_SHAPES.items():
+        value = prov.get(key)
+        if key in prov and not isinstance(value, types):
+            raise ValidationError(f"{where}: {key} has the wrong shape "
+                                  f"({type(value).__name__})",
+                                  hint="rebuild the wheel with rocmbuild")
+    if not all(isinstance(a, str) for a in prov.get("archs") or []) or not all(
+            isinstance(k, str) and isinstance(v, str)
+            for k, v in (prov.get("runtime_env") or {}).items()):
+        raise ValidationError(f"{where}: archs / runtime_env hold non-strings",
+                              hint="rebuild the wheel with rocmbuild")
 
 
 def requirements_to_install(wheels: list[WheelInfo]) -> list[str]:
