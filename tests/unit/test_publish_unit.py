@@ -9,8 +9,14 @@ import pytest
 
 from rocmbuild.errors import PublishError, UsageError
 from rocmbuild.publish import PromoteOptions, PublishOptions, parse_pin, promote, publish
-from rocmbuild.publish.checks import check_not_broken, read_wheel_for_publish
+from rocmbuild.publish.checks import (
+    Identity,
+    check_not_broken,
+    read_wheel_for_publish,
+    valid_project_name,
+)
 from rocmbuild.publish.static_index import STEPS, StaticIndex
+from rocmbuild.publish.target import parse_index
 from rocmbuild.publish.upload import Credentials, credentials, redact
 
 
@@ -22,8 +28,21 @@ def _zip(path: Path, members: dict[str, str]) -> Path:
 
 
 def test_redact_strips_userinfo() -> None:
-    assert redact("https://bob:pw@host:8443/x/?a=1") == "https://host:8443/x/?a=1"
+    assert redact("https://bob:pw@host:8443/x/?a=1") == "https://***@host:8443/x/?a=1"
     assert redact("http://host/simple/") == "http://host/simple/"
+    for raw, shown in [
+        ("HTTP://u:pw@h/", "HTTP://***@h/"),
+        ("https:/u:pw@h/", "***@h/"),
+        ("//u:pw@h/", "//***@h/"),
+        ("u:pw@host:/srv", "***@host:/srv"),
+        ("https://u:p/w@h/", "https://***@h/"),
+        ("https://u:p@w@h/", "https://***@h/"),
+        ("file:///tmp/u%3Apw%40h", "file://***@h"),
+        ("pw@", "***@"),
+        ("@h", "***@h"),
+        ("/srv/wheels", "/srv/wheels"),
+    ]:
+        assert redact(raw) == shown, raw
 
 
 def test_credentials_precedence_and_repr() -> None:
@@ -70,7 +89,7 @@ def test_broken_rule_by_hash_only_for_same_bytes(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("stage", ["", ".generations", "a/b", "files", "simple"])
 def test_bad_stage_names(tmp_path: Path, stage: str) -> None:
-    with pytest.raises(PublishError, match="--stage"):
+    with pytest.raises(UsageError, match="--stage"):
         StaticIndex(tmp_path).stage_path(stage)
 
 
@@ -130,3 +149,53 @@ def test_option_mismatches_are_usage_errors(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="NAME==VERSION"):
         parse_pin("demo-1.0")
     assert parse_pin(" demo == 1.0 ") == ("demo", "1.0")
+
+
+@pytest.mark.parametrize(
+    ("value", "path", "url"),
+    [
+        ("/srv/wheels", "/srv/wheels", None),
+        ("  ./idx ", "idx", None),
+        ("file:///srv/wheels", "/srv/wheels", None),
+        ("FILE://localhost/srv/w%20x", "/srv/w x", None),
+        ("HTTPS://u:p%40ss@Host:8443/up/", None, "https://host:8443/up/"),
+        ("http://[::1]/", None, "http://[::1]/"),
+    ],
+)
+def test_parse_index_accepts(value: str, path: str | None, url: str | None) -> None:
+    t = parse_index(value)
+    assert (str(t.path) if t.path else None, t.url) == (path, url)
+    assert "p@ss" not in repr(t) and "p%40ss" not in repr(t)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["https:/u:pw@h/", "file://u:pw@/x", "file://host/x", "ftp://h/", "u:pw@h:/x", "//h/x",
+     "/x/u:pw@h", "https://u:p/w@h/", "https://h:0x1/", "https:///x", "https://h/?q", "a\nb",
+     "", "  "],
+)
+def test_parse_index_refuses(value: str) -> None:
+    with pytest.raises(UsageError, match="^--index: ") as exc:
+        parse_index(value)
+    assert "pw" not in exc.value.message + str(exc.value.hint)
+
+
+def test_identity_is_what_pip_sees() -> None:
+    a = Identity.of_filename("okpkg-1.0-py3-none-any.whl")
+    assert a is not None
+    for same in ["OkPkg-1.0-py3-none-any.whl", "okpkg-1.0.0-py3-none-any.whl",
+                 "ok_pkg-1.0-py2.py3-none-any.whl".replace("ok_pkg", "okpkg")]:
+        other = Identity.of_filename(same)
+        assert other is not None and a.clashes(other), same
+    for differs in ["okpkg-1.0-1-py3-none-any.whl", "okpkg-1.0-cp311-cp311-linux_x86_64.whl",
+                    "okpkg-1.0.post1-py3-none-any.whl", "okpkg2-1.0-py3-none-any.whl"]:
+        other = Identity.of_filename(differs)
+        assert other is not None and not a.clashes(other), differs
+    assert Identity.of_filename("okpkg-1.0.tar.gz") is None
+
+
+@pytest.mark.parametrize("name", ["..", "_", "-", "a/b", "a-", ".a", ""])
+def test_invalid_project_names(name: str) -> None:
+    assert not valid_project_name(name)
+    with pytest.raises(UsageError, match="not a valid project name"):
+        parse_pin(f"{name}==1.0")

@@ -28,10 +28,11 @@ def run(args: argparse.Namespace) -> int:
     from rocmbuild.commands.publish import PAUSE_VARS, env_of, index_and_broken, print_result
 
     name, version = pub.parse_pin(args.spec)
-    index, broken = index_and_broken(args)
+    index, index_from, broken = index_and_broken(args)
     opts = pub.PromoteOptions(index=index, project=name, version=version,
                               from_stage=args.from_stage, to_stage=args.to_stage,
                               dry_run=args.dry_run, broken_dir=broken,
-                              on_step=pub.pause_hook(env_of(PAUSE_VARS)))
+                              on_step=pub.pause_hook(env_of(PAUSE_VARS)),
+                              index_from=index_from)
     print_result(pub.promote(opts), args.json)
     return 0

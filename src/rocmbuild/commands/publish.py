@@ -42,12 +42,29 @@ def env_of(names: tuple[str, ...]) -> dict[str, str]:
     return {n: v for n in names if (v := options.env(n)) is not None}
 
 
-def index_and_broken(args: argparse.Namespace) -> tuple[str, Path]:
-    """--index / ROCMBUILD_INDEX / [tool.rocmbuild] index, else <workdir>/index; and broken/."""
+def source_of(name: str, flag_value: object) -> str:
+    """Where setting ``name`` came from, as errors name it: its flag, its variable or
+    ``pyproject.toml: tool.rocmbuild.<key>``."""
+    from rocmbuild import options
+
+    setting = options.SETTINGS[name]
+    if flag_value is not None:
+        return setting.flag
+    if setting.env and (options.env(setting.env) or "").strip():
+        return setting.env
+    if setting.config and setting.config in options.project_config():
+        return f"pyproject.toml: tool.rocmbuild.{setting.config}"
+    return setting.flag
+
+
+def index_and_broken(args: argparse.Namespace) -> tuple[str, str, Path]:
+    """--index / ROCMBUILD_INDEX / [tool.rocmbuild] index, else <workdir>/index; where it came
+    from; and broken/. The value is not checked here (``publish.target.parse_index`` does)."""
     from rocmbuild import config, options
 
     ws = config.workspace(args.workdir, args.cache_dir)
-    return str(options.resolve("index", args.index, str(ws.index))), ws.broken
+    index = options.resolve("index", args.index, str(ws.index))
+    return index, source_of("index", args.index), ws.broken
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
     from rocmbuild import publish as pub
     from rocmbuild.publish import upload
 
-    index, broken = index_and_broken(args)
+    index, index_from, broken = index_and_broken(args)
+    target = pub.parse_index(index, index_from)  # refused here, redacted, before anything else
     opts = pub.PublishOptions(
         index=index,
         stage=args.stage,
@@ -63,9 +81,11 @@ def run(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
         verbose=args.verbose > 0,
         broken_dir=broken,
-        credentials=upload.credentials(index, env_of(CREDENTIAL_VARS)) if pub.is_url(index)
+        credentials=upload.credentials(target, env_of(CREDENTIAL_VARS)) if target.is_server
         else None,
         on_step=pub.pause_hook(env_of(PAUSE_VARS)),
+        index_from=index_from,
+        simple_url_from=source_of("simple_url", args.simple_url),
     )
     print_result(pub.publish([Path(w) for w in args.wheels], opts), args.json)
     return 0

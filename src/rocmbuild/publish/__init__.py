@@ -11,7 +11,6 @@ credentials variables and the test pause hook) into those values and print the r
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,13 +19,19 @@ from typing import Any
 
 from rocmbuild.errors import PublishError, UsageError
 from rocmbuild.publish import upload as _upload
-from rocmbuild.publish.checks import check_not_broken, read_wheel_for_publish
+from rocmbuild.publish.checks import check_not_broken, check_project_name, read_wheel_for_publish
 from rocmbuild.publish.static_index import DEFAULT_STAGE, Change, StaticIndex
+from rocmbuild.publish.target import IndexTarget, parse_index, parse_server_url, redact
 from rocmbuild.publish.upload import Credentials, UploadResult
+
+__all__ = ["IndexTarget", "PromoteOptions", "PublishOptions", "PublishResult", "is_url",
+           "parse_index", "parse_pin", "promote", "publish", "redact"]
 
 
 def is_url(index: str) -> bool:
-    return re.match(r"^https?://", index) is not None
+    """True when ``index`` is a server URL (http/https, any case); False for a directory.
+    Raises UsageError (value redacted) for anything else: see ``target.parse_index``."""
+    return parse_index(index).is_server
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,11 @@ class PublishOptions:
     broken_dir: Path | None = None  # wheels in (or byte-identical to one in) it are refused
     credentials: Credentials | None = None  # server only; None: the URL's user:password, if any
     on_step: Callable[[str], None] | None = None  # directory only: called at each STEPS name
+    index_from: str = "--index"  # the flag, variable or config key it came from (named in errors)
+    simple_url_from: str = "--simple-url"
+
+    def __repr__(self) -> str:  # index may carry user:password@
+        return f"PublishOptions(index={redact(self.index)!r}, stage={self.stage!r}, ...)"
 
 
 @dataclass(frozen=True)
@@ -51,6 +61,10 @@ class PromoteOptions:
     dry_run: bool = False
     broken_dir: Path | None = None
     on_step: Callable[[str], None] | None = None
+    index_from: str = "--index"
+
+    def __repr__(self) -> str:
+        return f"PromoteOptions(index={redact(self.index)!r}, project={self.project!r}, ...)"
 
 
 @dataclass(frozen=True)
@@ -72,10 +86,15 @@ class PublishResult:
 def publish(wheels: Sequence[Path], options: PublishOptions) -> PublishResult:
     """Publish ``wheels`` to ``options.index``: one atomic transaction into a directory index, or
     an upload to a server after checking it holds no different bytes under the same names."""
+    target = parse_index(options.index, options.index_from)
+    simple = (
+        parse_server_url(options.simple_url, options.simple_url_from).url
+        if options.simple_url else None
+    )
     infos = [read_wheel_for_publish(Path(w)) for w in wheels]
     if options.broken_dir is not None:
         check_not_broken(infos, options.broken_dir)
-    if is_url(options.index):
+    if target.url is not None:
         if options.stage:
             raise UsageError(
                 "--stage: applies to a directory index only",
@@ -83,18 +102,20 @@ def publish(wheels: Sequence[Path], options: PublishOptions) -> PublishResult:
             )
         res = _upload.upload(
             infos,
-            options.index,
-            options.credentials or _upload.credentials(options.index),
-            simple_url=options.simple_url,
+            target.url,
+            options.credentials or Credentials(target.username, target.password),
+            simple_url=simple,
             dry_run=options.dry_run,
             verbose=options.verbose,
         )
-        return PublishResult(_upload.redact(options.index), options.dry_run, upload=res)
+        return PublishResult(target.url, options.dry_run, upload=res)
     if options.simple_url:
         raise UsageError(
-            "--simple-url: applies to a server URL index only", hint="drop it for a directory index"
+            f"{options.simple_url_from}: applies to a server URL index only",
+            hint="drop it for a directory index",
         )
-    idx = StaticIndex(Path(options.index), on_step=options.on_step)
+    assert target.path is not None
+    idx = StaticIndex(target.path, on_step=options.on_step)
     change = idx.publish(infos, stage=options.stage or DEFAULT_STAGE, dry_run=options.dry_run)
     return PublishResult(str(idx.root), options.dry_run, change=change)
 
@@ -107,17 +128,19 @@ def parse_pin(spec: str) -> tuple[str, str]:
             hint="e.g. rocmbuild promote flash-attn==2.8.3+rocm6.2 --from staging",
         )
     name, _, version = spec.partition("==")
+    check_project_name(name.strip(), "promote NAME==VERSION")
     return name.strip(), version.strip()
 
 
 def promote(options: PromoteOptions) -> PublishResult:
     """Copy every file of project==version from one stage of a directory index to another."""
-    if is_url(options.index):
+    target = parse_index(options.index, options.index_from)
+    if target.path is None:
         raise UsageError(
-            "--index: promote works on a directory index only",
+            f"{options.index_from}: {target.shown}: promote works on a directory index only",
             hint="promote on a server with its own tool (e.g. devpi push)",
         )
-    idx = StaticIndex(Path(options.index), on_step=options.on_step)
+    idx = StaticIndex(target.path, on_step=options.on_step)
     change = idx.promote(
         options.project,
         options.version,
@@ -144,8 +167,10 @@ def pause_hook(env: Mapping[str, str]) -> Callable[[str], None] | None:
     def pause(step: str) -> None:
         if step != at:
             return
-        if marker:
-            Path(marker).write_text(step)
+        if marker:  # whole or absent: a test polls for it
+            tmp = Path(f"{marker}.tmp")
+            tmp.write_text(step)
+            tmp.replace(marker)
         time.sleep(seconds)
 
     return pause

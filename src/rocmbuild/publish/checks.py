@@ -1,22 +1,83 @@
-"""What may be published: readable wheels (their errors as PublishError) that did not fail
-validation."""
+"""What may be published: readable wheels (their errors as PublishError) with valid project
+names that did not fail validation; and the identity pip gives a file."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.tags import Tag
+from packaging.utils import BuildTag, InvalidWheelFilename, NormalizedName, parse_wheel_filename
+from packaging.version import Version
+
 from rocmbuild.digest import sha256_file
-from rocmbuild.errors import PublishError
+from rocmbuild.errors import PublishError, UsageError
 from rocmbuild.wheel import WheelFormatError, WheelInfo, read_wheel
+
+# PEP 508 / core metadata: a project name starts and ends with a letter or digit
+_VALID_NAME = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
+
+
+def valid_project_name(name: str) -> bool:
+    return _VALID_NAME.match(name) is not None
+
+
+def check_project_name(name: str, where: str) -> None:
+    """Refuse ``..``, ``_``, ``-``, names with ``/`` and every other invalid name (UsageError)."""
+    if not valid_project_name(name):
+        raise UsageError(
+            f"{where}: {name!r} is not a valid project name",
+            hint="a name is letters, digits, '.', '_' and '-', starting and ending with a letter "
+            "or digit (PEP 508)",
+        )
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What pip sees of a wheel file: one release is (PEP 503 name, PEP 440 version, build tag);
+    two files of one release clash when their tag sets overlap (pip could pick either)."""
+
+    name: NormalizedName
+    version: Version
+    build: BuildTag
+    tags: frozenset[Tag]
+
+    def clashes(self, other: Identity) -> bool:
+        return (
+            (self.name, self.version, self.build) == (other.name, other.version, other.build)
+            and bool(self.tags & other.tags)
+        )
+
+    @staticmethod
+    def of(w: WheelInfo) -> Identity:
+        return Identity(w.name, w.version, w.build, w.tags)
+
+    @staticmethod
+    def of_filename(filename: str) -> Identity | None:
+        """The identity of a published file name; None when it is not a wheel name."""
+        try:
+            return Identity(*parse_wheel_filename(filename))
+        except (InvalidWheelFilename, ValueError):
+            return None
 
 
 def read_wheel_for_publish(path: Path) -> WheelInfo:
-    """``wheel.read_wheel`` with its error as a PublishError."""
+    """``wheel.read_wheel`` with its error as a PublishError; the project name must be valid."""
     try:
-        return read_wheel(path)
+        info = read_wheel(path)
     except WheelFormatError as exc:
-        raise PublishError(exc.message, hint=exc.hint) from exc
+        raise PublishError(exc.message, hint=exc.hint) from None
+    dist = info.filename.split("-", 1)[0]
+    for name in (dist, info.display_name):
+        if not valid_project_name(name):
+            raise PublishError(
+                f"{path}: {name!r} is not a valid project name",
+                hint="a name is letters, digits, '.', '_' and '-', starting and ending with a "
+                "letter or digit (PEP 508); rebuild the wheel under a valid name",
+            )
+    return info
 
 
 def check_not_broken(wheels: Sequence[WheelInfo], broken_dir: Path) -> None:

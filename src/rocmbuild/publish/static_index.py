@@ -29,6 +29,7 @@ import contextlib
 import datetime as _dt
 import json
 import os
+import re
 import secrets
 import shutil
 import time
@@ -41,9 +42,14 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from rocmbuild import fsutil, lock, log
-from rocmbuild.errors import PublishError
+from rocmbuild.errors import PublishError, UsageError
 from rocmbuild.publish import pages
-from rocmbuild.publish.checks import check_not_broken, read_wheel_for_publish
+from rocmbuild.publish.checks import (
+    Identity,
+    check_not_broken,
+    check_project_name,
+    read_wheel_for_publish,
+)
 from rocmbuild.publish.pages import FileEntry
 from rocmbuild.wheel import WheelInfo
 
@@ -129,8 +135,8 @@ class StaticIndex:
 
     # -- reading -------------------------------------------------------------------------------
 
-    def stage_path(self, stage: str) -> Path:
-        _check_stage_name(stage)
+    def stage_path(self, stage: str, flag: str = "--stage") -> Path:
+        _check_stage_name(stage, flag)
         return self.root / stage
 
     def live(self, stage: str) -> Path | None:
@@ -166,14 +172,17 @@ class StaticIndex:
         data = self._read_json(gen / "simple" / project / "index.json")
         return list(data["files"]) if data else []
 
-    def existing_sha256(self, project: str, filename: str) -> dict[str, str]:
-        """{stage: sha256} for every stage listing ``filename`` (read from the project's JSON,
-        the source of truth, so large wheels are not re-hashed)."""
-        found: dict[str, str] = {}
+    def same_release(self, w: WheelInfo) -> list[tuple[str, str, str]]:
+        """(stage, filename, sha256) of every published file pip would take for the same file as
+        ``w`` (see ``checks.Identity``), read from the project's JSON (the source of truth, so
+        large wheels are not re-hashed)."""
+        ident = Identity.of(w)
+        found: list[tuple[str, str, str]] = []
         for stage in self.stages():
-            for f in self.project_files(stage, project):
-                if f["filename"] == filename:
-                    found[stage] = f["hashes"]["sha256"]
+            for f in self.project_files(stage, w.name):
+                other = Identity.of_filename(f["filename"])
+                if other is not None and ident.clashes(other):
+                    found.append((stage, f["filename"], f["hashes"]["sha256"]))
         return found
 
     # -- locking and cleanup -------------------------------------------------------------------
@@ -300,29 +309,32 @@ class StaticIndex:
         added: list[ChangeEntry] = []
         unchanged: list[ChangeEntry] = []
         todo: list[WheelInfo] = []
-        seen: dict[str, WheelInfo] = {}
+        seen: list[WheelInfo] = []
         for w in wheels:
-            if w.filename in seen:
-                if seen[w.filename].sha256 != w.sha256:
+            twin = next((s for s in seen if Identity.of(s).clashes(Identity.of(w))), None)
+            if twin is not None:
+                if twin.sha256 != w.sha256:
                     raise PublishError(
-                        f"{w.filename}: given twice with different bytes "
-                        f"(sha256 {seen[w.filename].sha256} vs {w.sha256})",
-                        hint="publish one of them; a filename names exactly one set of bytes",
+                        f"{w.filename}: given together with {twin.filename}, the same release "
+                        f"for pip, with different bytes (sha256 {twin.sha256} vs {w.sha256})",
+                        hint="publish one of them; one release names exactly one set of bytes",
                     )
                 continue
-            seen[w.filename] = w
-            existing = self.existing_sha256(w.name, w.filename)
-            for other_stage, digest in existing.items():
+            seen.append(w)
+            in_stage = False
+            for other_stage, other_file, digest in self.same_release(w):
                 if digest != w.sha256:
-                    where = self.root / other_stage / "files" / w.filename
+                    where = self.root / other_stage / "files" / other_file
+                    same = "" if other_file == w.filename else f" as {other_file} (same release)"
                     raise PublishError(
-                        f"{w.filename}: already published in stage {other_stage!r} with "
+                        f"{w.filename}: already published in stage {other_stage!r}{same} with "
                         f"different bytes (index sha256 {digest}, new sha256 {w.sha256})",
                         hint=f"files are immutable; bump the version or local label instead of "
                         f"replacing {where}",
                     )
+                in_stage = in_stage or other_stage == stage
             entry = ChangeEntry(w.filename, w.name, str(w.version), w.sha256, w.size)
-            if stage in existing:
+            if in_stage:
                 unchanged.append(entry)
             else:
                 added.append(entry)
@@ -365,8 +377,9 @@ class StaticIndex:
         broken_dir: Path | None = None,
     ) -> Change:
         """Copy every file of ``project==version`` from stage ``src`` to ``dst`` atomically."""
-        _check_stage_name(src)
-        _check_stage_name(dst)
+        _check_stage_name(src, "--from")
+        _check_stage_name(dst, "--to")
+        check_project_name(project, "promote NAME==VERSION")
         if src == dst:
             raise PublishError(
                 f"promote: --from and --to are both {src!r}",
@@ -469,9 +482,13 @@ def _link_tree(src: Path, dst: Path) -> None:
             _link_or_copy(Path(dirpath) / fn, dst / rel / fn)
 
 
-def _check_stage_name(stage: str) -> None:
-    if not stage or stage.startswith(".") or "/" in stage or stage in {"files", "simple"}:
-        raise PublishError(
-            f"--stage: invalid stage name {stage!r}",
-            hint="use a plain name such as stable or staging",
+_STAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _check_stage_name(stage: str, flag: str = "--stage") -> None:
+    if not _STAGE.match(stage) or stage in {"files", "simple"}:
+        raise UsageError(
+            f"{flag}: invalid stage name {stage!r}",
+            hint="use a plain name such as stable or staging (letters, digits, '.', '_', '-'; "
+            "not files or simple)",
         )

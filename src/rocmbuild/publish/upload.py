@@ -1,9 +1,11 @@
 """Upload wheels to a real index server (pypiserver, devpi, Artifactory, ...) through twine.
 
 Immutability does not rely on the server: before uploading, the project's simple page is read
-and each wheel's sha256 compared with the server's (``#sha256=`` fragment, or the file itself
-when the page has no sha256). Identical bytes are a no-op; different bytes are refused with both
-hashes. Only then is twine asked to upload the rest.
+and each wheel's sha256 compared with that of every file pip would take for the same one
+(``checks.Identity``: name, version, build tag, overlapping tags; ``#sha256=`` fragment, or the
+file itself when the page has no sha256). Identical bytes are a no-op; different bytes are
+refused with both hashes. Only then is twine asked to upload the rest. A page cut short or
+garbled is retried, then a PublishError naming the (redacted) URL.
 
 Credentials: ``ROCMBUILD_INDEX_USER`` / ``ROCMBUILD_INDEX_PASSWORD``, else twine's own
 ``TWINE_USERNAME`` / ``TWINE_PASSWORD``, else the URL's ``user:password@``, else keyring (twine
@@ -17,11 +19,14 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import http.client
+import json
 import logging
 import sys
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import Any
@@ -29,18 +34,14 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from rocmbuild import log
 from rocmbuild.errors import PublishError
+from rocmbuild.publish.checks import Identity
+from rocmbuild.publish.target import IndexTarget, parse_index, redact
 from rocmbuild.wheel import WheelInfo
 
+__all__ = ["Credentials", "UploadResult", "credentials", "redact", "server_files", "upload"]
 
-def redact(url: str) -> str:
-    """``url`` without a ``user:password@`` part."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+ATTEMPTS = 3  # a truncated or garbled reply is retried this many times in all
+RETRY_DELAY = 0.5  # seconds, doubled after each attempt
 
 
 @dataclass(frozen=True)
@@ -52,21 +53,13 @@ class Credentials:
         return f"Credentials(username={self.username!r}, password=<hidden>)"
 
 
-def credentials(url: str, env: Mapping[str, str] | None = None) -> Credentials:
-    """The credentials for ``url``: from ``env`` (the command passes the credential variables),
-    else the URL."""
+def credentials(url: str | IndexTarget, env: Mapping[str, str] | None = None) -> Credentials:
+    """The credentials for ``url`` (a checked IndexTarget, or a URL string): from ``env`` (the
+    command passes the credential variables), else the URL's ``user:password@``."""
     env = env or {}
-    parts = urlsplit(url)
-    user = (
-        env.get("ROCMBUILD_INDEX_USER")
-        or env.get("TWINE_USERNAME")
-        or (unquote(parts.username) if parts.username else None)
-    )
-    password = (
-        env.get("ROCMBUILD_INDEX_PASSWORD")
-        or env.get("TWINE_PASSWORD")
-        or (unquote(parts.password) if parts.password else None)
-    )
+    target = url if isinstance(url, IndexTarget) else parse_index(url)
+    user = env.get("ROCMBUILD_INDEX_USER") or env.get("TWINE_USERNAME") or target.username
+    password = env.get("ROCMBUILD_INDEX_PASSWORD") or env.get("TWINE_PASSWORD") or target.password
     return Credentials(user, password)
 
 
@@ -94,47 +87,130 @@ class _SameHostRedirect(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
-def _get(url: str, creds: Credentials) -> bytes | None:
-    """GET ``url``; None on 404 (or an off-host redirect)."""
-    clean = redact(url)
-    req = urllib.request.Request(clean, headers={"Accept": "text/html"})
+class _Garbled(Exception):
+    """A reply that is cut short or not what was asked for (retried, then a PublishError)."""
+
+
+def _get_once(url: str, creds: Credentials) -> tuple[bytes, str] | None:
+    req = urllib.request.Request(url, headers={"Accept": "text/html"})
     if creds.username and creds.password:
         token = base64.b64encode(f"{creds.username}:{creds.password}".encode()).decode()
         req.add_header("Authorization", f"Basic {token}")
     opener = urllib.request.build_opener(_SameHostRedirect)
     try:
         with opener.open(req, timeout=60) as resp:
-            body: bytes = resp.read()
-            return body
+            body: bytes = resp.read()  # IncompleteRead when cut short of Content-Length
+            return body, resp.headers.get("Content-Type", "")
     except urllib.error.HTTPError as exc:
+        exc.close()
         if exc.code == 404:
             return None
+        if exc.code >= 500:
+            raise _Garbled(f"HTTP {exc.code} {exc.reason}") from None
         raise PublishError(
-            f"{clean}: HTTP {exc.code} {exc.reason}",
+            f"{redact(url)}: HTTP {exc.code} {exc.reason}",
             hint="check --simple-url and the credentials (ROCMBUILD_INDEX_USER/PASSWORD)",
         ) from None
     except urllib.error.URLError as exc:
+        if isinstance(exc.reason, (ConnectionResetError, TimeoutError)):
+            raise _Garbled(f"connection lost ({type(exc.reason).__name__})") from None
         raise PublishError(
-            f"{clean}: cannot connect ({exc.reason})",
+            f"{redact(url)}: cannot connect ({redact(str(exc.reason))})",
             hint="is the index server running? check --index",
         ) from None
+    except http.client.IncompleteRead as exc:
+        raise _Garbled(f"reply cut short after {len(exc.partial)} bytes") from None
+    except (http.client.HTTPException, ConnectionError, TimeoutError) as exc:
+        raise _Garbled(f"bad reply ({type(exc).__name__})") from None
+
+
+def _without_userinfo(url: str) -> str:
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def _same_host(url: str, other: str) -> bool:
+    return urlsplit(url).netloc.rsplit("@", 1)[-1] == urlsplit(other).netloc.rsplit("@", 1)[-1]
+
+
+def _get(
+    url: str, creds: Credentials, check: Callable[[bytes, str], None] | None = None
+) -> bytes | None:
+    """GET ``url`` (shown and requested without credentials; they go in a header); None on 404
+    (or an off-host redirect). A reply cut short, a 5xx or one ``check`` rejects is retried
+    ATTEMPTS times in all, then a PublishError naming the URL."""
+    clean = _without_userinfo(url)
+    delay = RETRY_DELAY
+    why = ""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            got = _get_once(clean, creds)
+            if got is None:
+                return None
+            if check is not None:
+                check(*got)
+            return got[0]
+        except _Garbled as exc:
+            why = str(exc)
+            if attempt < ATTEMPTS:
+                log.warn(f"{redact(clean)}: {why}; retrying ({attempt}/{ATTEMPTS - 1})")
+                time.sleep(delay)
+                delay *= 2
+    raise PublishError(
+        f"{redact(clean)}: truncated or garbled reply from the index server after {ATTEMPTS} "
+        f"attempts ({why})",
+        hint="check the server (and any proxy in front of it) and its log; then publish again",
+    )
+
+
+def _parse_page(body: bytes, content_type: str, page_url: str) -> list[tuple[str, str, str]]:
+    """(filename, url, sha256 or "") of each file on a simple page (PEP 503 HTML or PEP 691
+    JSON). Raises _Garbled for a page that is cut short or not a simple page."""
+    ctype = content_type.split(";")[0].strip().lower()
+    if "json" in ctype:
+        try:
+            data = json.loads(body)
+            files = data["files"]
+            out = []
+            for f in files:
+                digest = f.get("hashes", {}).get("sha256", "")
+                out.append((str(f["filename"]), urljoin(page_url, str(f["url"])), str(digest)))
+            return out
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise _Garbled("not a PEP 691 JSON page") from None
+    if ctype and ctype not in ("text/html", "application/xhtml+xml"):
+        raise _Garbled(f"unexpected content type {ctype!r}")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Garbled("the page is not UTF-8 text") from None
+    low = text.lower()
+    if "<html" in low and "</html>" not in low:
+        raise _Garbled("the HTML page is cut short (no </html>)")
+    parser = _Links()
+    parser.feed(text)
+    out = []
+    for href in parser.hrefs:
+        path, _, frag = href.partition("#")
+        name = unquote(path.rsplit("/", 1)[-1])
+        digest = frag[len("sha256=") :] if frag.startswith("sha256=") else ""
+        out.append((name, urljoin(page_url, path), digest))
+    return out
 
 
 def server_files(simple_url: str, project: str, creds: Credentials) -> dict[str, tuple[str, str]]:
     """{filename: (href, sha256 or "")} from the server's simple page of ``project``."""
     page_url = urljoin(simple_url.rstrip("/") + "/", f"{project}/")
-    body = _get(page_url, creds)
-    if body is None:
+    parsed: list[tuple[str, str, str]] = []
+
+    def check(body: bytes, ctype: str) -> None:
+        parsed[:] = _parse_page(body, ctype, page_url)
+
+    if _get(page_url, creds, check) is None:
         return {}
-    parser = _Links()
-    parser.feed(body.decode("utf-8", "replace"))
-    out: dict[str, tuple[str, str]] = {}
-    for href in parser.hrefs:
-        path, _, frag = href.partition("#")
-        name = unquote(path.rsplit("/", 1)[-1])
-        digest = frag[len("sha256=") :] if frag.startswith("sha256=") else ""
-        out[name] = (urljoin(page_url, path), digest)
-    return out
+    return {name: (href, digest) for name, href, digest in parsed}
 
 
 @dataclass(frozen=True)
@@ -163,21 +239,36 @@ def upload(
     for w in wheels:
         if w.name not in cache:
             cache[w.name] = server_files(simple, w.name, creds)
-        existing = cache[w.name].get(w.filename)
-        if existing is None:
-            todo.append(w)
+        ident = Identity.of(w)
+        same = False
+        for fname, (href, digest) in sorted(cache[w.name].items()):
+            other = Identity.of_filename(fname)
+            if other is None or not ident.clashes(other):
+                continue
+            if not digest:  # page without sha256: hash the server's file (credentials only
+                # go to the index's own host, whatever the page links to)
+                auth = creds if _same_host(href, simple) else Credentials(None, None)
+                digest = hashlib.sha256(_get(href, auth) or b"").hexdigest()
+            if digest != w.sha256:
+                also = "" if fname == w.filename else f" as {fname} (same release for pip)"
+                raise PublishError(
+                    f"{w.filename}: already on {simple}{also} with different bytes "
+                    f"(server sha256 {digest}, new sha256 {w.sha256})",
+                    hint="files are immutable; bump the version or local label",
+                )
+            same = True
+        if same:
+            unchanged.append(w.filename)
             continue
-        href, digest = existing
-        if not digest:  # page without sha256: hash the server's file
-            body = _get(href, creds) or b""
-            digest = hashlib.sha256(body).hexdigest()
-        if digest != w.sha256:
+        twin = next((t for t in todo if ident.clashes(Identity.of(t))), None)
+        if twin is None:
+            todo.append(w)
+        elif twin.sha256 != w.sha256:
             raise PublishError(
-                f"{w.filename}: already on {simple} with different bytes "
-                f"(server sha256 {digest}, new sha256 {w.sha256})",
-                hint="files are immutable; bump the version or local label",
+                f"{w.filename}: given together with {twin.filename}, the same release for pip, "
+                f"with different bytes (sha256 {twin.sha256} vs {w.sha256})",
+                hint="publish one of them; one release names exactly one set of bytes",
             )
-        unchanged.append(w.filename)
     result = UploadResult(tuple(w.filename for w in todo), tuple(unchanged))
     if dry_run or not todo:
         return result

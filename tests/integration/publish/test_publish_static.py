@@ -256,7 +256,7 @@ def test_staging_then_promote(tmp_path: Path) -> None:
     [
         (["publish", "{tmp}/nope-1.0-py3-none-any.whl"], 9, "no such wheel file"),
         (["publish", "{tmp}/notawheel.whl"], 9, "not a wheel filename"),
-        (["publish", "{tmp}/x-1.0-py3-none-any.whl", "--stage", "../up"], 9, "--stage"),
+        (["publish", "{tmp}/x-1.0-py3-none-any.whl", "--stage", "../up"], 2, "--stage"),
         (
             [
                 "publish",
