@@ -3,20 +3,27 @@
 preflight -> [cache hit? deliver] -> fetch -> patch -> hipify -> build -> tag -> audit
           -> [validate] -> store in cache -> deliver to the wheel dir
 
-A wheel that fails validation never reaches the cache (the stage moves it to broken/ and
-raises). A cache hit asked to validate runs the validate stage on the delivered wheel.
+A hit is verified (entry.json's shape, the wheel's sha256; a bad entry is discarded and
+rebuilt) and delivered as a copy. The entry records the validation outcome: a wheel that fails
+validation (the stage moves it to broken/ and raises) is kept in the cache recorded as failed;
+a later ``build`` of it fails with exit 8 naming the report (it is not delivered), and a later
+``build --validate`` re-validates it and records the new outcome.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from rocmbuild import cache, host, lock, log
 from rocmbuild.digest import sha256_file
+from rocmbuild.errors import CacheError, RocmbuildError, ValidationError
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, StageResult, Status
 from rocmbuild.stages import Context, audit, fetch, hipify, need, patch, tag
@@ -44,6 +51,7 @@ class BuildResult:
     duration: float
     plan: Plan
     stages: dict[str, StageResult] = field(default_factory=dict)
+    validation: cache.ValidationStatus = "not validated"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +60,7 @@ class BuildResult:
             "sha256": self.sha256,
             "duration_s": round(self.duration, 3),
             "cache_key": self.plan.cache_key,
+            "validation": self.validation,
             "stages": {k: v.to_json() for k, v in self.stages.items()},
         }
 
@@ -62,16 +71,22 @@ def build(plan: Plan, ctx: Context, validate: bool = False) -> BuildResult:
     stages = STAGES if validate else tuple(s for s in STAGES if s[0] != "validate")
     # Two builds of the same inputs in one workspace would share a source tree: the second waits,
     # then finds the first one's wheel in the cache.
-    with lock.held(ctx.ws.cache / "locks" / f"{plan.cache_key}.lock",
-                   "another build of the same inputs"):
+    lock_path = ctx.ws.cache / "locks" / f"{plan.cache_key}.lock"
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(lock.held(lock_path, "another build of the same inputs"))
+        except OSError as exc:
+            raise cache.os_error(lock_path, "cannot take the build lock", exc,
+                                 hint="check that the cache directory (--cache-dir / "
+                                 "ROCMBUILD_CACHE_DIR) is a writable directory") from exc
         return _build_locked(plan, ctx, start, stages)
 
 
-def _run_stages(plan: Plan, ctx: Context, stages: tuple[tuple[str, Stage], ...]
-                ) -> dict[str, StageResult]:
+def _run_stages(plan: Plan, ctx: Context, stages: tuple[tuple[str, Stage], ...],
+                first: int = 1, total: int | None = None) -> dict[str, StageResult]:
     results: dict[str, StageResult] = {}
-    for i, (name, stage) in enumerate(stages, 1):
-        log.info(f"[bold]\\[{i}/{len(stages)}] {name}[/bold]")
+    for i, (name, stage) in enumerate(stages, first):
+        log.info(f"[bold]\\[{i}/{total or len(stages)}] {name}[/bold]")
         res = stage(plan, ctx)
         results[name] = res
         ctx.artifacts = ctx.artifacts.merged(res.artifacts)
@@ -82,32 +97,112 @@ def _run_stages(plan: Plan, ctx: Context, stages: tuple[tuple[str, Stage], ...]
     return results
 
 
+def _report(plan: Plan, ctx: Context) -> str:
+    return str(validate_stage.report_stem(plan, ctx).with_suffix(".md"))
+
+
+def _validate(plan: Plan, ctx: Context, stage: tuple[str, Stage], first: int = 1
+              ) -> tuple[dict[str, StageResult], cache.Validation]:
+    """Run the validate stage (step ``first`` of as many); return its result and the record to
+    keep, or, when it fails, record nothing here and re-raise (the caller records the failure)."""
+    results = _run_stages(plan, ctx, (stage,), first, first)
+    return results, cache.Validation("passed", _report(plan, ctx), time.time())
+
+
+def _best_effort(record: Callable[[], object]) -> None:
+    """Record in the cache while another error is on its way out: a cache problem then is a
+    warning, so that it does not hide the error the user must see."""
+    try:
+        record()
+    except CacheError as exc:
+        log.warn(f"{escape(exc.message)} (the validation outcome is not recorded)")
+
+
+def _broken_copy(ctx: Context, entry: cache.Entry) -> Path | None:
+    """``broken/<wheel>`` when it holds the same bytes as the entry (validation failed on them,
+    e.g. a standalone ``rocmbuild validate`` of the delivered wheel)."""
+    p = ctx.ws.broken / entry.wheel.name
+    try:
+        if p.is_file() and not p.is_symlink() and p.stat().st_size == entry.size \
+                and sha256_file(p) == entry.sha256:
+            return p
+    except OSError:
+        pass
+    return None
+
+
+def _hit(plan: Plan, ctx: Context, start: float, hit: cache.Entry,
+         stages: tuple[tuple[str, Stage], ...]) -> BuildResult:
+    root = ctx.ws.cache
+    if hit.validation.status != "failed" and _broken_copy(ctx, hit) is not None:
+        hit = cache.record_validation(root, hit, cache.Validation(
+            "failed", hit.validation.report, time.time()))
+    validate = stages[-1][0] == "validate"
+    if hit.validation.status == "failed" and not validate:
+        if _broken_copy(ctx, hit) is None:  # keep publish's broken/ check able to refuse it
+            cache.copy_to(hit, ctx.ws.broken / hit.wheel.name)
+        raise ValidationError(
+            f"{hit.wheel.name}: the cached wheel failed validation"
+            + (f" (report {hit.validation.report})" if hit.validation.report else "")
+            + f"; not delivered, a copy is in {ctx.ws.broken}",
+            hint="fix the cause, then re-validate it with `rocmbuild build ... --validate`, "
+            "or rebuild it with --force")
+    delivered = cache.deliver(hit, ctx.wheel_dir)
+    results: dict[str, StageResult] = {}
+    if validate:
+        ctx.artifacts = Artifacts(wheel=delivered)
+        try:
+            results, record = _validate(plan, ctx, stages[-1])
+        except ValidationError:
+            _best_effort(lambda: cache.record_validation(root, hit, cache.Validation(
+                "failed", _report(plan, ctx), time.time())))
+            raise
+        hit = cache.record_validation(root, hit, record)
+        stale = _broken_copy(ctx, hit)
+        if stale is not None:  # the same bytes passed now (the host was fixed): not broken
+            stale.unlink(missing_ok=True)
+    log.info(f"cache hit {escape(str(hit.wheel.parent))}: sha256 verified; validation: "
+             f"{hit.validation.status}")
+    return BuildResult(Status.CACHED, delivered, hit.sha256, time.monotonic() - start,
+                       plan, results, hit.validation.status)
+
+
 def _build_locked(plan: Plan, ctx: Context, start: float,
                   stages: tuple[tuple[str, Stage], ...]) -> BuildResult:
     if not ctx.force:
         hit = cache.lookup(ctx.ws.cache, plan.cache_key)
         if hit is not None:
-            delivered = cache.deliver(hit, ctx.wheel_dir)
-            results: dict[str, StageResult] = {}
-            if stages[-1][0] == "validate":
-                ctx.artifacts = Artifacts(wheel=delivered)
-                results = _run_stages(plan, ctx, stages[-1:])
-            return BuildResult(Status.CACHED, delivered, hit.sha256, time.monotonic() - start,
-                               plan, results)
-    results = _run_stages(plan, ctx, stages)
+            return _hit(plan, ctx, start, hit, stages)
+    validate = stages[-1][0] == "validate"
+    results = _run_stages(plan, ctx, stages[:-1] if validate else stages, 1, len(stages))
     wheel = need(ctx.artifacts.wheel, "tagged wheel", "pipeline")
     sha = sha256_file(wheel)
-    entry = cache.store(
-        ctx.ws.cache,
-        plan.cache_key,
-        wheel,
-        sha,
-        {
-            "recipe": plan.recipe,
-            "variant": plan.variant,
-            "archs": list(plan.archs),
-            "duration_s": round(time.monotonic() - start, 3),
-        },
-    )
+    meta = {
+        "recipe": plan.recipe,
+        "variant": plan.variant,
+        "archs": list(plan.archs),
+        "duration_s": round(time.monotonic() - start, 3),
+    }
+    record = cache.NOT_VALIDATED
+    if validate:
+        try:
+            more, record = _validate(plan, ctx, stages[-1], len(stages))
+        except ValidationError:
+            # the stage moved the wheel to broken/: keep a copy in the cache recorded as failed,
+            # so the next build says so instead of rebuilding it (hours for some recipes)
+            moved = ctx.ws.broken / wheel.name
+            if moved.is_file():
+                failed = cache.Validation("failed", _report(plan, ctx), time.time())
+                _best_effort(lambda: cache.store(ctx.ws.cache, plan.cache_key, moved, sha, meta,
+                                                 keep_source=True, validation=failed))
+            raise
+        except RocmbuildError:
+            # not the wheel's fault (e.g. the host lacks a runtime dependency): keep the build
+            if wheel.is_file():
+                _best_effort(lambda: cache.store(ctx.ws.cache, plan.cache_key, wheel, sha, meta))
+            raise
+        results.update(more)
+    entry = cache.store(ctx.ws.cache, plan.cache_key, wheel, sha, meta, validation=record)
     delivered = cache.deliver(entry, ctx.wheel_dir)
-    return BuildResult(Status.SUCCESS, delivered, sha, time.monotonic() - start, plan, results)
+    return BuildResult(Status.SUCCESS, delivered, sha, time.monotonic() - start, plan, results,
+                       record.status)

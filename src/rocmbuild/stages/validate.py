@@ -2,7 +2,9 @@
 this host's torch (install, import, torch guard, audit for ``plan.archs``) and, on a GPU, the
 attention kernel gate. Reports go to ``<workdir>/reports/<recipe>-<short key>.{json,md,html}``;
 on any failure the wheel moves to ``<workdir>/broken/`` and ValidationError (exit 8) is raised
-after the reports are written, so a failing wheel never reaches the cache."""
+after the reports are written. The pipeline then records the outcome in the cache entry (failed,
+with the Markdown report ``report_stem(...).md``), so a failing wheel is never handed back
+silently as ``cached``."""
 
 from __future__ import annotations
 
