@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 import shutil
 import struct
 import tempfile
@@ -68,6 +69,7 @@ class SharedObjectAudit:
     hip_host: bool  # has HIP host registration code (.hipFatBinSegment/.hip_fatbin/__hip_fatbin)
     links_hip_runtime: bool  # DT_NEEDED / dynstr names libamdhip64
     problems: list[str] = field(default_factory=list)
+    needed: list[str] = field(default_factory=list)  # DT_NEEDED entries of .dynamic
 
     @property
     def bundle_kinds(self) -> list[str]:
@@ -82,6 +84,7 @@ class SharedObjectAudit:
             "name": self.name, "archs": self.archs, "base_archs": self.base_archs,
             "bundle_kinds": self.bundle_kinds, "hip_host": self.hip_host,
             "links_hip_runtime": self.links_hip_runtime, "problems": self.problems,
+            "needed": self.needed,
             "bundles": [{"kind": b.kind, "offset": b.offset, "targets": list(b.targets),
                          "entries": list(b.entries)} for b in self.bundles],
         }
@@ -93,6 +96,7 @@ class WheelAudit:
     archs: list[str]  # requested
     objects: list[SharedObjectAudit]
     problems: list[str]
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -105,6 +109,7 @@ class WheelAudit:
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "requested_archs": self.archs, "ok": self.ok,
                 "found_archs": self.found_archs, "problems": self.problems,
+                "warnings": self.warnings,
                 "objects": [o.to_json() for o in self.objects]}
 
 
@@ -170,6 +175,47 @@ def elf_sections(buf: Any) -> list[_Section]:
         end = names.find(b"\0", name_off)
         name = names[name_off:end if end >= 0 else None].decode("latin-1")
         out.append(_Section(name, sh_type, addr, off, size))
+    return out
+
+
+def needed_libraries(buf: Any) -> list[str]:
+    """The DT_NEEDED entries of an ELF file's .dynamic section (names from .dynstr)."""
+    if bytes(buf[:4]) != ELF_MAGIC:
+        return []
+    sections = elf_sections(buf)
+    dyn = next((s for s in sections if s.type == 6), None)  # SHT_DYNAMIC
+    strtab = next((s for s in sections if s.name == ".dynstr"), None)
+    if dyn is None or strtab is None or dyn.offset + dyn.size > len(buf):
+        return []
+    names = bytes(buf[strtab.offset:strtab.offset + strtab.size])
+    out = []
+    for pos in range(dyn.offset, dyn.offset + dyn.size - 15, 16):
+        tag, val = struct.unpack_from("<qQ", buf, pos)
+        if tag == 0:  # DT_NULL
+            break
+        if tag == 1 and val < len(names):  # DT_NEEDED
+            end = names.find(b"\0", val)
+            out.append(names[val:end if end >= 0 else None].decode("latin-1"))
+    return out
+
+
+_HIP_SONAME = re.compile(r"^libamdhip64\.so\.(\d+)")
+_LABEL_ROCM = re.compile(r"\+(?:[^-]*\.)?rocm(\d+)((?:\.\d+)*)")
+
+
+def hip_label_warnings(wheel_name: str, objects: Sequence[SharedObjectAudit]) -> list[str]:
+    """A shared object linking ``libamdhip64.so.N`` whose N is not the major of the wheel's
+    ``+rocmX.Y`` label: the label does not say what the wheel was linked against."""
+    m = _LABEL_ROCM.search(wheel_name.split("-")[1] if wheel_name.count("-") >= 2 else "")
+    if m is None:
+        return []
+    out = []
+    for o in objects:
+        for lib in o.needed:
+            hm = _HIP_SONAME.match(lib)
+            if hm and hm.group(1) != m.group(1):
+                out.append(f"{wheel_name}: {o.name} links {lib} (ROCm {hm.group(1)}) but the "
+                           f"label says rocm{m.group(1)}{m.group(2)}")
     return out
 
 
@@ -355,8 +401,12 @@ def audit_buffer(name: str, buf: Any, archs: Sequence[str], label: str) -> Share
         raise AuditError(f"{label + ': ' if label else ''}{name}: {exc}",
                          hint="is it a complete file? rebuild it, or report a bug with the file "
                          "if clang-offload-bundler reads it") from exc
+    try:
+        needed = needed_libraries(buf)
+    except (BundleFormatError, struct.error):
+        needed = []
     found = sorted({t for b in bundles for t in b.targets})
-    so = SharedObjectAudit(name, found, bundles, hip_host, links_hip)
+    so = SharedObjectAudit(name, found, bundles, hip_host, links_hip, needed=needed)
     has_device = bool(found)
     who = f"{label}: {name}" if label else name
     if hip_host and not has_device:
@@ -420,7 +470,8 @@ def audit_wheel(path: Path, archs: Sequence[str]) -> WheelAudit:
                 dest.unlink()
             else:
                 objects.append(audit_buffer(info.filename, zf.read(info), archs, path.name))
-    return WheelAudit(str(path), archs, objects, [p for o in objects for p in o.problems])
+    return WheelAudit(str(path), archs, objects, [p for o in objects for p in o.problems],
+                      hip_label_warnings(path.name, objects))
 
 
 def _require_wheel(path: Path) -> None:

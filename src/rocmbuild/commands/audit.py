@@ -45,5 +45,8 @@ def run(args: argparse.Namespace) -> int:
                     "NO DEVICE CODE" if o.hip_host else "host-only")
                 log.console.print(f"    {escape(o.name)}: {escape(what)}  [dim]bundles: "
                                   f"{len(o.bundles)} ({kinds})[/dim]")
+    for a in audits:
+        for w in a.warnings:
+            log.warn(w)
     audit.require_all(audits, archs)
     return 0

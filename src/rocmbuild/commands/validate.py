@@ -41,6 +41,10 @@ def register(sub: common.Subparsers) -> None:
     p.add_argument("--keep-broken", action="store_true",
                    help="leave failing wheels in place instead of moving them to broken/")
     p.add_argument("--keep-venv", action="store_true", help="keep the validation venv")
+    p.add_argument("--with", dest="with_requirements", action="append", default=[],
+                   metavar="REQ", help="also install REQ (a PEP 508 requirement) into the "
+                   "validation venv, from the configured index / find-links (pip.conf, PIP_*); "
+                   "repeatable; adds to the recipe's [validate] requires")
     p.set_defaults(handler=run)
 
 
@@ -48,8 +52,14 @@ def run(args: argparse.Namespace) -> int:
     from rocmbuild import config, log, options, validate
     from rocmbuild.arch import parse_archs
     from rocmbuild.errors import UsageError
+    from rocmbuild.recipe.load import requirement_problem
     from rocmbuild.validate import report as render
 
+    for req in args.with_requirements:
+        problem = requirement_problem(req)
+        if problem:
+            raise UsageError(f"--with: {problem}",
+                             hint='one PEP 508 requirement per --with, e.g. --with "triton>=3.0"')
     if not args.wheels and args.kernel == "auto":
         raise UsageError("validate: no wheels given",
                          hint="pass .whl files, or --kernel sdpa to check the harness alone")
@@ -64,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
         kernels=args.kernels, kernel=args.kernel, quick=args.quick,
         inject_fault=args.inject_fault, cross_check=args.cross_check,
         baseline=path(args.baseline), json_out=path(args.json_file), md_out=path(args.md),
-        html_out=path(args.html), move_broken=not args.keep_broken, keep_venv=args.keep_venv)
+        html_out=path(args.html), move_broken=not args.keep_broken, keep_venv=args.keep_venv,
+        with_requirements=tuple(args.with_requirements))
     rep = validate.run([Path(w) for w in args.wheels], parse_archs(arch) if arch else (), opts)
     if args.json:
         common.print_json(rep.to_json())

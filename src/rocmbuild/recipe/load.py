@@ -8,11 +8,14 @@ this module reads the file and adds the rules that relate keys to each other or 
 from __future__ import annotations
 
 import hashlib
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
 
 from rocmbuild import config
 from rocmbuild.arch import KNOWN_ARCHS
@@ -121,6 +124,12 @@ def load(path: Path) -> Recipe:
         )
     patches = _patches(c, lookup(data, key_of(Recipe, "patches").toml), path, variants,
                        alternatives)
+    _variant_submodules(c, source, alternatives, variants)
+    _cmake_args(c, fields.get("cmake_args", ()))
+    for i, req in enumerate(fields.get("validate_requires", ())):
+        problem = requirement_problem(req)
+        if problem:
+            c.bad(f"{key_of(Recipe, 'validate_requires').toml}[{i}]", problem)
     if fields.get("backend") == "cmake" and not fields.get("version"):
         c.bad(key_of(Recipe, "version").toml, "missing (the cmake backend needs the wheel version, "
               "e.g. version = \"1.0.0\")")
@@ -180,10 +189,89 @@ def _source(c: Checker, data: dict[str, Any], key: str, path: Path) -> Source | 
         return None
     kind = kinds[0]
     values = c.read(Source, data, key + ".", kind=kind)
-    if kind == "path" and "path" in values and not (path.parent / values["path"]).is_dir():
-        c.bad(f"{key}.{key_of(Source, 'path').toml}",
-              f"{(path.parent / values['path'])} is not a directory")
+    base = path.absolute().parent
+    if kind == "path" and "path" in values:
+        where = base / values["path"]
+        if not where.is_dir():
+            c.bad(f"{key}.{key_of(Source, 'path').toml}",
+                  f"{where} is not a directory (a path source is relative to the recipe file)")
+        values["path"] = str(where.resolve())
+    if kind == "git" and values.get("url"):
+        local = local_git_path(values["url"], base)
+        if local is not None:
+            if not local.exists():
+                c.bad(f"{key}.git", f"{local} does not exist (a local repository path is "
+                      "relative to the recipe file)")
+            values["url"] = str(local)
     return Source(kind, **values)
+
+
+def requirement_problem(text: str) -> str | None:
+    """Why ``text`` is not a PEP 508 requirement pip may be given (None: it is one)."""
+    if text.strip().startswith("-"):  # not echoed: it may carry an index URL's password
+        return "a pip option, not a requirement (set pip options in pip.conf or PIP_*)"
+    try:
+        Requirement(text)
+    except InvalidRequirement as exc:
+        def redact(t: str) -> str:  # user:password@ never reaches output
+            return re.sub(r"//[^/@\s]*@", "//***@", t)
+
+        return (f"{redact(text)!r} is not a requirement: {redact(str(exc).splitlines()[0])} "
+                '(e.g. "triton>=3.0")')
+    return None
+
+
+def local_git_path(url: str, base: Path) -> Path | None:
+    """The local repository a ``git`` value names, made absolute against ``base`` (the recipe
+    file's directory): a plain path (``../repo``, ``/srv/repo``) or a ``file://`` URL, whose
+    relative form (``file://../repo``) is relative too. None for a remote URL (``https://``,
+    ``ssh://``, ``git@host:path``)."""
+    if url.startswith("file://"):
+        rest = url[len("file://"):]
+        return Path(rest) if rest.startswith("/") else (base / rest).resolve()
+    if "://" in url:
+        return None
+    head = url.split("/", 1)[0]
+    if ":" in head and not url.startswith((".", "/")):
+        return None  # scp-like: git@github.com:ROCm/flash-attention.git
+    return (base / url).resolve()
+
+
+def _variant_submodules(c: Checker, source: Source | None,
+                        alternatives: dict[str, Source | None],
+                        variants: dict[str, Variant | None]) -> None:
+    """A variant's submodules narrow the git sources': each must be one of theirs."""
+    gits = {name: s for name, s in [("source", source), *(
+        (f"source.alternatives.{n}", a) for n, a in alternatives.items())]
+        if s is not None and s.kind == "git"}
+    for v in variants.values():
+        if v is None or v.submodules is None:
+            continue
+        key = f"variants.{v.name}.submodules"
+        if not gits:
+            c.bad(key, "no git source to narrow (submodules only apply to a git source)")
+            continue
+        for sub in v.submodules:
+            for where, s in gits.items():
+                if "*" in s.submodules:
+                    continue
+                if sub == "*" or sub not in s.submodules:
+                    have = ", ".join(s.submodules) or "none"
+                    c.bad(key, f"{sub!r} is not one of {where}.submodules ({have})"
+                          + suggest(sub, s.submodules, 0.6))
+                    break
+
+
+_CMAKE_OWNED = ("-S", "-B", "-G", "-H", "--build", "--install-prefix", "-DCMAKE_INSTALL_PREFIX")
+
+
+def _cmake_args(c: Checker, args: tuple[str, ...]) -> None:
+    """rocmbuild owns the source, build and install directories and the generator."""
+    for i, a in enumerate(args):
+        if a in ("-S", "-B", "-G", "-H") or a.startswith(_CMAKE_OWNED):
+            c.bad(f"{key_of(Recipe, 'cmake_args').toml}[{i}]",
+                  f"{a!r}: rocmbuild sets the source, build and install directories and the "
+                  "generator (for a CMakeLists.txt in a subdirectory set build.source_dir)")
 
 
 def _variant(c: Checker, data: dict[str, Any], key: str) -> Variant:
@@ -214,7 +302,7 @@ def _patches(
             continue
         c.walk(item, tree(Patch), key + ".")
         values = c.read(Patch, item, key + ".")
-        f = path.parent / values.get("file", "")
+        f = path.absolute().parent / values.get("file", "")
         if "file" in values:
             if not f.is_file():
                 c.bad(f"{key}.file", f"{f} not found")

@@ -290,6 +290,12 @@ class Variant:
         "``runtime_env``; the validator sets it, and users must too.",
         '{ FLASH_ATTENTION_TRITON_AMD_ENABLE = "TRUE" }', default=(), placeholders=True,
     )
+    submodules: tuple[str, ...] | None = toml(
+        "submodules", "strings",
+        "Narrows the git source's ``submodules`` for this variant: a subset of them (``[]``: "
+        "none). A build of this variant then fetches only these, so a mirror without the "
+        "others still works.", "[]", default=None, default_text="source.submodules",
+    )
 
 
 TABLES = {
@@ -391,8 +397,20 @@ class Recipe:
         '["python", "tools/amd_build/build_amd.py"]', default=(), placeholders=True,
     )
     cmake_args: tuple[str, ...] = toml(
-        "build.cmake_args", "strings", "Extra ``-D...`` arguments for the cmake backend's "
-        "configure step.", '["-DBUILD_TESTING=OFF"]', default=(), placeholders=True,
+        "build.cmake_args", "strings",
+        "Extra arguments appended to the cmake backend's configure command (``cmake -S <tree or "
+        "source_dir> -B <build dir> -G Ninja -D... <cmake_args>``), typically ``-D`` cache "
+        "entries. rocmbuild owns the source, build and install directories and the generator: "
+        "``-S``, ``-B``, ``-G`` and ``-DCMAKE_INSTALL_PREFIX`` are refused (use "
+        "``build.source_dir``).", '["-DBUILD_TESTING=OFF"]', default=(), placeholders=True,
+    )
+    source_dir: str = toml(
+        "build.source_dir", "string",
+        "cmake backend: the directory holding CMakeLists.txt, relative to the fetched tree "
+        "(the rest of the tree stays available to it, e.g. ``../common``).", '"examples/hip"',
+        default="", default_text="the tree's top",
+        pattern=r"^(?!/)(?!.*(^|/)\.\.(/|$))", pattern_msg="must be a relative path inside the "
+        "source tree (no leading / and no ..), got %r",
     )
     pip_args: tuple[str, ...] = toml(
         "build.pip_args", "strings", "Extra arguments for ``pip wheel`` (pip-wheel backend).",
@@ -416,6 +434,13 @@ class Recipe:
     validate_imports: tuple[str, ...] = toml(
         "validate.imports", "strings", "Modules imported from the installed wheel.",
         '["flash_attn"]', default=(),
+    )
+    validate_requires: tuple[str, ...] = toml(
+        "validate.requires", "strings",
+        "Extra requirements (PEP 508) installed into the validation venv, from the configured "
+        "index / find-links (pip's own config and ``PIP_*`` variables), e.g. a runtime "
+        "dependency the wheel does not declare. ``validate --with`` adds more.", '["triton"]',
+        default=(),
     )
     validate_kernel: str = toml(
         "validate.kernel", "string",

@@ -32,6 +32,10 @@ class RocmTarget:
     version_from: str
     """Where ``version`` came from (--rocm-version, the ROCm torch, the ROCm root, the recipe)."""
     root: Path | None = None
+    version_kind: str = "recipe"
+    """``rocm_version_from`` in provenance: ``flag`` (--rocm-version), ``torch`` (the ROCm
+    torch's HIP), ``rocm-root`` (the ROCm root the build compiles against) or ``recipe``
+    (target.rocm: nothing was detected)."""
     root_kind: str | None = None
     """``rocm`` (an SDK) or ``debian`` (distribution headers only)."""
     root_version: str | None = None
@@ -41,6 +45,7 @@ class RocmTarget:
         return {
             "version": self.version,
             "version_from": self.version_from,
+            "version_kind": self.version_kind,
             "root": str(self.root) if self.root else None,
             "root_kind": self.root_kind,
             "root_version": self.root_version,
@@ -65,6 +70,14 @@ class BuildHost:
 class ValidateSpec:
     imports: tuple[str, ...] = ()
     kernel: str = ""
+    requires: tuple[str, ...] = ()
+    """[validate] requires: extra packages for the validation venv."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"imports": list(self.imports), "kernel": self.kernel}
+        if self.requires:
+            out["requires"] = list(self.requires)
+        return out
 
 
 @dataclass(frozen=True)
@@ -95,6 +108,8 @@ class Plan:
     validate: ValidateSpec
     version: str = ""
     runtime_env: dict[str, str] = field(default_factory=dict)
+    source_dir: str = ""
+    """cmake backend: the CMakeLists.txt directory, relative to the fetched tree ("": its top)."""
     cache_key: str = ""
 
     @property
@@ -149,9 +164,10 @@ class Plan:
             "local_version": self.local_version,
             "host": {"python": h.python, "python_tag": h.python_tag, "platform": h.platform,
                      "torch": h.torch, "torch_hip": h.torch_hip, "torch_kind": h.torch_kind},
-            "validate": {"imports": list(self.validate.imports), "kernel": self.validate.kernel},
+            "validate": self.validate.to_json(),
             "version": self.version,
             "runtime_env": dict(self.runtime_env),
+            **({"source_dir": self.source_dir} if self.source_dir else {}),
             "cache_key": self.cache_key,
         }
 

@@ -62,24 +62,32 @@ def uses_hip_compiler(recipe: Recipe, variant: str | None = None) -> bool:
 
 
 def _rocm_target(recipe: Recipe, target: Target, host: Host) -> RocmTarget:
+    """The ROCm version of the local label: what the build compiles and links against. The ROCm
+    torch's HIP first; else the ROCm root, when it is an SDK or when the build's HIP compiler
+    compiles against it (a distribution's HIP, e.g. Debian's 5.2 under /usr); the recipe's
+    target.rocm only when nothing was detected. ``--rocm-version`` overrides all."""
     root, torch = host.rocm_root, host.torch
+    comp = (CompilerPin(host.compiler.path, host.compiler.version)
+            if host.compiler is not None and uses_hip_compiler(recipe, target.variant) else None)
     if target.rocm_version:
-        version, origin = target.rocm_version, "--rocm-version"
+        version, origin, kind = target.rocm_version, "--rocm-version", "flag"
     elif torch.hip_short:
         version, origin = torch.hip_short, f"torch {torch.version} (HIP {torch.hip})"
-    elif root is not None and root.kind == "rocm" and root.version:
+        kind = "torch"
+    elif root is not None and root.version and (root.kind == "rocm" or comp is not None):
         version = ".".join(root.version.split(".")[:2])
-        origin = f"ROCm root {root.path}"
+        origin = (f"ROCm root {root.path}" if root.kind == "rocm" else
+                  f"HIP {root.version} at {root.path} ({root.kind}), which the compiler uses")
+        kind = "rocm-root"
     else:
         version, origin = recipe.rocm_default, f"{recipe.path.name}: target.rocm"
+        kind = "recipe"
     if not re.fullmatch(r"\d+(\.\d+)*", version):
         raise UsageError(
             f"--rocm-version: {version!r} is not a version like 6.2",
             hint="e.g. --rocm-version 6.2",
         )
-    comp = (CompilerPin(host.compiler.path, host.compiler.version)
-            if host.compiler is not None and uses_hip_compiler(recipe, target.variant) else None)
-    return RocmTarget(version=version, version_from=origin,
+    return RocmTarget(version=version, version_from=origin, version_kind=kind,
                       root=root.path if root else None, root_kind=root.kind if root else None,
                       root_version=root.version if root else None, compiler=comp)
 
@@ -172,6 +180,8 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
     local = f"rocm{rocm.version}." + ".".join(a.split(":")[0] for a in archs)
     if source.kind == "path":
         source = replace(source, path=str((recipe.path.parent / source.path).resolve()))
+    if source.kind == "git" and variant is not None and variant.submodules is not None:
+        source = replace(source, submodules=variant.submodules)
     runtime_env = {
         k: _fill(v, values, f"{recipe.path.name}: variants.{variant_name}.runtime_env.{k}")
         for k, v in (variant.runtime_env if variant else ())
@@ -202,9 +212,11 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         host=BuildHost(python=host.python, python_tag=host.python_tag, platform=host.platform,
                        torch=host.torch.version or None, torch_hip=host.torch.hip,
                        torch_kind=host.torch.kind),
-        validate=ValidateSpec(recipe.validate_imports, recipe.validate_kernel),
+        validate=ValidateSpec(recipe.validate_imports, recipe.validate_kernel,
+                              recipe.validate_requires),
         version=recipe.version,
         runtime_env=runtime_env,
+        source_dir=recipe.source_dir if recipe.backend == "cmake" else "",
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
 
@@ -218,6 +230,7 @@ def _cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:
         material.pop(volatile)
     material["env"] = keyed_env
     material["rocm"].pop("version_from")
+    material["rocm"].pop("version_kind")
     material["rocmbuild"] = __version__
     if plan.source.kind == "path":  # a local tree is pinned by its content
         material["source"]["tree_sha256"] = _tree_digest(Path(plan.source.path))
@@ -230,7 +243,7 @@ def _commands(recipe: Recipe, values: Mapping[str, str]) -> tuple[tuple[str, ...
     if recipe.backend == "cmake":
         where = f"{recipe.path.name}: build.cmake_args"
         configure = [
-            "cmake", "-S", ".", "-B", "_rocmbuild_cmake", "-G", "Ninja",
+            "cmake", "-S", recipe.source_dir or ".", "-B", "_rocmbuild_cmake", "-G", "Ninja",
             "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_HIP_PLATFORM=amd",
             f"-DCMAKE_HIP_ARCHITECTURES={values['archs']}",
             f"-DCMAKE_HIP_COMPILER={_fill('{hip_compiler}', values, where)}",

@@ -223,6 +223,35 @@ kernel = "none"
 Pin every source (a full git commit, or an sdist's sha256), give every patch a sha256 and a
 reason, and measure `mem_per_job_gb` (it sets MAX_JOBS) rather than copying a setup.py figure.
 
+## Recipes kept outside this repository
+
+A recipe may live anywhere (`rocmbuild build ~/recipes/mine.toml`, or a directory on
+`ROCMBUILD_RECIPE_PATH`). Every relative path in it resolves against **the recipe file's
+directory**, whatever the current directory: a local git repository (`git = "../flash-attention"`,
+`git = "file://../flash-attention"`; `/abs/path` and `file:///abs/path` as they are), a `path`
+source and each patch `file`. A missing one is reported when the recipe is loaded.
+
+- **Submodules per variant.** `source.submodules` lists what every variant fetches; a variant's
+  `submodules` narrows it (`[]`: none). The shipped flash-attn Triton variant fetches no
+  `csrc/composable_kernel` (the fork's setup.py skips CK with the Triton backend), so it builds
+  from a mirror that lacks the submodule.
+- **CMake projects in a subdirectory.** `build.source_dir = "examples/hip"` configures with
+  `-S examples/hip`; the build directory stays at the tree's top and the rest of the tree stays
+  available (`../common` from the CMakeLists.txt). `build.cmake_args` are appended to the configure
+  command; `-S`, `-B`, `-G` and `-DCMAKE_INSTALL_PREFIX` are rocmbuild's and refused there.
+  `rocmbuild plan` prints every command shell-quoted, ready to paste.
+- **The local label.** `+rocmX.Y` is the ROCm the build compiles against: the ROCm torch's HIP,
+  else the ROCm root the HIP compiler uses (a Debian HIP under /usr counts when the build compiles
+  HIP); `target.rocm` only when nothing was detected. `rocmbuild.json` records which in
+  `rocm_version_from` (`flag`, `torch`, `rocm-root` or `recipe`), and `rocmbuild audit` warns when a
+  shared object links a `libamdhip64.so.N` whose major is not the label's.
+- **Validation requirements.** A runtime dependency the wheel does not declare (triton for the
+  flash-attn Triton variant) goes in `[validate] requires` (recorded in the wheel as
+  `validate_requires`) or on the command line, `rocmbuild validate --with triton`; both install
+  from pip's configured index / find-links (pip.conf, `PIP_INDEX_URL`, `PIP_FIND_LINKS`). When the
+  validation venv lacks such a module, validate exits 10 (the host's problem) and names it; the
+  wheel is not moved to broken/.
+
 ## Editor support
 
 `schemas/recipe.schema.json` is a JSON Schema (draft 2020-12) of this format. Editors that use

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from rocmbuild import audit
+from rocmbuild import audit, log
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, StageResult, Status
 from rocmbuild.stages import Context, need
@@ -17,6 +17,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     wheel = need(ctx.artifacts.wheel, "tagged wheel", "audit")
     report = audit.audit_wheel(wheel, plan.archs)
     audit.require(report)
+    for w in report.warnings:
+        log.warn(w)
     if not report.objects:
         return StageResult(Status.SUCCESS, time.monotonic() - start,
                            "no shared objects: pure-Python wheel, no device code to check")

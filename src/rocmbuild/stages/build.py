@@ -112,6 +112,23 @@ def package_prefix(prefix: Path, out_dir: Path, name: str, version: str) -> Path
     return wheel
 
 
+def _check_source_dir(plan: Plan, tree: Path) -> None:
+    """The cmake backend's CMakeLists.txt is where build.source_dir says, inside the tree."""
+    where = f"{plan.recipe_path.name}: build.source_dir"
+    d = (tree / plan.source_dir).resolve() if plan.source_dir else tree.resolve()
+    if not d.is_relative_to(tree.resolve()):
+        raise BuildError(f"{where}: {plan.source_dir!r} leaves the source tree",
+                         hint="name a directory inside the fetched tree")
+    if not (d / "CMakeLists.txt").is_file():
+        found = sorted(str(p.parent.relative_to(tree)) for pattern in
+                       ("*/CMakeLists.txt", "*/*/CMakeLists.txt") for p in tree.glob(pattern))[:5]
+        raise BuildError(
+            f"{where}: no CMakeLists.txt in {plan.source_dir or 'the top of the source tree'}",
+            hint="set build.source_dir to the directory that holds it"
+            + (f" (found in: {', '.join(found)})" if found else ""),
+        )
+
+
 def run(plan: Plan, ctx: Context) -> StageResult:
     start = time.monotonic()
     tree = need(ctx.artifacts.tree, "source tree", "build")
@@ -124,6 +141,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     env = {**os.environ, "PATH": path, **plan.env}
     log_path = ctx.log_dir / "build.log"
+    if plan.backend == "cmake":
+        _check_source_dir(plan, tree)
     if log_path.exists():
         log_path.unlink()
     progress = _Progress(f"building {plan.package} ({plan.variant}, MAX_JOBS={plan.jobs})")

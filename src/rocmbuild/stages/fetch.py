@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import lzma
 import os
+import re
 import shutil
 import tarfile
 import tempfile
@@ -268,12 +269,48 @@ def git_checkout(
         commit)
     if submodules:
         which = "all, recursively" if "*" in submodules else ", ".join(submodules)
+        known = _gitmodules(dest, env, log_path)
+        for sub in submodules:
+            if sub != "*" and sub not in known:
+                raise FetchError(
+                    f"{url} @ {commit[:12]}: submodules: {sub!r} is not a submodule of this "
+                    f"commit (its .gitmodules has: {', '.join(known) or 'none'})",
+                    hint="fix source.submodules (or the variant's submodules) in the recipe",
+                )
         log.info(f"  updating submodules ({which}) from their upstreams")
         args = ["-C", str(dest), "-c", "protocol.file.allow=always", "submodule", "update",
                 "--init", "--quiet"]
         args += ["--recursive"] if "*" in submodules else ["--", *submodules]
-        _retry(f"git submodule update ({which})", lambda: git(*args))
+        try:
+            _retry(f"git submodule update ({which})", lambda: git(*args))
+        except FetchError as exc:
+            urls = ", ".join(f"{p} from {u}" for p, u in known.items()
+                             if "*" in submodules or p in submodules)
+            raise FetchError(
+                f"{url} @ {commit[:12]}: submodule fetch failed ({urls}): "
+                f"{exc.message.split('last error: ', 1)[-1]}",
+                hint="check that the submodule URL is reachable (a mirror must carry it), or "
+                "build a variant that does not need it: a variant's `submodules = [...]` "
+                "narrows the source's list",
+            ) from exc
     return dest
+
+
+def _gitmodules(tree: Path, env: dict[str, str], log_path: Path) -> dict[str, str]:
+    """Submodule path -> URL, from the checked-out .gitmodules (empty when it has none)."""
+    if not (tree / ".gitmodules").is_file():
+        return {}
+    res = sh(["git", "-C", str(tree), "config", "-f", ".gitmodules", "--get-regexp",
+              r"^submodule\..*\.(path|url)$"], env=env, log_path=log_path, capture=True,
+             check=False)
+    names: dict[str, dict[str, str]] = {}
+    for line in res.output.splitlines():
+        key, _, value = line.partition(" ")
+        name, _, what = key[len("submodule."):].rpartition(".")
+        names.setdefault(name, {})[what] = value
+    # a URL's user:password@ never reaches a message
+    return {v["path"]: re.sub(r"//[^/@]*@", "//***@", v.get("url", "?"))
+            for v in names.values() if "path" in v}
 
 
 def _discard(dest: Path) -> None:

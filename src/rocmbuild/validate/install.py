@@ -23,7 +23,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from rocmbuild import fsutil, wheel
-from rocmbuild.errors import UsageError, ValidationError
+from rocmbuild.errors import ToolchainError, UsageError, ValidationError
 from rocmbuild.run import run
 from rocmbuild.wheel import WheelInfo
 
@@ -178,6 +178,36 @@ def install(venv: Venv, wheels: list[WheelInfo]) -> tuple[bool, str]:
         if r.returncode != 0:
             return False, f"installing requirements {' '.join(reqs)} failed:\n{r.output}"
     return True, r.output
+
+
+def install_extra(venv: Venv, reqs: list[str], origin: str) -> None:
+    """Install validation requirements (``validate --with``, ``[validate] requires``) into the
+    venv from the configured index / find-links (pip's own config and PIP_* variables). A
+    failure is the host's (exit 10), not the wheel's."""
+    if not reqs:
+        return
+    r = run([*venv.pip, "install", "--no-input", *reqs], env=venv.env(), log_path=venv.log,
+            check=False)
+    if r.returncode != 0:
+        cause = next((ln.strip() for ln in reversed(r.output.splitlines())
+                      if ln.strip().startswith("ERROR:")), f"pip exited with {r.returncode}")
+        raise ToolchainError(
+            f"{origin}: cannot install {' '.join(reqs)} into the validation venv: {cause}",
+            hint="check the name and that the configured index / find-links (pip.conf, "
+            f"PIP_INDEX_URL, PIP_FIND_LINKS) carries it; pip's output is in {venv.log}")
+
+
+_MISSING_MODULE = re.compile(r"^ModuleNotFoundError: No module named '([^']+)'")
+
+
+def missing_host_module(error: str, own: set[str]) -> str | None:
+    """The top-level module an import error says is missing, when none of the wheels under test
+    provides it (a runtime dependency the host lacks); else None."""
+    m = _MISSING_MODULE.match(error)
+    if m is None:
+        return None
+    top = m.group(1).split(".")[0]
+    return None if top in own else top
 
 
 _PROBE = r"""

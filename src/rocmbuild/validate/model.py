@@ -30,6 +30,7 @@ class ValidateOptions:
     html_out: Path | None = None
     move_broken: bool = True
     keep_venv: bool = False
+    with_requirements: tuple[str, ...] = ()  # validate --with: extra packages for the venv
 
     @property
     def outputs(self) -> tuple[Path, ...]:

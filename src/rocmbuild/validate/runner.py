@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rocmbuild import audit, config, fsutil
-from rocmbuild.errors import ValidationError
+from rocmbuild.errors import ToolchainError, ValidationError
 from rocmbuild.results import Status
 from rocmbuild.validate import baseline as baseline_cmp
 from rocmbuild.validate import install as inst
@@ -48,6 +48,39 @@ def _runtime_env(infos: Sequence[WheelInfo]) -> dict[str, str]:
         runtime = (w.provenance or {}).get("runtime_env") or {}
         env.update({str(k): str(v) for k, v in runtime.items()})
     return env
+
+
+def _extra_requirements(infos: Sequence[WheelInfo], opts: ValidateOptions
+                        ) -> tuple[list[str], str]:
+    """``validate --with`` plus each wheel's recorded ``[validate] requires``, and where they
+    came from (for the error line)."""
+    reqs = list(opts.with_requirements)
+    origins = ["validate --with"] if reqs else []
+    for w in infos:
+        recorded = (w.provenance or {}).get("validate_requires") or []
+        if isinstance(recorded, list) and recorded:
+            reqs += [str(r) for r in recorded if str(r) not in reqs]
+            origins.append(f"{w.path.name}: [validate] requires")
+    return reqs, " and ".join(origins)
+
+
+def _raise_if_host_lacks(infos: Sequence[WheelInfo], imports: Mapping[str, Any]) -> None:
+    """A module the wheels import that none of them provides and the venv lacks is the host's
+    problem (exit 10), not the wheel's: nothing is moved to broken/."""
+    own = {m for w in infos for m in w.top_level}
+    for w in infos:
+        for mod in w.top_level:
+            r = imports.get(mod) or {}
+            missing = None if r.get("ok", True) else inst.missing_host_module(
+                str(r.get("error", "")), own)
+            if missing:
+                raise ToolchainError(
+                    f"{w.path.name}: import {mod} needs the module {missing!r}, which this "
+                    "host's validation environment lacks (a runtime dependency the wheel does "
+                    "not declare)",
+                    hint=f"install it here (`pip install {missing}`), or pass `validate --with "
+                    f"{missing}`, or add it to the recipe's [validate] requires; the wheel was "
+                    "not moved to broken/")
 
 
 def _install_step(installed: bool, out: str, venv: inst.Venv) -> Step:
@@ -101,7 +134,10 @@ def run(wheels: Sequence[Path], archs: Sequence[str] = (),
         venv = inst.create_venv(tmp / "venv", logf, opts.torch_from)
         env_extra = _runtime_env(infos)
         installed, out = inst.install(venv, infos) if infos else (True, "")
+        if installed:
+            inst.install_extra(venv, *_extra_requirements(infos, opts))
         probe = inst.probe(venv, sorted({m for w in infos for m in w.top_level}), env_extra)
+        _raise_if_host_lacks(infos, probe["imports"])
         env_torch = probe.get("torch")
         steps: dict[Path, dict[str, Step]] = {}
         for w in infos:
