@@ -10,12 +10,15 @@ COMMANDS tuple below.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from types import FrameType
 
 from rich.markup import escape
 
-from rocmbuild import __version__, log, options
+from rocmbuild import __version__, log, options, run
 from rocmbuild.commands import (
     audit,
     build,
@@ -82,7 +85,51 @@ def _insert_build(argv: list[str], commands: set[str]) -> list[str]:
     return argv
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread like SIGINT's KeyboardInterrupt, so every
+    ``finally`` (locks, temp files, the running command's process group) runs on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise Terminated(signum)
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _ignore_stop_signals() -> None:
+    """While rocmbuild reports an interruption, a second signal must not cut the report."""
+    with contextlib.suppress(ValueError):
+        for sig in _STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP end rocmbuild like SIGINT does, for the time of ``main``."""
+    old: dict[signal.Signals, object] = {}
+    with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
+        for sig in _STOP_SIGNALS:
+            old[sig] = signal.getsignal(sig)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _terminate)
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    with _signals():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser()
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -97,9 +144,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RocmbuildError as exc:
         _report(exc)
         return exc.exit_code
-    except KeyboardInterrupt:
-        log.console.print("[red]interrupted[/red]")
-        return 130
+    except KeyboardInterrupt as exc:
+        _ignore_stop_signals()
+        run.kill_all()  # commands started from other threads (the pipeline kills its own)
+        signum = exc.signum if isinstance(exc, Terminated) else int(signal.SIGINT)
+        name = signal.Signals(signum).name
+        log.console.print(f"[bold red]interrupted:[/bold red] stopped by {name}; the running "
+                          "command and all its children were ended", highlight=False)
+        log.console.print("[cyan]hint:[/cyan] locks are released and nothing partial was kept "
+                          "in the cache or the wheel dir; run the same command again",
+                          highlight=False)
+        return 128 + signum
 
 
 def _report(exc: RocmbuildError) -> None:

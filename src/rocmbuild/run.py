@@ -2,15 +2,33 @@
 
 ``run()`` logs the quoted command, cwd and environment diff, streams output to an optional line
 callback, the console (at -v) and a log file, times the call, and raises ``CommandFailed`` (or the
-error class given) carrying the log tail and the log path.
+error class given) carrying the log tail, the log path and the tool's own last meaningful error
+line (``cause``).
+
+Process tree. Every command runs under a small supervisor (``SUPERVISOR``, a few lines of Python
+started with ``-I -S``) that is the leader of a new session and process group; the command and
+everything it starts (pip -> setup.py -> ninja -> clang) live in that group. The supervisor sets
+``PR_SET_PDEATHSIG`` (prctl via ctypes) so the kernel signals it when rocmbuild dies, even by
+SIGKILL, and it then kills its whole group. pdeathsig alone would reach only the direct child;
+the group reaches the grandchildren. When rocmbuild itself is interrupted (SIGINT, SIGTERM) or a
+timeout fires, ``run()`` kills the group; when the command ends, members it left behind are
+killed too. A descendant that starts its own session (setsid, as daemons do) leaves the group
+and is out of reach: no build tool rocmbuild drives does that.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
+import queue
+import re
 import shlex
+import shutil
+import signal
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +38,42 @@ from rocmbuild import log
 from rocmbuild.errors import CommandFailed
 
 TAIL_LINES = 30
+_POLL = 0.5  # seconds: how often a silent command is checked for its timeout and its end
+
+SUPERVISOR = r"""
+import os, signal, sys
+def stop(*_):
+    os.killpg(0, signal.SIGKILL)
+for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
+    signal.signal(s, stop)
+import ctypes
+ctypes.CDLL(None).prctl(1, signal.SIGUSR1)  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):
+    stop()  # rocmbuild died before prctl took effect
+argv = sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
+        signal.signal(s, signal.SIG_DFL)
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as exc:
+        sys.stderr.write(f"{argv[0]}: cannot run: {exc.strerror}\n")
+        sys.stderr.flush()
+        os._exit(126)
+while True:
+    try:
+        status = os.waitpid(pid, 0)[1]
+        break
+    except InterruptedError:
+        continue
+code = os.waitstatus_to_exitcode(status)
+sys.exit(128 - code if code < 0 else code)
+"""
+
+# Process groups of commands running now (one per run() call in flight, any thread).
+_live: set[int] = set()
+_live_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -29,6 +83,9 @@ class Completed:
     duration: float
     output: str  # full output when capture=True, else the last TAIL_LINES lines
     log_path: Path | None
+    timed_out: bool = False
+    cause: str = ""
+    """The tool's own last meaningful error line (``last_cause``), "" when it printed none."""
 
 
 def quote(argv: Sequence[str]) -> str:
@@ -41,6 +98,80 @@ def env_diff(env: Mapping[str, str] | None) -> dict[str, str]:
         return {}
     base = os.environ
     return {k: v for k, v in sorted(env.items()) if base.get(k) != v}
+
+
+# What tools print when they say why they failed; the last such line is the cause.
+_CAUSE = re.compile("|".join((
+    r"^(fatal|FATAL): ",                                       # git
+    r"^CMake Error\b",                                         # cmake
+    r"^curl: \(\d+\)",                                         # curl
+    r"^\S*:(\d+:){1,2} (fatal )?error: ",                      # clang/gcc: file:line:col: error:
+    r"^(clang|hipcc|gcc|g\+\+|c\+\+|ld(\.lld)?|ninja|make)\S*: (fatal )?error\b",
+    r"^([A-Za-z_][\w.]*(Error|Exception)): ",                  # a Python exception
+    r"^(error|Error|ERROR)\b",                                 # pip, setuptools, the rest
+)))
+# Lines that say that something failed, not why (git's and pip's follow-ups, build drivers'
+# summaries), and framing: an earlier line is the cause.
+_GENERIC = re.compile("|".join((
+    r"Could not read from remote repository|Please make sure you have the correct access",
+    r"^and the repository exists", r"clone of '.*' into submodule path .* failed",
+    r"^Failed to clone '", r"Failed to recurse into submodule",
+    r"Build files have not been generated|Configuring incomplete|Generating done",
+    r"Failed building wheel|Could not build wheels|subprocess-exited-with-error",
+    r"metadata-generation-failed|^Failed to build |did not run successfully|^exit code: \d+$",
+    r"\[end of output\]|^\[\d+ lines of output\]|lines of output\]$",
+    r"^\d+ errors? generated\.|build stopped: subcommand failed|^make(\[\d+\])?: \*\*\*",
+    r"^note: |^hint: |^See above|^\[notice\]|^Traceback \(most recent|^File \"|^\^+$",
+    r"^[-=*#~│╰╭×─>\s]*$",
+)))
+
+
+def last_cause(text: str) -> str:
+    """The tool's own last meaningful error line in ``text`` (its output): the last line that
+    looks like an error (``fatal: ...``, ``CMake Error at ...``, ``ERROR: ...``, a compiler's
+    ``file:1:2: error: ...``, a Python exception), skipping follow-ups that only repeat that
+    something failed; failing that, the last line that is not such noise; "" for none. Stripped,
+    a URL's user:password masked, cut to 300 characters."""
+    lines = [ln.strip().lstrip("│╰─> ").strip() for ln in text.splitlines()]
+    lines = [ln for ln in lines if ln and not _GENERIC.search(ln)]
+    causes = [i for i, ln in enumerate(lines) if _CAUSE.search(ln)]
+    if causes:
+        i = causes[-1]
+        line = lines[i]
+        if line.endswith(":") and i + 1 < len(lines):  # CMake Error at f:3 (project):\n  why
+            line = f"{line} {lines[i + 1]}"
+        return _cut(line)
+    return _cut(lines[-1]) if lines else ""
+
+
+_USERINFO = re.compile(r"(?<=://)[^/@\s']+@")
+
+
+def _cut(line: str, width: int = 300) -> str:
+    line = _USERINFO.sub("***@", line)  # a URL's user:password never reaches a message
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def kill_all() -> None:
+    """Kill the process group of every command running now (for the CLI's signal handling)."""
+    with _live_lock:
+        groups = list(_live)
+    for pgid in groups:
+        _kill_group(pgid)
+
+
+def _find(program: str, env: Mapping[str, str] | None, cwd: str | os.PathLike[str] | None
+          ) -> str | None:
+    if os.sep in program:  # a path: relative to the command's cwd, like exec would take it
+        full = os.path.join(cwd or ".", program)
+        return full if os.path.isfile(full) and os.access(full, os.X_OK) else None
+    path = (env if env is not None else os.environ).get("PATH", os.defpath)
+    return shutil.which(program, path=path)
 
 
 def run(
@@ -58,14 +189,25 @@ def run(
     stdin: str | None = None,
 ) -> Completed:
     """Run ``argv``; stdout and stderr are merged. ``env`` is the *full* environment
-    (None: inherit).
+    (None: inherit). ``timeout`` (seconds) kills the command and its descendants even when it
+    prints nothing.
 
-    Raises ``error`` (a CommandFailed subclass) when the command exits non-zero and ``check``,
-    or when the program is missing.
+    Raises ``error`` (a CommandFailed subclass) when the command exits non-zero or times out and
+    ``check``, or when the program is missing. Whatever ends ``run`` early (an exception, a
+    signal turned into one) kills the command's whole process group first.
     """
     args = tuple(str(a) for a in argv)
-    logf = None
     lp = Path(log_path) if log_path else None
+    if _find(args[0], env, cwd) is None:
+        exists = os.sep in args[0] and os.path.exists(os.path.join(cwd or ".", args[0]))
+        raise error(
+            f"{args[0]}: " + ("not an executable program" if exists else "command not found"),
+            hint=hint or (f"check that {args[0]} is an executable program" if exists
+                          else f"install {Path(args[0]).name} or put it on PATH"),
+            returncode=126 if exists else 127,
+            log_path=str(lp) if lp else None,
+        )
+    logf = None
     if lp is not None:
         lp.parent.mkdir(parents=True, exist_ok=True)
         logf = open(lp, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
@@ -77,10 +219,11 @@ def run(
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
     lines: list[str] = []
     start = time.monotonic()
+    timed_out = False
     try:
         try:
             proc = subprocess.Popen(
-                args,
+                [sys.executable, "-I", "-S", "-c", SUPERVISOR, str(os.getpid()), *args],
                 cwd=cwd,
                 env=dict(env) if env is not None else None,
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -89,29 +232,53 @@ def run(
                 text=True,
                 errors="replace",
                 bufsize=1,
+                start_new_session=True,
             )
-        except FileNotFoundError as exc:
+        except OSError as exc:  # cwd missing or not a directory, ...
             raise error(
-                f"{args[0]}: command not found",
-                hint=hint or f"install {Path(args[0]).name} or put it on PATH",
-                returncode=127,
-                log_path=str(lp) if lp else None,
-            ) from exc
-        except OSError as exc:  # not executable, not a program, cwd missing, ...
-            raise error(
-                f"{args[0]}: cannot run: {exc.strerror or exc}",
-                hint=hint or f"check that {args[0]} is an executable program",
+                f"{args[0]}: cannot run in {cwd}: {exc.strerror or exc}",
+                hint=hint or "check that the working directory exists",
                 returncode=126,
                 log_path=str(lp) if lp else None,
             ) from exc
-        with proc:
-            if stdin is not None and proc.stdin is not None:
-                proc.stdin.write(stdin)
-                proc.stdin.close()
+        pgid = proc.pid  # the supervisor leads its own group
+        with _live_lock:
+            _live.add(pgid)
+        lines_q: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+
+        def read() -> None:
             assert proc.stdout is not None
+            with contextlib.suppress(ValueError, OSError):  # closed under us at the end
+                for raw in proc.stdout:
+                    lines_q.put(raw.rstrip("\n"))
+            lines_q.put(None)
+
+        reader = threading.Thread(target=read, name=f"run:{Path(args[0]).name}", daemon=True)
+        try:
+            reader.start()
+            if stdin is not None and proc.stdin is not None:
+                with contextlib.suppress(BrokenPipeError):
+                    proc.stdin.write(stdin)
+                    proc.stdin.close()
             deadline = start + timeout if timeout else None
-            for line in proc.stdout:
-                line = line.rstrip("\n")
+            ended = False
+            while True:
+                wait = _POLL if deadline is None else min(
+                    _POLL, max(0.0, deadline - time.monotonic()))
+                try:
+                    line = lines_q.get(timeout=wait)
+                except queue.Empty:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        timed_out = True
+                        break
+                    if not ended and proc.poll() is not None:
+                        # It exited, but something it left behind holds the pipe open:
+                        # kill that, then read what is left until the end of the pipe.
+                        ended = True
+                        _kill_group(pgid)
+                    continue
+                if line is None:
+                    break
                 tail.append(line)
                 if capture:
                     lines.append(line)
@@ -121,21 +288,40 @@ def run(
                     on_line(line)
                 if log.level() >= 2:
                     log.console.print(line, markup=False, highlight=False)
-                if deadline and time.monotonic() > deadline:
-                    proc.kill()
-                    break
+        finally:
+            # However this ends (the end of output, a timeout, an exception such as a signal
+            # turned into KeyboardInterrupt): nothing the command started outlives this call.
+            # Kill first, then close the pipe: closing it while the reader blocks on it would
+            # wait for the command.
+            _kill_group(pgid)
+            with _live_lock:
+                _live.discard(pgid)
+            reader.join(timeout=5)
+            if not reader.is_alive() and proc.stdout is not None:
+                proc.stdout.close()
+            if proc.stdin is not None and not proc.stdin.closed:
+                with contextlib.suppress(BrokenPipeError):
+                    proc.stdin.close()
             rc = proc.wait()
     finally:
         duration = time.monotonic() - start
         if logf is not None:
+            if timed_out:
+                logf.write(f"# killed: no end after {timeout:g}s\n")
             logf.write(f"# exit after {duration:.2f}s\n")
             logf.close()
     out = "\n".join(lines) if capture else "\n".join(tail)
-    result = Completed(args, rc, duration, out, lp)
-    if check and rc != 0:
+    cause = last_cause("\n".join(tail))
+    result = Completed(args, rc, duration, out, lp, timed_out, cause)
+    if check and (rc != 0 or timed_out):
+        name = Path(args[0]).name
         where = f"; full log: {lp}" if lp else ""
+        if timed_out:
+            what = f"{name} did not finish within {timeout:g}s and was killed with its children"
+        else:
+            what = f"{name} exited with code {rc} after {duration:.1f}s"
         raise error(
-            f"{Path(args[0]).name} exited with code {rc} after {duration:.1f}s{where}",
+            what + (f": {cause}" if cause else "") + where,
             hint=hint or (f"read {lp}" if lp else None),
             detail="\n".join(tail),
             returncode=rc,
