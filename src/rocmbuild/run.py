@@ -5,26 +5,28 @@ callback, the console (at -v) and a log file, times the call, and raises ``Comma
 error class given) carrying the log tail, the log path and the tool's own last meaningful error
 line (``cause``).
 
-Process tree. Every command runs under a small supervisor (``SUPERVISOR``, a few lines of Python
-started with ``-I -S``) that is the leader of a new session and process group; the command and
-everything it starts (pip -> setup.py -> ninja -> clang) live in that group. The supervisor sets
-``PR_SET_PDEATHSIG`` (prctl via ctypes) so the kernel signals it when rocmbuild dies, even by
-SIGKILL, and it then kills its whole group. pdeathsig alone would reach only the direct child;
-the group reaches the grandchildren. When rocmbuild itself is interrupted (SIGINT, SIGTERM) or a
-timeout fires, ``run()`` kills the group; when the command ends, members it left behind are
-killed too. A descendant that starts its own session (setsid, as daemons do) leaves the group
-and is out of reach: no build tool rocmbuild drives does that.
+Process tree. Every command starts as the leader of a new session and process group; what it
+starts (pip -> setup.py -> ninja -> clang) stays in that group, so killing the group reaches the
+grandchildren, which a signal to the direct child or PR_SET_PDEATHSIG (per direct child) would
+not. When rocmbuild is interrupted (SIGINT, SIGTERM) or a timeout fires, ``run()`` kills the
+group; when a command ends, members it left behind are killed before it is reaped. Against
+SIGKILL of rocmbuild itself (no handler runs) a small supervisor, the *guardian* (``GUARDIAN``,
+a few lines of Python, one per rocmbuild process, started with the first command), holds the
+read end of a pipe and the list of groups running now; when rocmbuild dies by any means the pipe
+ends and the guardian kills those groups. One guardian per process costs one interpreter start
+per rocmbuild run instead of one per command. A descendant that starts its own session (setsid,
+as daemons do) leaves the group and is out of reach: no build tool rocmbuild drives does that.
 """
 
 from __future__ import annotations
 
+import atexit
 import collections
 import contextlib
 import os
 import queue
 import re
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -38,37 +40,22 @@ from rocmbuild import log
 from rocmbuild.errors import CommandFailed
 
 TAIL_LINES = 30
+CAUSE_LINES = 300  # how far back the cause is looked for (a compiler error comes before
+                   # pip's and ninja's summaries)
 _POLL = 0.5  # seconds: how often a silent command is checked for its timeout and its end
 
-SUPERVISOR = r"""
+GUARDIAN = r"""
 import os, signal, sys
-def stop(*_):
-    os.killpg(0, signal.SIGKILL)
-for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
-    signal.signal(s, stop)
-import ctypes
-ctypes.CDLL(None).prctl(1, signal.SIGUSR1)  # PR_SET_PDEATHSIG
-if os.getppid() != int(sys.argv[1]):
-    stop()  # rocmbuild died before prctl took effect
-argv = sys.argv[2:]
-pid = os.fork()
-if pid == 0:
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
-        signal.signal(s, signal.SIG_DFL)
+signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is rocmbuild's to handle
+groups = set()
+for line in sys.stdin:                          # "+pgid" when a command starts, "-pgid" after
+    pgid = int(line[1:])
+    groups.add(pgid) if line[0] == "+" else groups.discard(pgid)
+for pgid in groups:                             # the pipe ended: rocmbuild is gone
     try:
-        os.execvp(argv[0], argv)
-    except OSError as exc:
-        sys.stderr.write(f"{argv[0]}: cannot run: {exc.strerror}\n")
-        sys.stderr.flush()
-        os._exit(126)
-while True:
-    try:
-        status = os.waitpid(pid, 0)[1]
-        break
-    except InterruptedError:
-        continue
-code = os.waitstatus_to_exitcode(status)
-sys.exit(128 - code if code < 0 else code)
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
 """
 
 # Process groups of commands running now (one per run() call in flight, any thread).
@@ -119,6 +106,7 @@ _GENERIC = re.compile("|".join((
     r"Build files have not been generated|Configuring incomplete|Generating done",
     r"Failed building wheel|Could not build wheels|subprocess-exited-with-error",
     r"metadata-generation-failed|^Failed to build |did not run successfully|^exit code: \d+$",
+    r"Failed to build one or more wheels|CalledProcessError: Command|returned non-zero exit",
     r"\[end of output\]|^\[\d+ lines of output\]|lines of output\]$",
     r"^\d+ errors? generated\.|build stopped: subcommand failed|^make(\[\d+\])?: \*\*\*",
     r"^note: |^hint: |^See above|^\[notice\]|^Traceback \(most recent|^File \"|^\^+$",
@@ -165,13 +153,53 @@ def kill_all() -> None:
         _kill_group(pgid)
 
 
-def _find(program: str, env: Mapping[str, str] | None, cwd: str | os.PathLike[str] | None
-          ) -> str | None:
-    if os.sep in program:  # a path: relative to the command's cwd, like exec would take it
-        full = os.path.join(cwd or ".", program)
-        return full if os.path.isfile(full) and os.access(full, os.X_OK) else None
-    path = (env if env is not None else os.environ).get("PATH", os.defpath)
-    return shutil.which(program, path=path)
+_guardian: subprocess.Popen[str] | None = None
+
+
+def _guard(sign: str, pgid: int) -> None:
+    """Tell the guardian (started on first use) that group ``pgid`` started (+) or ended (-)."""
+    global _guardian
+    with _live_lock:
+        if sign == "+":
+            _live.add(pgid)
+        else:
+            _live.discard(pgid)
+        try:
+            if _guardian is None or _guardian.poll() is not None:
+                if sign == "-":
+                    return
+                _guardian = subprocess.Popen(
+                    [sys.executable, "-I", "-S", "-c", GUARDIAN], stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+                    start_new_session=True, env={}, cwd="/")
+                atexit.register(_stop_guardian, _guardian)
+                assert _guardian.stdin is not None
+                for g in _live - {pgid}:  # a guardian started again learns what runs now
+                    _guardian.stdin.write(f"+{g}\n")
+            assert _guardian.stdin is not None
+            _guardian.stdin.write(f"{sign}{pgid}\n")
+            _guardian.stdin.flush()
+        except OSError as exc:  # cannot start python again, or the guardian is gone
+            log.debug(f"the process guardian is not available: {exc}")
+
+
+def _stop_guardian(guardian: subprocess.Popen[str]) -> None:
+    """At a normal exit: end the guardian's pipe (it kills nothing: no group is registered)."""
+    with contextlib.suppress(OSError):
+        if guardian.stdin is not None:
+            guardian.stdin.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        guardian.wait(timeout=5)
+
+
+def _exited(pid: int, block: bool) -> bool:
+    """Whether ``pid`` (our child) has exited, without reaping it: a zombie leader keeps its
+    process group id reserved, so the group can still be killed safely."""
+    flags = os.WEXITED | os.WNOWAIT | (0 if block else os.WNOHANG)
+    try:
+        return os.waitid(os.P_PID, pid, flags) is not None
+    except ChildProcessError:
+        return True
 
 
 def run(
@@ -198,15 +226,6 @@ def run(
     """
     args = tuple(str(a) for a in argv)
     lp = Path(log_path) if log_path else None
-    if _find(args[0], env, cwd) is None:
-        exists = os.sep in args[0] and os.path.exists(os.path.join(cwd or ".", args[0]))
-        raise error(
-            f"{args[0]}: " + ("not an executable program" if exists else "command not found"),
-            hint=hint or (f"check that {args[0]} is an executable program" if exists
-                          else f"install {Path(args[0]).name} or put it on PATH"),
-            returncode=126 if exists else 127,
-            log_path=str(lp) if lp else None,
-        )
     logf = None
     if lp is not None:
         lp.parent.mkdir(parents=True, exist_ok=True)
@@ -216,14 +235,14 @@ def run(
             logf.write(f"# env: {k}={v}\n")
         logf.flush()
     log.debug(f"$ {quote(args)}" + (f"  (in {cwd})" if cwd else ""))
-    tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+    tail: collections.deque[str] = collections.deque(maxlen=CAUSE_LINES)
     lines: list[str] = []
     start = time.monotonic()
     timed_out = False
     try:
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", "-c", SUPERVISOR, str(os.getpid()), *args],
+                args,
                 cwd=cwd,
                 env=dict(env) if env is not None else None,
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -234,16 +253,25 @@ def run(
                 bufsize=1,
                 start_new_session=True,
             )
-        except OSError as exc:  # cwd missing or not a directory, ...
+        except FileNotFoundError as exc:
+            missing = exc.filename is not None and str(exc.filename) != args[0]
             raise error(
-                f"{args[0]}: cannot run in {cwd}: {exc.strerror or exc}",
-                hint=hint or "check that the working directory exists",
+                f"{args[0]}: " + (f"cannot run in {cwd}: no such directory" if missing
+                                  else "command not found"),
+                hint=hint or ("check that the working directory exists" if missing
+                              else f"install {Path(args[0]).name} or put it on PATH"),
+                returncode=127,
+                log_path=str(lp) if lp else None,
+            ) from exc
+        except OSError as exc:  # not executable, not a program, cwd not a directory, ...
+            raise error(
+                f"{args[0]}: cannot run: {exc.strerror or exc}",
+                hint=hint or f"check that {args[0]} is an executable program",
                 returncode=126,
                 log_path=str(lp) if lp else None,
             ) from exc
-        pgid = proc.pid  # the supervisor leads its own group
-        with _live_lock:
-            _live.add(pgid)
+        pgid = proc.pid  # the command leads its own group
+        _guard("+", pgid)
         lines_q: queue.SimpleQueue[str | None] = queue.SimpleQueue()
 
         def read() -> None:
@@ -271,7 +299,7 @@ def run(
                     if deadline is not None and time.monotonic() >= deadline:
                         timed_out = True
                         break
-                    if not ended and proc.poll() is not None:
+                    if not ended and _exited(proc.pid, block=False):
                         # It exited, but something it left behind holds the pipe open:
                         # kill that, then read what is left until the end of the pipe.
                         ended = True
@@ -293,16 +321,17 @@ def run(
             # turned into KeyboardInterrupt): nothing the command started outlives this call.
             # Kill first, then close the pipe: closing it while the reader blocks on it would
             # wait for the command.
-            _kill_group(pgid)
-            with _live_lock:
-                _live.discard(pgid)
+            if not timed_out and sys.exc_info()[0] is None:
+                _exited(proc.pid, block=True)  # the end of output: the leader ends too
+            _kill_group(pgid)  # the leader is not reaped yet: its group id is still ours
+            rc = proc.wait()
+            _guard("-", pgid)
             reader.join(timeout=5)
             if not reader.is_alive() and proc.stdout is not None:
                 proc.stdout.close()
             if proc.stdin is not None and not proc.stdin.closed:
                 with contextlib.suppress(BrokenPipeError):
                     proc.stdin.close()
-            rc = proc.wait()
     finally:
         duration = time.monotonic() - start
         if logf is not None:
@@ -310,8 +339,9 @@ def run(
                 logf.write(f"# killed: no end after {timeout:g}s\n")
             logf.write(f"# exit after {duration:.2f}s\n")
             logf.close()
-    out = "\n".join(lines) if capture else "\n".join(tail)
     cause = last_cause("\n".join(tail))
+    short = list(tail)[-TAIL_LINES:]
+    out = "\n".join(lines) if capture else "\n".join(short)
     result = Completed(args, rc, duration, out, lp, timed_out, cause)
     if check and (rc != 0 or timed_out):
         name = Path(args[0]).name
@@ -323,7 +353,8 @@ def run(
         raise error(
             what + (f": {cause}" if cause else "") + where,
             hint=hint or (f"read {lp}" if lp else None),
-            detail="\n".join(tail),
+            # indented: the tool's own "error: ..." lines are not rocmbuild's error line
+            detail="\n".join(f"  {line}" for line in short),
             returncode=rc,
             log_path=str(lp) if lp else None,
         )

@@ -194,7 +194,7 @@ def test_real_build_killed_at_a_random_point(sig: signal.Signals, marker: str,
     recipe = slow_recipe(tmp_path)
     proc = start_build(recipe, tmp_path, "30")
     try:
-        # The build's first command (pip) runs under a supervisor: the marker's count passes 1.
+        # rocmbuild and its first command (pip) carry the marker.
         assert wait_until(lambda: len(marked(marker)) >= 2, 60), why
         time.sleep(delay)
         os.killpg(proc.pid, sig) if sig == signal.SIGINT else proc.send_signal(sig)
@@ -233,7 +233,7 @@ def test_run_from_a_thread_is_killed_when_the_process_is_interrupted(marker: str
 
     t = threading.Thread(target=work)
     t.start()
-    assert wait_until(lambda: len(marked(marker)) >= 4, 20), marked(marker)
+    assert wait_until(lambda: len(marked(marker)) >= 3, 20), marked(marker)
     run.kill_all()
     t.join(10)
     assert not t.is_alive()

@@ -89,9 +89,9 @@ def classify(exc: BaseException) -> Failure:
             return Failure(False, exc.message)
         if "did not finish within" in exc.message:
             return Failure(True, exc.message)
-        transient = bool(_TRANSIENT.search(cause)) or (
-            not cause.lower().startswith("fatal:") and bool(_TRANSIENT.search(text)))
-        return Failure(transient, cause)
+        # git's output for one failed step is a few lines; a network word anywhere in it
+        # (curl's "RPC failed" before git's "fatal: early EOF") makes it worth another try.
+        return Failure(bool(_TRANSIENT.search(text or exc.message)), cause)
     if isinstance(exc, (TimeoutError, ConnectionError, http.client.HTTPException)):
         what = str(exc) or type(exc).__name__
         return Failure(True, f"{type(exc).__name__}: {what}" if str(exc) else what)
@@ -181,7 +181,7 @@ def download(url: str, sha256: str, cache: Path) -> Path:
                 tmp.unlink()
 
     try:
-        return _retry(f"download {url} (source.url)", attempt)
+        return _retry(f"download {url} (source.sdist.url)", attempt)
     except _Mismatch as exc:
         raise FetchError(
             f"{url}: sha256 mismatch: the recipe pins {sha256}, the download is {exc.actual}",
