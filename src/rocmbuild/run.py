@@ -135,8 +135,13 @@ def last_cause(text: str) -> str:
 _USERINFO = re.compile(r"(?<=://)[^/@\s']+@")
 
 
+def redact(text: str) -> str:
+    """``text`` with the user:password of every URL in it replaced by ``***``."""
+    return _USERINFO.sub("***@", text)
+
+
 def _cut(line: str, width: int = 300) -> str:
-    line = _USERINFO.sub("***@", line)  # a URL's user:password never reaches a message
+    line = redact(line)  # a URL's user:password never reaches a message
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
@@ -230,11 +235,11 @@ def run(
     if lp is not None:
         lp.parent.mkdir(parents=True, exist_ok=True)
         logf = open(lp, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
-        logf.write(f"$ {quote(args)}\n# cwd: {Path(cwd or '.').resolve()}\n")
+        logf.write(f"$ {redact(quote(args))}\n# cwd: {Path(cwd or '.').resolve()}\n")
         for k, v in env_diff(env).items():
             logf.write(f"# env: {k}={v}\n")
         logf.flush()
-    log.debug(f"$ {quote(args)}" + (f"  (in {cwd})" if cwd else ""))
+    log.debug(f"$ {redact(quote(args))}" + (f"  (in {cwd})" if cwd else ""))
     tail: collections.deque[str] = collections.deque(maxlen=CAUSE_LINES)
     lines: list[str] = []
     start = time.monotonic()
@@ -311,7 +316,7 @@ def run(
                 if capture:
                     lines.append(line)
                 if logf is not None:
-                    logf.write(line + "\n")
+                    logf.write(redact(line) + "\n")
                 if on_line is not None:
                     on_line(line)
                 if log.level() >= 2:
@@ -323,6 +328,9 @@ def run(
             # wait for the command.
             if not timed_out and sys.exc_info()[0] is None:
                 _exited(proc.pid, block=True)  # the end of output: the leader ends too
+            if isinstance(sys.exc_info()[1], KeyboardInterrupt):
+                kill_all()  # rocmbuild is stopping: commands of other threads too (a probe
+                # that a `finally` would otherwise wait for)
             _kill_group(pgid)  # the leader is not reaped yet: its group id is still ours
             rc = proc.wait()
             _guard("-", pgid)

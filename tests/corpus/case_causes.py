@@ -26,8 +26,8 @@ def _obj(kind: str, body: bytes) -> tuple[str, bytes]:
     return hashlib.sha1(raw).hexdigest(), zlib.compress(raw)
 
 
-def _bare_repo(root: str) -> tuple[dict[str, str | bytes], str, str]:
-    """A bare repository with one commit holding README; (files, commit sha, blob sha)."""
+def _bare_repo(root: str) -> tuple[dict[str, str | bytes], str, str, str]:
+    """A bare repository with one commit holding README; (files, commit, blob, tree sha)."""
     blob, blob_z = _obj("blob", b"hello\n")
     tree, tree_z = _obj("tree", b"100644 README\0" + bytes.fromhex(blob))
     who = "corpus <corpus@example.invalid> 0 +0000"
@@ -41,10 +41,10 @@ def _bare_repo(root: str) -> tuple[dict[str, str | bytes], str, str]:
     }
     for sha, z in ((blob, blob_z), (tree, tree_z), (commit, commit_z)):
         files[f"{root}/objects/{sha[:2]}/{sha[2:]}"] = z
-    return files, commit, blob
+    return files, commit, blob, tree
 
 
-REPO, COMMIT, BLOB = _bare_repo("repo.git")
+REPO, COMMIT, BLOB, TREE = _bare_repo("repo.git")
 ZEROS = "0" * 40
 SHA = "0" * 64
 
@@ -129,6 +129,8 @@ CASES: list[Case] = [
            files=REPO),
     _fetch("git-commit-is-a-blob", _git("{dir}/repo.git", BLOB), f"commit {BLOB} not found",
            files=REPO),
+    _fetch("git-commit-is-a-tree", _git("{dir}/repo.git", TREE), f"commit {TREE} not found",
+           files=REPO),
     _fetch("git-unknown-commit-file-url", _git("file://{dir}/repo.git", "f" * 40),
            f"commit {'f' * 40} not found", files=REPO),
     # git: nothing listens (transient: retried, then the tool's words)
@@ -151,6 +153,12 @@ CASES: list[Case] = [
            "(source.sdist.url): failed 3 times; last error:", transient=True),
     _fetch("sdist-https-refused", _sdist("https://127.0.0.1:9/demo-1.0.tar.gz"),
            "(source.sdist.url): failed 3 times; last error:", transient=True),
+    _fetch("sdist-ipv6-refused", _sdist("http://[::1]:9/demo-1.0.tar.gz"),
+           "download http://[::1]:9/demo-1.0.tar.gz (source.sdist.url): ", transient=True),
+    Case("sdist-credentials-refused", ("build", "{dir}/r.toml", "--arch", "gfx942"), FETCH,
+         "download http://***@127.0.0.1:9/demo-1.0.tar.gz (source.sdist.url): ",
+         "causes", env=dict(NO_WAIT), secret="hunter2secret",
+         files={"r.toml": _sdist("http://bob:hunter2secret@127.0.0.1:9/demo-1.0.tar.gz")}),
     _fetch("sdist-localhost-port-1", _sdist("http://localhost:1/demo-1.0.tar.gz"),
            "(source.sdist.url): failed 3 times", transient=True),
     # builds whose tool says why it failed: the error line carries its words
@@ -181,6 +189,14 @@ CASES: list[Case] = [
     _build("build-hipify-fails", SETUP.format(pre=""), "error: hipify-perl: cannot open csrc",
            recipe_extra='hipify = ["python", "-c", "raise SystemExit(\'error: hipify-perl: '
                         'cannot open csrc\')"]\n'),
+    _build("build-ninja-error",
+           SETUP.format(pre='import os, subprocess\nos.makedirs("nb", exist_ok=True)\n'
+                            'subprocess.run(["ninja", "-C", "nb"], check=True)'),
+           "ninja: error: loading 'build.ninja': No such file or directory"),
+    _build("build-cmake-no-source-dir",
+           SETUP.format(pre='import subprocess\nsubprocess.run(["cmake", "-S", "no-such-dir", '
+                            '"-B", "b"], check=True)'),
+           "CMake Error: The source directory"),
     _build("build-shell-tool-error",
            SETUP.format(pre='import subprocess\nsubprocess.run(["sh", "-c", "echo '
                             '\'ninja: error: loading build.ninja: No such file\' >&2; exit 1"], '

@@ -38,7 +38,7 @@ from rocmbuild.digest import sha256_file
 from rocmbuild.errors import CommandFailed, FetchError
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, StageResult, Status
-from rocmbuild.run import last_cause
+from rocmbuild.run import last_cause, redact
 from rocmbuild.run import run as sh
 from rocmbuild.stages import Context
 
@@ -108,25 +108,27 @@ _RETRIED = (OSError, CommandFailed, http.client.HTTPException)
 
 def _retry(what: str, fn: Callable[[], T]) -> T:
     """``fn()``, tried up to ATTEMPTS times while ``classify`` calls its failure transient."""
+    what = redact(what)
     delay = options.env_float("ROCMBUILD_RETRY_BACKOFF", 2.0)
     for attempt in range(1, ATTEMPTS + 1):
         try:
             return fn()
         except _RETRIED as exc:
             failure = classify(exc)
+            cause = redact(failure.cause)
             if not failure.transient:
                 raise FetchError(
-                    f"{what}: {failure.cause}",
+                    f"{what}: {cause}",
                     hint="retrying cannot fix this: check the recipe's [source] (url, commit, "
                     "submodules) and that it exists and is readable from here",
                 ) from exc
             if attempt == ATTEMPTS:
                 raise FetchError(
-                    f"{what}: failed {ATTEMPTS} times; last error: {failure.cause}",
+                    f"{what}: failed {ATTEMPTS} times; last error: {cause}",
                     hint="check the network or proxy (https_proxy) and that the server is up, "
                     "then run again; completed downloads are kept in the cache",
                 ) from exc
-            log.warn(f"{what}: {failure.cause}; retrying in {delay:g}s "
+            log.warn(f"{what}: {cause}; retrying in {delay:g}s "
                      f"(attempt {attempt + 1} of {ATTEMPTS})")
             time.sleep(delay)
             delay *= 2
