@@ -243,3 +243,25 @@ def test_run_from_a_thread_is_killed_when_the_process_is_interrupted(marker: str
     assert not t.is_alive()
     assert errors and errors[0].returncode != 0
     assert wait_until(lambda: not marked(marker), 5), marked(marker)
+
+
+def test_a_waiter_names_the_lock_holder_and_gets_the_lock_when_it_is_released(
+        tmp_path: Path) -> None:
+    """Two real processes on one lock file: the second says whom it waits for (our pid), and
+    takes the lock as soon as the first lets go."""
+    from rocmbuild import lock
+
+    path = tmp_path / "locks" / "k.lock"
+    code = ("import sys; from pathlib import Path; from rocmbuild import lock, log; "
+            "log.set_level(1)\n"
+            f"with lock.held(Path({str(path)!r}), 'the test build'):\n    print('got it')")
+    with lock.held(path, "the test build"):
+        child = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert child.stderr is not None
+        waiting = child.stderr.readline()
+        assert f"waiting for the test build ({path}, held by pid {os.getpid()})" in waiting
+        time.sleep(0.2)
+        assert child.poll() is None, "the waiter did not wait"
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 0 and out == "got it\n", err
