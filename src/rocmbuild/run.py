@@ -287,6 +287,7 @@ def run(
             lines_q.put(None)
 
         reader = threading.Thread(target=read, name=f"run:{Path(args[0]).name}", daemon=True)
+        outcome = "raised"  # until the loop below ends by the end of output or a timeout
         try:
             reader.start()
             if stdin is not None and proc.stdin is not None:
@@ -303,6 +304,7 @@ def run(
                 except queue.Empty:
                     if deadline is not None and time.monotonic() >= deadline:
                         timed_out = True
+                        outcome = "timeout"
                         break
                     if not ended and _exited(proc.pid, block=False):
                         # It exited, but something it left behind holds the pipe open:
@@ -311,6 +313,7 @@ def run(
                         _kill_group(pgid)
                     continue
                 if line is None:
+                    outcome = "eof"
                     break
                 tail.append(line)
                 if capture:
@@ -326,14 +329,16 @@ def run(
             # turned into KeyboardInterrupt): nothing the command started outlives this call.
             # Kill first, then close the pipe: closing it while the reader blocks on it would
             # wait for the command.
-            if not timed_out and sys.exc_info()[0] is None:
-                _exited(proc.pid, block=True)  # the end of output: the leader ends too
-            if isinstance(sys.exc_info()[1], KeyboardInterrupt):
-                kill_all()  # rocmbuild is stopping: commands of other threads too (a probe
-                # that a `finally` would otherwise wait for)
-            _kill_group(pgid)  # the leader is not reaped yet: its group id is still ours
-            rc = proc.wait()
-            _guard("-", pgid)
+            try:
+                if outcome == "eof":
+                    _exited(proc.pid, block=True)  # the end of output: the leader ends too
+            finally:
+                if outcome == "raised" and isinstance(sys.exc_info()[1], KeyboardInterrupt):
+                    kill_all()  # rocmbuild is stopping: commands of other threads too (a
+                    # probe that a `finally` would otherwise wait for)
+                _kill_group(pgid)  # the leader is not reaped yet: its group id is still ours
+                rc = proc.wait()
+                _guard("-", pgid)
             reader.join(timeout=5)
             if not reader.is_alive() and proc.stdout is not None:
                 proc.stdout.close()
