@@ -10,14 +10,17 @@ COMMANDS tuple below.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from types import FrameType
 
 from rich.markup import escape
 
-from rocmbuild import __version__, config, log, options
+from rocmbuild import __version__, config, log, options, run
 from rocmbuild.commands import (
     audit,
     build,
@@ -84,8 +87,51 @@ def _insert_build(argv: list[str], commands: set[str]) -> list[str]:
     return argv
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised in the main thread like SIGINT's KeyboardInterrupt, so every
+    ``finally`` (locks, temp files, the running command's process group) runs on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise Terminated(signum)
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _ignore_stop_signals() -> None:
+    """While rocmbuild reports an interruption, a second signal must not cut the report."""
+    with contextlib.suppress(ValueError):
+        for sig in _STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP end rocmbuild like SIGINT does, for the time of ``main``."""
+    old: dict[signal.Signals, object] = {}
+    with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
+        for sig in _STOP_SIGNALS:
+            old[sig] = signal.getsignal(sig)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _terminate)
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)  # type: ignore[arg-type]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    raw = list(sys.argv[1:] if argv is None else argv)
+    with _signals():
+        return _main(list(sys.argv[1:] if argv is None else argv))
+
+
+def _main(raw: list[str]) -> int:
     try:
         parser = build_parser()
         sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -101,9 +147,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RocmbuildError as exc:
         _report(exc)
         return exc.exit_code
-    except KeyboardInterrupt:
-        log.console.print("[red]interrupted[/red]")
-        return 130
+    except KeyboardInterrupt as exc:
+        _ignore_stop_signals()
+        run.kill_all()  # commands started from other threads (the pipeline kills its own)
+        signum = exc.signum if isinstance(exc, Terminated) else int(signal.SIGINT)
+        name = signal.Signals(signum).name
+        log.console.print(f"[bold red]interrupted:[/bold red] stopped by {name}; the running "
+                          "command and all its children were ended", highlight=False)
+        log.console.print("[cyan]hint:[/cyan] locks are released and nothing partial was kept "
+                          "in the cache or the wheel dir; run the same command again",
+                          highlight=False)
+        return 128 + signum
     except Exception:  # the last-resort guard: a bug, never a user's mistake
         return _internal_error(raw)
 
@@ -115,13 +169,11 @@ INTERNAL_ERROR_LINE = "internal error, please report"
 def _internal_error(argv: list[str]) -> int:
     """One line and the path of the saved traceback (under the workdir's logs/, else a temp
     dir), never the traceback itself."""
-    import re
     import tempfile
     import time
     import traceback
 
-    # Credentials in URLs (user:password@host) never reach the saved file.
-    text = re.sub(r"(?<=://)[^/@\s]*@", "***@", traceback.format_exc())
+    text = run.redact(traceback.format_exc())  # a URL's user:password never reaches the file
     name = f"internal-error-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.txt"
     saved: Path | None = None
     dirs: list[Path] = []

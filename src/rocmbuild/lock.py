@@ -1,5 +1,7 @@
-"""Advisory file locks (flock). The kernel drops a lock when its holder dies, so there is never
-a stale lock to clean up; a waiter says what it waits for."""
+"""Advisory file locks (flock). The kernel drops a lock when its holder dies (SIGKILL included),
+so there is never a stale lock to clean up; SIGINT/SIGTERM unwind through ``held``'s ``finally``
+and release it at once. The holder writes its pid into the file, so a waiter can say whom it
+waits for."""
 
 from __future__ import annotations
 
@@ -12,6 +14,14 @@ from pathlib import Path
 from rocmbuild import log
 
 
+def _holder(fd: int) -> str:
+    with contextlib.suppress(OSError, ValueError):
+        pid = int(os.pread(fd, 32, 0).decode().strip() or "0")
+        if pid > 0:
+            return f", held by pid {pid}"
+    return ""
+
+
 @contextlib.contextmanager
 def held(path: Path, what: str) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (created if missing); ``what`` names it for people."""
@@ -21,8 +31,11 @@ def held(path: Path, what: str) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            log.info(f"waiting for {what} ({path})")
+            log.info(f"waiting for {what} ({path}{_holder(fd)})")
             fcntl.flock(fd, fcntl.LOCK_EX)
+        with contextlib.suppress(OSError):  # only informative: a full disk must not stop us
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
     finally:
         os.close(fd)  # closing releases the lock

@@ -2,15 +2,35 @@
 
 ``run()`` logs the quoted command, cwd and environment diff, streams output to an optional line
 callback, the console (at -v) and a log file, times the call, and raises ``CommandFailed`` (or the
-error class given) carrying the log tail and the log path.
+error class given) carrying the log tail, the log path and the tool's own last meaningful error
+line (``cause``).
+
+Process tree. Every command starts as the leader of a new session and process group; what it
+starts (pip -> setup.py -> ninja -> clang) stays in that group, so killing the group reaches the
+grandchildren, which a signal to the direct child or PR_SET_PDEATHSIG (per direct child) would
+not. When rocmbuild is interrupted (SIGINT, SIGTERM) or a timeout fires, ``run()`` kills the
+group; when a command ends, members it left behind are killed before it is reaped. Against
+SIGKILL of rocmbuild itself (no handler runs) a small supervisor, the *guardian* (``GUARDIAN``,
+a few lines of Python, one per rocmbuild process, started with the first command), holds the
+read end of a pipe and the list of groups running now; when rocmbuild dies by any means the pipe
+ends and the guardian kills those groups. One guardian per process costs one interpreter start
+per rocmbuild run instead of one per command. A descendant that starts its own session (setsid,
+as daemons do) leaves the group and is out of reach: no build tool rocmbuild drives does that.
 """
 
 from __future__ import annotations
 
+import atexit
 import collections
+import contextlib
 import os
+import queue
+import re
 import shlex
+import signal
 import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +40,27 @@ from rocmbuild import log
 from rocmbuild.errors import CommandFailed
 
 TAIL_LINES = 30
+CAUSE_LINES = 300  # how far back the cause is looked for (a compiler error comes before
+                   # pip's and ninja's summaries)
+_POLL = 0.5  # seconds: how often a silent command is checked for its timeout and its end
+
+GUARDIAN = r"""
+import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is rocmbuild's to handle
+groups = set()
+for line in sys.stdin:                          # "+pgid" when a command starts, "-pgid" after
+    pgid = int(line[1:])
+    groups.add(pgid) if line[0] == "+" else groups.discard(pgid)
+for pgid in groups:                             # the pipe ended: rocmbuild is gone
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+# Process groups of commands running now (one per run() call in flight, any thread).
+_live: set[int] = set()
+_live_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -29,6 +70,9 @@ class Completed:
     duration: float
     output: str  # full output when capture=True, else the last TAIL_LINES lines
     log_path: Path | None
+    timed_out: bool = False
+    cause: str = ""
+    """The tool's own last meaningful error line (``last_cause``), "" when it printed none."""
 
 
 def quote(argv: Sequence[str]) -> str:
@@ -41,6 +85,126 @@ def env_diff(env: Mapping[str, str] | None) -> dict[str, str]:
         return {}
     base = os.environ
     return {k: v for k, v in sorted(env.items()) if base.get(k) != v}
+
+
+# What tools print when they say why they failed; the last such line is the cause.
+_CAUSE = re.compile("|".join((
+    r"^(fatal|FATAL): ",                                       # git
+    r"^CMake Error\b",                                         # cmake
+    r"^curl: \(\d+\)",                                         # curl
+    r"^\S*:(\d+:){1,2} (fatal )?error: ",                      # clang/gcc: file:line:col: error:
+    r"^(clang|hipcc|gcc|g\+\+|c\+\+|ld(\.lld)?|ninja|make)\S*: (fatal )?error\b",
+    r"^([A-Za-z_][\w.]*(Error|Exception)): ",                  # a Python exception
+    r"^(error|Error|ERROR)\b",                                 # pip, setuptools, the rest
+)))
+# Lines that say that something failed, not why (git's and pip's follow-ups, build drivers'
+# summaries), and framing: an earlier line is the cause.
+_GENERIC = re.compile("|".join((
+    r"Could not read from remote repository|Please make sure you have the correct access",
+    r"^and the repository exists", r"clone of '.*' into submodule path .* failed",
+    r"^Failed to clone '", r"Failed to recurse into submodule",
+    r"Build files have not been generated|Configuring incomplete|Generating done",
+    r"Failed building wheel|Could not build wheels|subprocess-exited-with-error",
+    r"metadata-generation-failed|^Failed to build |did not run successfully|^exit code: \d+$",
+    r"Failed to build one or more wheels|CalledProcessError: Command|returned non-zero exit",
+    r"\[end of output\]|^\[\d+ lines of output\]|lines of output\]$",
+    r"^\d+ errors? generated\.|build stopped: subcommand failed|^make(\[\d+\])?: \*\*\*",
+    r"^note: |^hint: |^See above|^\[notice\]|^Traceback \(most recent|^File \"|^\^+$",
+    r"^[-=*#~│╰╭×─>\s]*$",
+)))
+
+
+def last_cause(text: str) -> str:
+    """The tool's own last meaningful error line in ``text`` (its output): the last line that
+    looks like an error (``fatal: ...``, ``CMake Error at ...``, ``ERROR: ...``, a compiler's
+    ``file:1:2: error: ...``, a Python exception), skipping follow-ups that only repeat that
+    something failed; failing that, the last line that is not such noise; "" for none. Stripped,
+    a URL's user:password masked, cut to 300 characters."""
+    lines = [ln.strip().lstrip("│╰─> ").strip() for ln in text.splitlines()]
+    lines = [ln for ln in lines if ln and not _GENERIC.search(ln)]
+    causes = [i for i, ln in enumerate(lines) if _CAUSE.search(ln)]
+    if causes:
+        i = causes[-1]
+        line = lines[i]
+        if line.endswith(":") and i + 1 < len(lines):  # CMake Error at f:3 (project):\n  why
+            line = f"{line} {lines[i + 1]}"
+        return _cut(line)
+    return _cut(lines[-1]) if lines else ""
+
+
+_USERINFO = re.compile(r"(?<=://)[^/@\s']+@")
+
+
+def redact(text: str) -> str:
+    """``text`` with the user:password of every URL in it replaced by ``***``."""
+    return _USERINFO.sub("***@", text)
+
+
+def _cut(line: str, width: int = 300) -> str:
+    line = redact(line)  # a URL's user:password never reaches a message
+    return line if len(line) <= width else line[: width - 3] + "..."
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def kill_all() -> None:
+    """Kill the process group of every command running now (for the CLI's signal handling)."""
+    with _live_lock:
+        groups = list(_live)
+    for pgid in groups:
+        _kill_group(pgid)
+
+
+_guardian: subprocess.Popen[str] | None = None
+
+
+def _guard(sign: str, pgid: int) -> None:
+    """Tell the guardian (started on first use) that group ``pgid`` started (+) or ended (-)."""
+    global _guardian
+    with _live_lock:
+        if sign == "+":
+            _live.add(pgid)
+        else:
+            _live.discard(pgid)
+        try:
+            if _guardian is None or _guardian.poll() is not None:
+                if sign == "-":
+                    return
+                _guardian = subprocess.Popen(
+                    [sys.executable, "-I", "-S", "-c", GUARDIAN], stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+                    start_new_session=True, env={}, cwd="/")
+                atexit.register(_stop_guardian, _guardian)
+                assert _guardian.stdin is not None
+                for g in _live - {pgid}:  # a guardian started again learns what runs now
+                    _guardian.stdin.write(f"+{g}\n")
+            assert _guardian.stdin is not None
+            _guardian.stdin.write(f"{sign}{pgid}\n")
+            _guardian.stdin.flush()
+        except OSError as exc:  # cannot start python again, or the guardian is gone
+            log.debug(f"the process guardian is not available: {exc}")
+
+
+def _stop_guardian(guardian: subprocess.Popen[str]) -> None:
+    """At a normal exit: end the guardian's pipe (it kills nothing: no group is registered)."""
+    with contextlib.suppress(OSError):
+        if guardian.stdin is not None:
+            guardian.stdin.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        guardian.wait(timeout=5)
+
+
+def _exited(pid: int, block: bool) -> bool:
+    """Whether ``pid`` (our child) has exited, without reaping it: a zombie leader keeps its
+    process group id reserved, so the group can still be killed safely."""
+    flags = os.WEXITED | os.WNOWAIT | (0 if block else os.WNOHANG)
+    try:
+        return os.waitid(os.P_PID, pid, flags) is not None
+    except ChildProcessError:
+        return True
 
 
 def run(
@@ -58,25 +222,28 @@ def run(
     stdin: str | None = None,
 ) -> Completed:
     """Run ``argv``; stdout and stderr are merged. ``env`` is the *full* environment
-    (None: inherit).
+    (None: inherit). ``timeout`` (seconds) kills the command and its descendants even when it
+    prints nothing.
 
-    Raises ``error`` (a CommandFailed subclass) when the command exits non-zero and ``check``,
-    or when the program is missing.
+    Raises ``error`` (a CommandFailed subclass) when the command exits non-zero or times out and
+    ``check``, or when the program is missing. Whatever ends ``run`` early (an exception, a
+    signal turned into one) kills the command's whole process group first.
     """
     args = tuple(str(a) for a in argv)
-    logf = None
     lp = Path(log_path) if log_path else None
+    logf = None
     if lp is not None:
         lp.parent.mkdir(parents=True, exist_ok=True)
         logf = open(lp, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
-        logf.write(f"$ {quote(args)}\n# cwd: {Path(cwd or '.').resolve()}\n")
+        logf.write(f"$ {redact(quote(args))}\n# cwd: {Path(cwd or '.').resolve()}\n")
         for k, v in env_diff(env).items():
             logf.write(f"# env: {k}={v}\n")
         logf.flush()
-    log.debug(f"$ {quote(args)}" + (f"  (in {cwd})" if cwd else ""))
-    tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+    log.debug(f"$ {redact(quote(args))}" + (f"  (in {cwd})" if cwd else ""))
+    tail: collections.deque[str] = collections.deque(maxlen=CAUSE_LINES)
     lines: list[str] = []
     start = time.monotonic()
+    timed_out = False
     try:
         try:
             proc = subprocess.Popen(
@@ -89,55 +256,118 @@ def run(
                 text=True,
                 errors="replace",
                 bufsize=1,
+                start_new_session=True,
             )
         except FileNotFoundError as exc:
+            missing = exc.filename is not None and str(exc.filename) != args[0]
             raise error(
-                f"{args[0]}: command not found",
-                hint=hint or f"install {Path(args[0]).name} or put it on PATH",
+                f"{args[0]}: " + (f"cannot run in {cwd}: no such directory" if missing
+                                  else "command not found"),
+                hint=hint or ("check that the working directory exists" if missing
+                              else f"install {Path(args[0]).name} or put it on PATH"),
                 returncode=127,
                 log_path=str(lp) if lp else None,
             ) from exc
-        except OSError as exc:  # not executable, not a program, cwd missing, ...
+        except OSError as exc:  # not executable, not a program, cwd not a directory, ...
             raise error(
                 f"{args[0]}: cannot run: {exc.strerror or exc}",
                 hint=hint or f"check that {args[0]} is an executable program",
                 returncode=126,
                 log_path=str(lp) if lp else None,
             ) from exc
-        with proc:
-            if stdin is not None and proc.stdin is not None:
-                proc.stdin.write(stdin)
-                proc.stdin.close()
+        pgid = proc.pid  # the command leads its own group
+        _guard("+", pgid)
+        lines_q: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+
+        def read() -> None:
             assert proc.stdout is not None
+            with contextlib.suppress(ValueError, OSError):  # closed under us at the end
+                for raw in proc.stdout:
+                    lines_q.put(raw.rstrip("\n"))
+            lines_q.put(None)
+
+        reader = threading.Thread(target=read, name=f"run:{Path(args[0]).name}", daemon=True)
+        outcome = "raised"  # until the loop below ends by the end of output or a timeout
+        try:
+            reader.start()
+            if stdin is not None and proc.stdin is not None:
+                with contextlib.suppress(BrokenPipeError):
+                    proc.stdin.write(stdin)
+                    proc.stdin.close()
             deadline = start + timeout if timeout else None
-            for line in proc.stdout:
-                line = line.rstrip("\n")
+            ended = False
+            while True:
+                wait = _POLL if deadline is None else min(
+                    _POLL, max(0.0, deadline - time.monotonic()))
+                try:
+                    line = lines_q.get(timeout=wait)
+                except queue.Empty:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        timed_out = True
+                        outcome = "timeout"
+                        break
+                    if not ended and _exited(proc.pid, block=False):
+                        # It exited, but something it left behind holds the pipe open:
+                        # kill that, then read what is left until the end of the pipe.
+                        ended = True
+                        _kill_group(pgid)
+                    continue
+                if line is None:
+                    outcome = "eof"
+                    break
                 tail.append(line)
                 if capture:
                     lines.append(line)
                 if logf is not None:
-                    logf.write(line + "\n")
+                    logf.write(redact(line) + "\n")
                 if on_line is not None:
                     on_line(line)
                 if log.level() >= 2:
                     log.console.print(line, markup=False, highlight=False)
-                if deadline and time.monotonic() > deadline:
-                    proc.kill()
-                    break
-            rc = proc.wait()
+        finally:
+            # However this ends (the end of output, a timeout, an exception such as a signal
+            # turned into KeyboardInterrupt): nothing the command started outlives this call.
+            # Kill first, then close the pipe: closing it while the reader blocks on it would
+            # wait for the command.
+            try:
+                if outcome == "eof":
+                    _exited(proc.pid, block=True)  # the end of output: the leader ends too
+            finally:
+                if outcome == "raised" and isinstance(sys.exc_info()[1], KeyboardInterrupt):
+                    kill_all()  # rocmbuild is stopping: commands of other threads too (a
+                    # probe that a `finally` would otherwise wait for)
+                _kill_group(pgid)  # the leader is not reaped yet: its group id is still ours
+                rc = proc.wait()
+                _guard("-", pgid)
+            reader.join(timeout=5)
+            if not reader.is_alive() and proc.stdout is not None:
+                proc.stdout.close()
+            if proc.stdin is not None and not proc.stdin.closed:
+                with contextlib.suppress(BrokenPipeError):
+                    proc.stdin.close()
     finally:
         duration = time.monotonic() - start
         if logf is not None:
+            if timed_out:
+                logf.write(f"# killed: no end after {timeout:g}s\n")
             logf.write(f"# exit after {duration:.2f}s\n")
             logf.close()
-    out = "\n".join(lines) if capture else "\n".join(tail)
-    result = Completed(args, rc, duration, out, lp)
-    if check and rc != 0:
+    cause = last_cause("\n".join(tail))
+    short = list(tail)[-TAIL_LINES:]
+    out = "\n".join(lines) if capture else "\n".join(short)
+    result = Completed(args, rc, duration, out, lp, timed_out, cause)
+    if check and (rc != 0 or timed_out):
+        name = Path(args[0]).name
         where = f"; full log: {lp}" if lp else ""
+        if timed_out:
+            what = f"{name} did not finish within {timeout:g}s and was killed with its children"
+        else:
+            what = f"{name} exited with code {rc} after {duration:.1f}s"
         raise error(
-            f"{Path(args[0]).name} exited with code {rc} after {duration:.1f}s{where}",
+            what + (f": {cause}" if cause else "") + where,
             hint=hint or (f"read {lp}" if lp else None),
-            detail="\n".join(tail),
+            # indented: the tool's own "error: ..." lines are not rocmbuild's error line
+            detail="\n".join(f"  {line}" for line in short),
             returncode=rc,
             log_path=str(lp) if lp else None,
         )

@@ -215,11 +215,15 @@ def test_patches_apply_and_a_failing_one_names_file_and_hunk(tmp_path: Path) -> 
     assert (tree / "setup.py").read_text() == before
 
 
-def test_git_clone_failure_is_retried_and_leaves_nothing(tmp_path: Path, monkeypatch) -> None:
+def test_git_clone_of_a_missing_repo_is_not_retried_and_leaves_nothing(
+        tmp_path: Path, monkeypatch) -> None:
+    """A repository that does not exist is a permanent failure: one attempt, git's own words in
+    the message, no "check the network" hint."""
     monkeypatch.setenv("ROCMBUILD_RETRY_BACKOFF", "0.01")
     url = f"file://{tmp_path / 'no-such-repo'}"
-    with pytest.raises(FetchError, match=r"git clone .*: failed 3 times"):
+    with pytest.raises(FetchError, match=r"git clone .*: fatal: .*no-such-repo") as info:
         fetch.git_checkout(url, "0" * 40, (), tmp_path / "cache", tmp_path / "o",
                            tmp_path / "fetch.log")
-    assert (tmp_path / "fetch.log").read_text().count("git clone --mirror") == 3
+    assert "network" not in (info.value.hint or "")
+    assert (tmp_path / "fetch.log").read_text().count("git clone --mirror") == 1
     assert not list((tmp_path / "cache" / "git").iterdir())

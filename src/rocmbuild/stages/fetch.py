@@ -6,16 +6,21 @@
 - git: a mirror per URL in ``<cache>/git/``, cloned locally and checked out at the pinned commit,
   then the selected submodules.
 - path: a copy of a local tree.
-Network operations are tried three times with backoff (ROCMBUILD_RETRY_BACKOFF seconds, doubled).
+Network operations are tried three times with backoff (ROCMBUILD_RETRY_BACKOFF seconds, doubled)
+when ``classify`` calls the failure transient; a repository or commit that does not exist, a 404,
+a missing file are reported at once with the tool's own words.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import http.client
 import lzma
 import os
 import re
 import shutil
+import socket
 import tarfile
 import tempfile
 import threading
@@ -25,6 +30,7 @@ import urllib.request
 import zipfile
 import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -34,6 +40,7 @@ from rocmbuild.digest import sha256_file
 from rocmbuild.errors import CommandFailed, FetchError
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, StageResult, Status
+from rocmbuild.run import last_cause, redact
 from rocmbuild.run import run as sh
 from rocmbuild.stages import Context
 
@@ -41,40 +48,93 @@ ATTEMPTS = 3
 T = TypeVar("T")
 
 
-class _Permanent(Exception):
-    """A failure that retrying cannot fix (HTTP 404, 403, ...)."""
+@dataclass(frozen=True)
+class Failure:
+    """Why a network step failed, as ``classify`` reads it."""
+
+    transient: bool
+    """Retrying may help (the network, a server's 5xx, a timeout); else it cannot."""
+    cause: str
+    """One line: the tool's own words (git's ``fatal: ...``) or the HTTP status / OS error."""
+
+
+# What git, curl and servers say. A transient cause is retried; anything else is not.
+_TRANSIENT = re.compile(
+    r"could not resolve (host|proxy)|temporary failure in name resolution|timed? ?out|"
+    r"connection (refused|reset|closed|aborted)|failed to connect|couldn't connect|"
+    r"network is unreachable|no route to host|early eof|rpc failed|remote end hung up|"
+    r"unexpected disconnect|returned error: (5\d\d|408|429)|\bHTTP (5\d\d|408|429)\b|"
+    r"gnutls_handshake|ssl_read|short read|incomplete ?read|transfer closed",
+    re.IGNORECASE,
+)
+_NET_ERRNOS = {errno.ECONNREFUSED, errno.ECONNRESET, errno.ECONNABORTED, errno.ETIMEDOUT,
+               errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN, errno.EPIPE}
+
+
+def classify(exc: BaseException) -> Failure:
+    """The one place that decides whether a failed fetch step is worth another try."""
+    if isinstance(exc, urllib.error.HTTPError):
+        code = exc.code
+        return Failure(code in (408, 425, 429) or code >= 500, f"HTTP {code} {exc.reason}")
+    if isinstance(exc, urllib.error.URLError):
+        reason = exc.reason
+        if isinstance(reason, socket.gaierror):
+            return Failure(reason.errno == socket.EAI_AGAIN, f"cannot resolve the host: "
+                           f"{reason.strerror or reason}")
+        if isinstance(reason, OSError):
+            return classify(reason)
+        return Failure(bool(_TRANSIENT.search(str(reason))), str(reason))
+    if isinstance(exc, CommandFailed):
+        text = exc.detail or ""
+        cause = last_cause(text) or exc.message
+        if exc.returncode in (126, 127):  # the tool is missing: no retry brings it
+            return Failure(False, exc.message)
+        if "did not finish within" in exc.message:
+            return Failure(True, exc.message)
+        # git's output for one failed step is a few lines; a network word anywhere in it
+        # (curl's "RPC failed" before git's "fatal: early EOF") makes it worth another try.
+        return Failure(bool(_TRANSIENT.search(text or exc.message)), cause)
+    if isinstance(exc, (TimeoutError, ConnectionError, http.client.HTTPException)):
+        what = str(exc) or type(exc).__name__
+        return Failure(True, f"{type(exc).__name__}: {what}" if str(exc) else what)
+    if isinstance(exc, OSError):
+        if exc.errno is None:  # our own "short read" and the like
+            return Failure(True, str(exc))
+        where = f"{exc.filename}: " if exc.filename else ""
+        return Failure(exc.errno in _NET_ERRNOS, f"{where}{exc.strerror or exc}")
+    return Failure(False, str(exc) or type(exc).__name__)
+
+
+_RETRIED = (OSError, CommandFailed, http.client.HTTPException)
 
 
 def _retry(what: str, fn: Callable[[], T]) -> T:
+    """``fn()``, tried up to ATTEMPTS times while ``classify`` calls its failure transient."""
+    what = redact(what)
     delay = options.env_float("ROCMBUILD_RETRY_BACKOFF", 2.0)
-    last: Exception | None = None
     for attempt in range(1, ATTEMPTS + 1):
         try:
             return fn()
-        except _Permanent as exc:
-            raise FetchError(f"{what}: {exc}", hint="check the URL in the recipe") from exc
-        except (OSError, CommandFailed) as exc:
-            last = exc
-            if attempt < ATTEMPTS:
-                log.warn(
-                    f"{what}: {_short(exc)}; retrying in {delay:g}s "
-                    f"(attempt {attempt + 1} of {ATTEMPTS})"
-                )
-                time.sleep(delay)
-                delay *= 2
-    raise FetchError(
-        f"{what}: failed {ATTEMPTS} times; last error: {_short(last)}",
-        hint="check the network or proxy (https_proxy), then run again; "
-        "completed downloads are kept in the cache",
-    )
-
-
-def _short(exc: Exception | None) -> str:
-    if isinstance(exc, urllib.error.HTTPError):
-        return f"HTTP {exc.code} {exc.reason}"
-    if isinstance(exc, urllib.error.URLError):
-        return str(exc.reason)
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        except _RETRIED as exc:
+            failure = classify(exc)
+            cause = redact(failure.cause)
+            if not failure.transient:
+                raise FetchError(
+                    f"{what}: {cause}",
+                    hint="retrying cannot fix this: check the recipe's [source] (url, commit, "
+                    "submodules) and that it exists and is readable from here",
+                ) from exc
+            if attempt == ATTEMPTS:
+                raise FetchError(
+                    f"{what}: failed {ATTEMPTS} times; last error: {cause}",
+                    hint="check the network or proxy (https_proxy) and that the server is up, "
+                    "then run again; completed downloads are kept in the cache",
+                ) from exc
+            log.warn(f"{what}: {cause}; retrying in {delay:g}s "
+                     f"(attempt {attempt + 1} of {ATTEMPTS})")
+            time.sleep(delay)
+            delay *= 2
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def download(url: str, sha256: str, cache: Path) -> Path:
@@ -97,8 +157,6 @@ def download(url: str, sha256: str, cache: Path) -> Path:
                 resp = urllib.request.urlopen(req, timeout=60)
             except urllib.error.HTTPError as exc:
                 exc.close()  # its response body holds the socket; the retry opens a new one
-                if exc.code in (400, 401, 403, 404, 410):
-                    raise _Permanent(f"HTTP {exc.code} {exc.reason}") from exc
                 raise
             total = int(resp.headers.get("Content-Length") or 0)
             h = hashlib.sha256()
@@ -127,7 +185,7 @@ def download(url: str, sha256: str, cache: Path) -> Path:
                 tmp.unlink()
 
     try:
-        return _retry(f"download {url}", attempt)
+        return _retry(f"download {url} (source.sdist.url)", attempt)
     except _Mismatch as exc:
         raise FetchError(
             f"{url}: sha256 mismatch: the recipe pins {sha256}, the download is {exc.actual}",
@@ -246,7 +304,7 @@ def git_checkout(
 
         log.info(f"  cloning {url} into the cache (once per URL; large repositories take minutes)")
         try:
-            _retry(f"git clone {url}", clone)
+            _retry(f"git clone {url} (source.url)", clone)
             os.replace(tmp, mirror)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -256,7 +314,7 @@ def git_checkout(
 
     if not present():
         log.info(f"  fetching {url}: {commit[:12]} is not in the cached mirror yet")
-        _retry(f"git fetch {url}",
+        _retry(f"git fetch {url} (source.url)",
                lambda: git("-C", str(mirror), "fetch", "--quiet", "origin", "+refs/*:refs/*"))
         if not present():
             raise FetchError(

@@ -1,0 +1,267 @@
+"""Class 5 (processes): rocmbuild's whole process tree ends with it.
+
+Real processes and real signals throughout: pip -> the PEP 517 backend -> setup.py -> sh ->
+sleep is a five-level tree that stands in for pip -> setup.py -> ninja -> clang (no ROCm
+compiler here). Every process the tests start carries a marker in its environment; "no
+descendant survives" means no process in /proc carries it afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from rocmbuild import run
+from rocmbuild.digest import sha256_file
+from rocmbuild.errors import CommandFailed
+from tests.conftest import REPO
+
+MARK = "ROCMBUILD_PROCS_TEST"
+
+
+def marked(marker: str) -> list[int]:
+    """Pids of live processes (not zombies) whose environment carries ``MARK=marker``."""
+    needle = f"{MARK}={marker}".encode()
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if needle not in (d / "environ").read_bytes().split(b"\0"):
+                continue
+            state = (d / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            found.append(int(d.name))
+    return found
+
+
+def wait_until(pred, timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return bool(pred())
+
+
+@pytest.fixture
+def marker(monkeypatch: pytest.MonkeyPatch):
+    m = uuid.uuid4().hex
+    monkeypatch.setenv(MARK, m)
+    yield m
+    for pid in marked(m):  # never leave our own strays behind, even when a test fails
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_timeout_fires_when_the_child_prints_nothing_and_kills_the_group(marker: str) -> None:
+    """A silent command and its silent grandchildren are killed at the timeout, not when a
+    line would arrive (none ever does)."""
+    start = time.monotonic()
+    with pytest.raises(CommandFailed, match=r"sh did not finish within 1s") as info:
+        run.run(["sh", "-c", "sleep 60 & sleep 60; wait"], timeout=1)
+    took = time.monotonic() - start
+    assert took < 5, took
+    assert wait_until(lambda: not marked(marker), 5), marked(marker)
+    assert info.value.returncode != 0
+
+
+def test_timeout_without_check_returns_a_timed_out_result(marker: str) -> None:
+    res = run.run(["sh", "-c", "echo started; sleep 60"], timeout=0.5, check=False)
+    assert res.timed_out and res.returncode != 0 and "started" in res.output
+    assert wait_until(lambda: not marked(marker), 5)
+
+
+def test_leftovers_of_a_finished_command_are_killed(marker: str) -> None:
+    """A command that exits while a background child of it still runs (and holds its output
+    pipe) returns at once, and the child is gone."""
+    start = time.monotonic()
+    res = run.run(["sh", "-c", "sleep 60 & echo done"], capture=True)
+    assert res.returncode == 0 and res.output == "done"
+    assert time.monotonic() - start < 10
+    assert wait_until(lambda: not marked(marker), 5), marked(marker)
+
+
+def test_an_exception_in_the_line_callback_kills_the_tree(marker: str) -> None:
+    """Whatever ends run() early (here the callback raises, as a signal turned into
+    KeyboardInterrupt would) kills the command's whole group first."""
+
+    def stop(line: str) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run.run(["sh", "-c", "sleep 60 & echo go; sleep 60"], on_line=stop)
+    assert wait_until(lambda: not marked(marker), 5), marked(marker)
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_sigkill_of_the_parent_kills_every_descendant(marker: str, tmp_path: Path,
+                                                      depth: int) -> None:
+    """rocmbuild's process dies by SIGKILL (no handler runs): the supervisor's pdeathsig fires
+    and it kills its group, grandchildren included."""
+    tree = "sleep 60"
+    for _ in range(depth):
+        tree = f"sh -c {subprocess.list2cmdline([tree + ' & ' + tree + '; wait'])}"
+    code = ("import sys; from rocmbuild import run; "
+            f"run.run(['sh', '-c', {tree!r}])")
+    parent = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
+    try:
+        want = 2 ** depth  # the sleeps, at the bottom of the tree
+        assert wait_until(lambda: len(marked(marker)) >= want + 2, 20), marked(marker)
+        parent.kill()
+        assert parent.wait(10) == -signal.SIGKILL
+        assert wait_until(lambda: not marked(marker), 5), marked(marker)
+    finally:
+        parent.kill()
+        parent.wait()
+
+
+SETUP = """import os, subprocess
+from setuptools import setup
+slow = os.environ.get("PROCS_TEST_SLOW", "0")
+if slow != "0":  # a compiler driver that runs two workers, like ninja -> clang
+    subprocess.run(["sh", "-c", f"sleep {slow} & sleep {slow}; wait"], check=True)
+setup(name="slow-ext", version="1.0", packages=["slow"])
+"""
+
+
+def slow_recipe(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    (src / "slow").mkdir(parents=True)
+    (src / "slow" / "__init__.py").write_text("VALUE = 1\n")
+    (src / "setup.py").write_text(SETUP)
+    recipe = tmp_path / "slow.toml"
+    recipe.write_text("""schema_version = 1
+[package]
+name = "slow-ext"
+[source]
+path = "src"
+[arch]
+supported = ["gfx942"]
+[build]
+mem_per_job_gb = 1
+python_requires = ["setuptools", "wheel"]
+""")
+    return recipe
+
+
+def start_build(recipe: Path, tmp_path: Path, slow: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "COLUMNS": "200", "ROCMBUILD_WORKDIR": str(tmp_path / "build"),
+           "PROCS_TEST_SLOW": slow}
+    return subprocess.Popen(
+        [sys.executable, "-m", "rocmbuild", "build", str(recipe), "--arch", "gfx942"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,  # its own group, like a shell job: SIGINT goes to the group
+    )
+
+
+def assert_cache_consistent(build: Path) -> None:
+    """Every entry in the cache is whole (entry.json and a wheel with the recorded sha256);
+    every wheel in the wheel dir is a whole zip."""
+    import json
+
+    for entry in (build / "cache" / "wheels").glob("[!.]*"):
+        meta = json.loads((entry / "entry.json").read_text())
+        assert sha256_file(entry / meta["wheel"]) == meta["sha256"], entry
+    for wheel in (build / "wheels").glob("*"):
+        assert wheel.suffix == ".whl", f"a partial file in the wheel dir: {wheel}"
+        with zipfile.ZipFile(wheel) as zf:
+            assert zf.testzip() is None
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
+                         ids=["SIGINT", "SIGTERM", "SIGKILL"])
+def test_real_build_killed_at_a_random_point(sig: signal.Signals, marker: str,
+                                            tmp_path: Path) -> None:
+    """A real `rocmbuild build` (pip wheel of a local project whose setup.py runs a slow
+    two-worker step) is signalled at a random point after its first command started: the
+    exit is 128+N with one line and a hint (SIGKILL: killed), no descendant survives, the lock
+    is free (a second build does not wait) and the cache and wheel dir hold nothing partial."""
+    seed = random.randrange(1 << 30)
+    delay = random.Random(seed).uniform(0.0, 2.5)
+    why = f"seed {seed}, signal {sig.name} {delay:.2f}s after the first command started"
+    recipe = slow_recipe(tmp_path)
+    proc = start_build(recipe, tmp_path, "30")
+    try:
+        # rocmbuild and its first command (pip) carry the marker.
+        assert wait_until(lambda: len(marked(marker)) >= 2, 60), why
+        time.sleep(delay)
+        sent = time.monotonic()
+        os.killpg(proc.pid, sig) if sig == signal.SIGINT else proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    if sig == signal.SIGKILL:
+        assert proc.returncode == -signal.SIGKILL, why
+    else:
+        assert proc.returncode == 128 + sig, f"{why}\n{err}"
+        assert f"interrupted: stopped by {sig.name}" in err, f"{why}\n{err}"
+        assert "hint:" in err and "Traceback" not in err, f"{why}\n{err}"
+    # it does not wait for its commands (or the torch probe of another thread) to finish
+    assert took < 10, f"{why}: exit {took:.1f}s after the signal"
+    assert wait_until(lambda: not marked(marker), 5), f"{why}: survivors {marked(marker)}"
+    assert_cache_consistent(tmp_path / "build")
+
+    again = start_build(recipe, tmp_path, "0")
+    out, err = again.communicate(timeout=300)
+    assert again.returncode == 0, f"{why}\n{err}"
+    assert "waiting for" not in err, f"{why}: the lock was still held\n{err}"
+    assert_cache_consistent(tmp_path / "build")
+    assert len(list((tmp_path / "build" / "wheels").glob("*.whl"))) == 1
+
+
+def test_run_from_a_thread_is_killed_when_the_process_is_interrupted(marker: str) -> None:
+    """A command started from a worker thread (the build stage's torch probe does this) is
+    killed by kill_all(), which the CLI calls when it is interrupted."""
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            run.run(["sh", "-c", "sleep 60 & sleep 60; wait"])
+        except CommandFailed as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=work)
+    t.start()
+    assert wait_until(lambda: len(marked(marker)) >= 3, 20), marked(marker)
+    run.kill_all()
+    t.join(10)
+    assert not t.is_alive()
+    assert errors and errors[0].returncode != 0
+    assert wait_until(lambda: not marked(marker), 5), marked(marker)
+
+
+def test_a_waiter_names_the_lock_holder_and_gets_the_lock_when_it_is_released(
+        tmp_path: Path) -> None:
+    """Two real processes on one lock file: the second says whom it waits for (our pid), and
+    takes the lock as soon as the first lets go."""
+    from rocmbuild import lock
+
+    path = tmp_path / "locks" / "k.lock"
+    code = ("import sys; from pathlib import Path; from rocmbuild import lock, log; "
+            "log.set_level(1)\n"
+            f"with lock.held(Path({str(path)!r}), 'the test build'):\n    print('got it')")
+    with lock.held(path, "the test build"):
+        child = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert child.stderr is not None
+        waiting = child.stderr.readline()
+        assert f"waiting for the test build ({path}, held by pid {os.getpid()})" in waiting
+        time.sleep(0.2)
+        assert child.poll() is None, "the waiter did not wait"
+    out, err = child.communicate(timeout=30)
+    assert child.returncode == 0 and out == "got it\n", err
