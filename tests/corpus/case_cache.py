@@ -35,9 +35,13 @@ LONG = "x" * 300  # one path component longer than NAME_MAX (255)
 
 
 def case(cid: str, argv: tuple[str, ...], needle: str, *, files: dict[str, str | bytes],
-         env: dict[str, str] | None = None, writes_nothing: bool = False) -> Case:
-    return Case(cid, argv, CODE, needle, "cache", env=env or {}, files={**SOURCE, **files},
+         env: dict[str, str] | None = None, writes_nothing: bool = False,
+         code: int = CODE) -> Case:
+    return Case(cid, argv, code, needle, "cache", env=env or {}, files={**SOURCE, **files},
                 writes_nothing=writes_nothing, timeout=180)
+
+
+USAGE = EXIT["usage"]  # a directory flag that can never work is refused before any work
 
 
 IN_THE_WAY = {"build/cache/locks": "a file where the locks directory belongs\n"}
@@ -62,15 +66,15 @@ CASES: list[Case] = [
          env={"ROCMBUILD_CACHE_DIR": "{dir}/c"}, writes_nothing=True),
     # cache dirs the kernel refuses to create
     case("cache-dir-in-proc", (*BUILD, "--cache-dir", "/proc/self/rocmbuild-cache"),
-         "/proc/self/rocmbuild-cache", files={}, writes_nothing=True),
+         "--cache-dir: /proc/self", files={}, writes_nothing=True, code=USAGE),
     case("cache-dir-in-proc-env", BUILD, "/proc/rocmbuild-cache", files={},
          env={"ROCMBUILD_CACHE_DIR": "/proc/rocmbuild-cache"}, writes_nothing=True),
     case("cache-dir-in-sysfs", (*BUILD, "--cache-dir", "/sys/rocmbuild-cache"),
          "/sys/rocmbuild-cache", files={}, writes_nothing=True),
     case("cache-dir-under-dev-null", (*BUILD, "--cache-dir", "/dev/null/cache"),
-         "/dev/null", files={}, writes_nothing=True),
+         "--cache-dir: /dev/null", files={}, writes_nothing=True, code=USAGE),
     case("cache-dir-name-too-long", (*BUILD, "--cache-dir", "{dir}/" + LONG), LONG[:40],
-         files={}, writes_nothing=True),
+         files={}, writes_nothing=True, code=USAGE),
     case("cache-dir-name-too-long-env", BUILD, LONG[:40], files={},
          env={"ROCMBUILD_CACHE_DIR": "{dir}/c/" + LONG}, writes_nothing=True),
     # <cache>/wheels is a file: the wheel is built, then cannot be stored; nothing is delivered
@@ -84,9 +88,9 @@ CASES: list[Case] = [
          files=WHEELS_FILE_C, writes_nothing=True),
     # wheel dirs that cannot be created: built and cached, then not deliverable
     case("wheel-dir-in-proc", (*BUILD, "--wheel-dir", "/proc/self/rocmbuild-wheels"),
-         "/proc/self/rocmbuild-wheels", files={}),
+         "--wheel-dir: /proc/self", files={}, code=USAGE),
     case("wheel-dir-in-sysfs", BUILD, "/sys/rocmbuild-wheels", files={},
          env={"ROCMBUILD_WHEEL_DIR": "/sys/rocmbuild-wheels"}),
     case("wheel-dir-name-too-long", (*BUILD, "--wheel-dir", "{dir}/" + LONG), LONG[:40],
-         files={}),
+         files={}, code=USAGE),
 ]

@@ -112,16 +112,17 @@ SETUP = ('from setuptools import setup\n{pre}\n'
 
 CASES: list[Case] = [
     # git: the repository is not there, or not a repository (permanent: one attempt)
-    _fetch("git-file-url-missing", _git("file://{dir}/nope.git"),
-           "nope.git' does not appear to be a git repository"),
-    _fetch("git-abs-path-missing", _git("{dir}/nope.git"),
-           "nope.git (source.url): fatal: repository '"),
+    # a local repository that is not there is a recipe error, found before anything runs
+    Case("git-file-url-missing", ("build", "{dir}/r.toml", "--arch", "gfx942"), EXIT["recipe"],
+         "r.toml: source.git: ", "causes", files={"r.toml": _git("file://{dir}/nope.git")}),
+    Case("git-abs-path-missing", ("build", "{dir}/r.toml", "--arch", "gfx942"), EXIT["recipe"],
+         "nope.git does not exist", "causes", files={"r.toml": _git("{dir}/nope.git")}),
     _fetch("git-dir-not-a-repo", _git("{dir}/plain"),
            "plain (source.url): fatal: repository '", files={"plain/README": "not a repo\n"}),
     _fetch("git-file-not-a-repo", _git("{dir}/afile"),
            "(source.url): fatal:", files={"afile": "just a file\n"}),
     _fetch("git-file-url-dir-not-a-repo", _git("file://{dir}/plain"),
-           "does not appear to be a git repository", files={"plain/README": "x\n"}),
+           "plain (source.url): fatal: repository '", files={"plain/README": "x\n"}),
     _fetch("git-empty-dir", _git("{dir}/empty"),
            "empty (source.url): fatal: repository '", files={"empty/.keep": ""}),
     # git: the repository is there, the commit is not

@@ -36,12 +36,12 @@ def _plan(cid: str, needle: str, klass: str, text: str, files: dict[str, str | b
 
 
 def _cmake_arg(cid: str, arg: str) -> Case:
-    return _plan(cid, "r.toml: build.cmake_args[0]", "recipes-cmake",
+    return _plan(cid, "r.toml: build.cmake_args[0]", "cmake",
                  _recipe(build=_CMAKE + f"cmake_args = [{arg!r}, \"-DX=1\"]\n"))
 
 
 def _source_dir(cid: str, value: str) -> Case:
-    return _plan(cid, "r.toml: build.source_dir", "recipes-cmake",
+    return _plan(cid, "r.toml: build.source_dir", "cmake",
                  _recipe(build=_CMAKE + f"source_dir = {value}\n"))
 
 
@@ -49,25 +49,25 @@ _GIT = f'git = "https://example.invalid/demo.git"\ncommit = "{COMMIT}"\n'
 
 
 def _git_local(cid: str, url: str, files: dict[str, str | bytes] | None = None) -> Case:
-    return _plan(cid, "r.toml: source.git", "recipes-paths",
+    return _plan(cid, "r.toml: source.git", "paths",
                  _recipe(f'git = "{url}"\ncommit = "{COMMIT}"'), files)
 
 
 def _variant_subs(cid: str, source: str, subs: str, needle: str = "submodules") -> Case:
-    return _plan(cid, f"r.toml: variants.lite.{needle}", "recipes-submodules",
+    return _plan(cid, f"r.toml: variants.lite.{needle}", "submodules",
                  _recipe(source, extra=f"[variants.lite]\nsubmodules = {subs}\n"))
 
 
 def _requires(cid: str, value: str) -> Case:
     needle = "r.toml: validate.requires" + ("[0]" if value.startswith("[") else "")
     return Case(cid, ("plan", f"{{dir}}/{R}", "--arch", "gfx942"), EXIT["recipe"], needle,
-                "recipes-validate", files={R: _recipe(extra=f"[validate]\nrequires = {value}\n"),
+                "hostdeps", files={R: _recipe(extra=f"[validate]\nrequires = {value}\n"),
                                            **_TREE}, writes_nothing=True)
 
 
 def _with(cid: str, value: str, secret: str | None = None) -> Case:
     return Case(cid, ("validate", "--no-kernels", f"--with={value}", "{wheel}"), EXIT["usage"],
-                "--with", "recipes-validate", secret=secret, writes_nothing=True)
+                "--with", "hostdeps", secret=secret, writes_nothing=True)
 
 
 _PATCH = """[[patches]]
@@ -78,12 +78,12 @@ reason = "test"
 
 CASES: list[Case] = [
     # cmake: rocmbuild owns -S/-B/-G and the install prefix; source_dir stays inside the tree
-    _cmake_arg("cmake-args-S", "-S"),
-    _cmake_arg("cmake-args-S-joined", "-Ssub"),
-    _cmake_arg("cmake-args-B", "-B"),
-    _cmake_arg("cmake-args-B-joined", "-Bbuild"),
-    _cmake_arg("cmake-args-G", "-GUnix Makefiles"),
-    _cmake_arg("cmake-args-H-legacy", "-H."),
+    _cmake_arg("cmake-args-s", "-S"),
+    _cmake_arg("cmake-args-s-joined", "-Ssub"),
+    _cmake_arg("cmake-args-b", "-B"),
+    _cmake_arg("cmake-args-b-joined", "-Bbuild"),
+    _cmake_arg("cmake-args-g", "-GUnix Makefiles"),
+    _cmake_arg("cmake-args-h-legacy", "-H."),
     _cmake_arg("cmake-args-install-prefix", "-DCMAKE_INSTALL_PREFIX=/usr"),
     _cmake_arg("cmake-args-install-prefix-typed", "-DCMAKE_INSTALL_PREFIX:PATH=/opt"),
     _cmake_arg("cmake-args-install-prefix-flag", "--install-prefix=/opt"),
@@ -110,11 +110,11 @@ CASES: list[Case] = [
     _git_local("git-file-url-absolute-missing", "file://{dir}/nowhere/repo.git"),
     _git_local("git-absolute-missing", "{dir}/nowhere/repo"),
     # path sources and patches: relative to the recipe, not the cwd
-    _plan("path-source-only-in-cwd", "r.toml: source.path", "recipes-paths",
+    _plan("path-source-only-in-cwd", "r.toml: source.path", "paths",
           _recipe('path = "elsewhere"'), {"elsewhere/setup.py": "decoy\n"}),
-    _plan("path-source-is-a-file", "r.toml: source.path", "recipes-paths",
+    _plan("path-source-is-a-file", "r.toml: source.path", "paths",
           _recipe('path = "tree/CMakeLists.txt"')),
-    _plan("patch-only-in-cwd", "r.toml: patches[0].file", "recipes-paths",
+    _plan("patch-only-in-cwd", "r.toml: patches[0].file", "paths",
           _recipe(extra=_PATCH), {"fix.patch": "decoy\n"}),
     # [validate] requires and validate --with: PEP 508 requirements only, no pip options
     _requires("validate-requires-not-a-requirement", '["not a requirement!"]'),

@@ -302,7 +302,8 @@ def git_checkout(
             shutil.rmtree(tmp, ignore_errors=True)  # a failed attempt leaves a partial clone
             return git("clone", "--mirror", "--quiet", url, str(tmp))
 
-        log.info(f"  cloning {url} into the cache (once per URL; large repositories take minutes)")
+        log.info(f"  cloning {redact(url)} into the cache (once per URL; large repositories "
+                 "take minutes)")
         try:
             _retry(f"git clone {url} (source.url)", clone)
             os.replace(tmp, mirror)
@@ -313,7 +314,7 @@ def git_checkout(
         return git("-C", str(mirror), "cat-file", "-e", f"{commit}^{{commit}}", check=False) == 0
 
     if not present():
-        log.info(f"  fetching {url}: {commit[:12]} is not in the cached mirror yet")
+        log.info(f"  fetching {redact(url)}: {commit[:12]} is not in the cached mirror yet")
         _retry(f"git fetch {url} (source.url)",
                lambda: git("-C", str(mirror), "fetch", "--quiet", "origin", "+refs/*:refs/*"))
         if not present():
