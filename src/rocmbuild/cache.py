@@ -155,18 +155,26 @@ def _check_meta(meta: object) -> tuple[dict[str, Any], Validation]:
     return meta, validation
 
 
-def _read_entry_json(d: Path) -> object:
+def _open_regular(path: Path, what: str) -> tuple[int, os.stat_result]:
+    """An fd on ``path`` when it is a regular file, never through a symlink; BadEntry naming
+    ``what`` otherwise."""
     try:
-        fd = os.open(d / "entry.json", os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except FileNotFoundError:
-        raise BadEntry("entry.json is missing") from None
+        raise BadEntry(f"{what} is missing") from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise BadEntry("entry.json is a symlink") from None
+            raise BadEntry(f"{what} is a symlink") from None
         raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
         os.close(fd)
-        raise BadEntry("entry.json is not a regular file")
+        raise BadEntry(f"{what} is not a regular file")
+    return fd, st
+
+
+def _read_entry_json(d: Path) -> object:
+    fd, _ = _open_regular(d / "entry.json", "entry.json")
     with os.fdopen(fd, "rb") as f:
         blob = f.read(ENTRY_MAX_BYTES + 1)
     if len(blob) > ENTRY_MAX_BYTES:
@@ -179,19 +187,9 @@ def _read_entry_json(d: Path) -> object:
 
 def _hash_wheel(path: Path, size: int) -> str:
     """sha256 of the regular file ``path`` (never through a symlink), checking its size first."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        raise BadEntry("the wheel it names is missing") from None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise BadEntry("the wheel it names is a symlink") from None
-        raise
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_size != size:
+    fd, st = _open_regular(path, "the wheel it names")
+    if st.st_size != size:
         os.close(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise BadEntry("the wheel it names is not a regular file")
         raise BadEntry(f"the wheel is {st.st_size} bytes, entry.json records {size}")
     with os.fdopen(fd, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()

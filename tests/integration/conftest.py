@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import contextlib
 import shutil
+import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,3 +33,18 @@ def chromium_render(html_path: Path, out_png: Path, size: str = "1200,1400") -> 
         dom = run([*base, f"--user-data-dir={prof}", "--dump-dom", html_path.as_uri()],
                   capture=True, timeout=120)
     return dom.output
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path, size: str) -> Iterator[Path]:
+    """A real full disk: a tmpfs of ``size`` (e.g. "16k", "2m") mounted at ``where`` (needs root
+    or CAP_SYS_ADMIN; the test is skipped, with mount's reason, where it is not allowed)."""
+    where.mkdir(parents=True, exist_ok=True)
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)

@@ -5,17 +5,13 @@ validation is not handed back as `cached` (nor publishable). Nothing is faked.""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import rocmbuild
+from tests.integration.conftest import tmpfs
 
 SETUP = 'from setuptools import setup\nsetup(name="cache-demo", version="1.0", packages=["demo"])\n'
 WHEEL = "cache_demo-1.0+rocm6.2.gfx942-py3-none-any.whl"
@@ -189,21 +185,6 @@ def test_build_validate_records_the_outcome(tmp_path: Path) -> None:
     assert code == 0 and last.endswith("cached") and "validation: passed" in err, err
 
 
-@contextlib.contextmanager
-def _tiny_tmpfs(where: Path, size: str) -> Iterator[Path]:
-    """A real full disk: a tmpfs of ``size`` mounted at ``where`` (needs root or CAP_SYS_ADMIN;
-    skipped where mount is not allowed)."""
-    where.mkdir(parents=True)
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                         capture_output=True, text=True)
-    if res.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", str(where)], check=True)
-
-
 def _no_partial(root: Path) -> None:
     left = [p for p in root.rglob("*") if p.name.startswith(".tmp-") or p.suffix == ".whl"
             or p.name == "entry.json"]
@@ -218,7 +199,7 @@ def test_full_disk_is_a_cache_error_and_leaves_no_partial_entry(tmp_path: Path) 
     (tmp_path / "src" / "MANIFEST.in").write_text("include demo/blob.bin\n")
     (tmp_path / "src" / "setup.py").write_text(SETUP.replace(
         'packages=["demo"]', 'packages=["demo"], package_data={"demo": ["blob.bin"]}'))
-    with _tiny_tmpfs(tmp_path / "small-cache", "16k") as small:
+    with tmpfs(tmp_path / "small-cache", "16k") as small:
         code, last, err = _build(recipe, env, "--cache-dir", str(small))
         assert code == 11, err
         (line,) = [x for x in err.splitlines() if x.startswith("cache error: ")]
@@ -226,7 +207,7 @@ def test_full_disk_is_a_cache_error_and_leaves_no_partial_entry(tmp_path: Path) 
         assert "hint: " in err
         _no_partial(small)
         assert not (tmp_path / "build" / "wheels").exists()
-    with _tiny_tmpfs(tmp_path / "small-wheels", "16k") as small:
+    with tmpfs(tmp_path / "small-wheels", "16k") as small:
         code, last, err = _build(recipe, env, "--wheel-dir", str(small))
         assert code == 11, err
         (line,) = [x for x in err.splitlines() if x.startswith("cache error: ")]

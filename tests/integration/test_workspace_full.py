@@ -8,7 +8,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-import subprocess
 import sys
 import tarfile
 import time
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import rocmbuild
+from tests.integration.conftest import tmpfs
 
 SIZE_MB = 2
 """The tmpfs; the archive unpacks to 8 MiB of zeros (a 9 KiB download)."""
@@ -25,16 +25,8 @@ SIZE_MB = 2
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SIZE_MB}m", "tmpfs", str(mnt)],
-                         capture_output=True, text=True)
-    if res.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {res.stderr.strip()}")
-    try:
+    with tmpfs(tmp_path / "disk", f"{SIZE_MB}m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def _big_sdist() -> bytes:
