@@ -13,8 +13,8 @@ import sysconfig
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from wheel.wheelfile import WheelFile
 
 from rocmbuild import log
@@ -24,6 +24,9 @@ from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, StageResult, Status, TorchBuild
 from rocmbuild.run import run as sh
 from rocmbuild.stages import Context, need
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 NINJA = re.compile(r"^\s*\[(\d+)/(\d+)\]")
 
@@ -38,6 +41,14 @@ class _Progress:
         self.lines = 0
         self.last_note = time.monotonic()
         if log.level() == 1 and log.is_tty():
+            from rich.progress import (  # here: a build without a terminal never needs it
+                BarColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
             self.bar = Progress(
                 TextColumn("  {task.description}"),
                 BarColumn(),
