@@ -81,18 +81,10 @@ def _dir(cache: Path, key: str) -> Path:
     return cache / "wheels" / key
 
 
-def _in_the_way(path: Path) -> Path | None:
-    """The first of ``path`` and its parents that exists and is not a directory."""
-    for p in reversed((path, *path.parents)):
-        if os.path.lexists(p) and not p.is_dir():
-            return p
-    return None
-
-
 def os_error(path: Path, what: str, exc: OSError, hint: str = _HINT) -> CacheError:
     """CacheError for an OSError on ``path``: one line naming the path (or the file in the way)
     and what could not be done."""
-    blocker = _in_the_way(path) if exc.errno in (errno.EEXIST, errno.ENOTDIR) else None
+    blocker = fsutil.in_the_way(path) if exc.errno in (errno.EEXIST, errno.ENOTDIR) else None
     if blocker is not None:
         return CacheError(f"{blocker}: is a file, not a directory: {what}", hint=hint)
     return CacheError(f"{path}: {what}: {exc.strerror or type(exc).__name__}", hint=hint)

@@ -10,11 +10,14 @@ half-written target.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from rocmbuild.errors import RocmbuildError
 
 TMP_PREFIX = ".tmp-"  # names of temporaries; whoever owns a tree may remove leftovers by it
 
@@ -73,3 +76,43 @@ def copy_atomic(src: Path, dst: Path, *, link: bool = False, sync_dir: bool = Tr
             except OSError:
                 pass  # another filesystem, or no hard links there: copy
         shutil.copyfile(src, tmp)
+
+
+WORKDIR_HINT = ("check that the workdir (--workdir / ROCMBUILD_WORKDIR) and the cache dir "
+                "(--cache-dir / ROCMBUILD_CACHE_DIR) are writable directories with free space, "
+                "and move away a file that stands where a directory belongs")
+
+
+def in_the_way(path: Path) -> Path | None:
+    """The first of ``path``'s parents (or ``path``) that exists and is not a directory."""
+    for p in reversed((path, *path.parents)):
+        if os.path.lexists(p) and not p.is_dir():
+            return p
+    return None
+
+
+def os_error(error: type[RocmbuildError], what: str, exc: OSError, where: Path,
+             hint: str) -> RocmbuildError:
+    """``error`` for an OSError met while doing ``what``: one line naming the path (the file in
+    the way when a directory was expected; ``where`` for a full disk, or when the OSError names
+    no path) and the system's reason."""
+    reason = exc.strerror or type(exc).__name__
+    if exc.filename is None or exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        # a full disk is ``where``'s; the OSError may name the file read (shutil.copyfile)
+        return error(f"{what}: writing under {where}: {reason}", hint=hint)
+    path = Path(os.fsdecode(exc.filename))
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        blocker = in_the_way(path)
+        if blocker is not None:
+            return error(f"{what}: {blocker}: is a file, not a directory", hint=hint)
+    return error(f"{what}: {path}: {reason}", hint=hint)
+
+
+@contextlib.contextmanager
+def os_errors(error: type[RocmbuildError], what: str, where: Path, hint: str) -> Iterator[None]:
+    """Turn an OSError raised in the block into ``error`` (see ``os_error``); whoever writes in
+    the block writes atomically or cleans up in ``finally``, so nothing partial is left."""
+    try:
+        yield
+    except OSError as exc:
+        raise os_error(error, what, exc, where, hint) from exc

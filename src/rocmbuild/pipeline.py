@@ -21,9 +21,17 @@ from typing import Any
 
 from rich.markup import escape
 
-from rocmbuild import cache, host, lock, log
+from rocmbuild import cache, fsutil, host, lock, log
 from rocmbuild.digest import sha256_file
-from rocmbuild.errors import CacheError, RocmbuildError, ValidationError
+from rocmbuild.errors import (
+    AuditError,
+    BuildError,
+    CacheError,
+    FetchError,
+    PatchError,
+    RocmbuildError,
+    ValidationError,
+)
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, StageResult, Status
 from rocmbuild.stages import Context, audit, fetch, hipify, need, patch, tag
@@ -41,6 +49,13 @@ STAGES: tuple[tuple[str, Stage], ...] = (
     ("audit", audit.run),
     ("validate", validate_stage.run),  # only when asked (build --validate)
 )
+
+STAGE_ERRORS: dict[str, type[RocmbuildError]] = {
+    "fetch": FetchError, "patch": PatchError, "hipify": BuildError, "build": BuildError,
+    "tag": BuildError, "audit": AuditError, "validate": ValidationError,
+}
+"""The error class an OSError inside a stage becomes (a file in the way, no permission, a full
+disk in the workdir, its logs, the cache's git mirrors and downloads)."""
 
 
 @dataclass
@@ -87,7 +102,9 @@ def _run_stages(plan: Plan, ctx: Context, stages: tuple[tuple[str, Stage], ...],
     results: dict[str, StageResult] = {}
     for i, (name, stage) in enumerate(stages, first):
         log.info(f"[bold]\\[{i}/{total or len(stages)}] {name}[/bold]")
-        res = stage(plan, ctx)
+        with fsutil.os_errors(STAGE_ERRORS[name], name, ctx.ws.root,
+                              fsutil.WORKDIR_HINT):
+            res = stage(plan, ctx)
         results[name] = res
         ctx.artifacts = ctx.artifacts.merged(res.artifacts)
         ctx.timings[name] = res.duration

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rocmbuild import fsutil
 from rocmbuild.errors import PublishError, UsageError
 from rocmbuild.publish import upload as _upload
 from rocmbuild.publish.checks import check_not_broken, check_project_name, read_wheel_for_publish
@@ -83,6 +84,10 @@ class PublishResult:
         return {"index": self.index, "dry_run": self.dry_run, **detail.to_json()}
 
 
+OS_HINT = ("check that the index directory (--index) is a writable directory with free space, "
+           "and move away a file that stands where one of its directories belongs")
+
+
 def publish(wheels: Sequence[Path], options: PublishOptions) -> PublishResult:
     """Publish ``wheels`` to ``options.index``: one atomic transaction into a directory index, or
     an upload to a server after checking it holds no different bytes under the same names."""
@@ -115,8 +120,10 @@ def publish(wheels: Sequence[Path], options: PublishOptions) -> PublishResult:
             hint="drop it for a directory index",
         )
     assert target.path is not None
-    idx = StaticIndex(target.path, on_step=options.on_step)
-    change = idx.publish(infos, stage=options.stage or DEFAULT_STAGE, dry_run=options.dry_run)
+    with fsutil.os_errors(PublishError, "publish", target.path, OS_HINT):
+        idx = StaticIndex(target.path, on_step=options.on_step)
+        change = idx.publish(infos, stage=options.stage or DEFAULT_STAGE,
+                             dry_run=options.dry_run)
     return PublishResult(str(idx.root), options.dry_run, change=change)
 
 
@@ -140,15 +147,16 @@ def promote(options: PromoteOptions) -> PublishResult:
             f"{options.index_from}: {target.shown}: promote works on a directory index only",
             hint="promote on a server with its own tool (e.g. devpi push)",
         )
-    idx = StaticIndex(target.path, on_step=options.on_step)
-    change = idx.promote(
-        options.project,
-        options.version,
-        options.from_stage,
-        options.to_stage,
-        dry_run=options.dry_run,
-        broken_dir=options.broken_dir,
-    )
+    with fsutil.os_errors(PublishError, "promote", target.path, OS_HINT):
+        idx = StaticIndex(target.path, on_step=options.on_step)
+        change = idx.promote(
+            options.project,
+            options.version,
+            options.from_stage,
+            options.to_stage,
+            dry_run=options.dry_run,
+            broken_dir=options.broken_dir,
+        )
     if not change.added and not change.unchanged:
         raise PublishError(f"promote: nothing found for {options.project}=={options.version}")
     return PublishResult(str(idx.root), options.dry_run, change=change)

@@ -94,8 +94,8 @@ def torch_facts(host: Host, log_path: Path) -> TorchBuild:
     try:
         res = sh([sys.executable, "-c", _TORCH_PROBE], capture=True, log_path=log_path)
         facts = json.loads(res.output.strip().splitlines()[-1])
-    except (CommandFailed, ValueError, IndexError):
-        return fallback
+    except (CommandFailed, ValueError, IndexError, OSError):  # OSError: its log cannot be
+        return fallback  # written; the build's own commands then fail on that, as a BuildError
     if not isinstance(facts, dict):
         return fallback
     abi = facts.get("cxx11_abi")

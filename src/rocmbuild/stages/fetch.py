@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from rocmbuild import log, options
+from rocmbuild import fsutil, log, options
 from rocmbuild.config import SOURCE_TREE_IGNORE
 from rocmbuild.digest import sha256_file
 from rocmbuild.errors import CommandFailed, FetchError
@@ -106,16 +106,24 @@ def classify(exc: BaseException) -> Failure:
 
 
 _RETRIED = (OSError, CommandFailed, http.client.HTTPException)
+# OSErrors on this machine's own files (the cache, the workdir's logs), not on the source
+_LOCAL_ERRNOS = {errno.ENOTDIR, errno.EEXIST, errno.EISDIR, errno.EROFS, errno.ENOSPC,
+                 errno.EDQUOT}
 
 
-def _retry(what: str, fn: Callable[[], T]) -> T:
-    """``fn()``, tried up to ATTEMPTS times while ``classify`` calls its failure transient."""
+def _retry(what: str, fn: Callable[[], T], where: Path) -> T:
+    """``fn()``, tried up to ATTEMPTS times while ``classify`` calls its failure transient.
+    ``where``: the local directory it writes (named when a disk error names no path)."""
     what = redact(what)
     delay = options.env_float("ROCMBUILD_RETRY_BACKOFF", 2.0)
     for attempt in range(1, ATTEMPTS + 1):
         try:
             return fn()
         except _RETRIED as exc:
+            if isinstance(exc, OSError) and exc.errno in _LOCAL_ERRNOS:
+                # this machine's disk, not the source: no retry, name the path
+                raise fsutil.os_error(FetchError, what, exc, where,
+                                      fsutil.WORKDIR_HINT) from exc
             failure = classify(exc)
             cause = redact(failure.cause)
             if not failure.transient:
@@ -185,7 +193,7 @@ def download(url: str, sha256: str, cache: Path) -> Path:
                 tmp.unlink()
 
     try:
-        return _retry(f"download {url} (source.sdist.url)", attempt)
+        return _retry(f"download {url} (source.sdist.url)", attempt, dest.parent)
     except _Mismatch as exc:
         raise FetchError(
             f"{url}: sha256 mismatch: the recipe pins {sha256}, the download is {exc.actual}",
@@ -305,7 +313,7 @@ def git_checkout(
         log.info(f"  cloning {redact(url)} into the cache (once per URL; large repositories "
                  "take minutes)")
         try:
-            _retry(f"git clone {url} (source.url)", clone)
+            _retry(f"git clone {url} (source.url)", clone, mirror.parent)
             os.replace(tmp, mirror)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -316,7 +324,8 @@ def git_checkout(
     if not present():
         log.info(f"  fetching {redact(url)}: {commit[:12]} is not in the cached mirror yet")
         _retry(f"git fetch {url} (source.url)",
-               lambda: git("-C", str(mirror), "fetch", "--quiet", "origin", "+refs/*:refs/*"))
+               lambda: git("-C", str(mirror), "fetch", "--quiet", "origin", "+refs/*:refs/*"),
+               mirror)
         if not present():
             raise FetchError(
                 f"{url}: commit {commit} not found",
@@ -341,7 +350,7 @@ def git_checkout(
                 "--init", "--quiet"]
         args += ["--recursive"] if "*" in submodules else ["--", *submodules]
         try:
-            _retry(f"git submodule update ({which})", lambda: git(*args))
+            _retry(f"git submodule update ({which})", lambda: git(*args), dest)
         except FetchError as exc:
             urls = ", ".join(f"{p} from {u}" for p, u in known.items()
                              if "*" in submodules or p in submodules)

@@ -119,10 +119,25 @@ def run(wheels: Sequence[Path], archs: Sequence[str] = (),
     """Validate ``wheels`` together (one fresh venv). ``archs`` for the audit; empty: each wheel's
     rocmbuild.json "archs". Failing wheels are moved to <workdir>/broken/ (unless
     options.move_broken is False); the reports named in the options are written. Never raises for
-    a failed check, only for bad input (UsageError, ValidationError for an unreadable wheel)."""
+    a failed check, only for bad input (UsageError, ValidationError for an unreadable wheel or an
+    OSError on the workdir or a report path)."""
     opts = options or ValidateOptions()
+    where = config.workspace(opts.workdir).root
+    with fsutil.os_errors(ValidationError, "validate", where, OS_HINT):
+        return _run(wheels, archs, opts)
+
+
+OS_HINT = ("check that the workdir (--workdir / ROCMBUILD_WORKDIR) and the report paths "
+           "(--json-file / --md / --html) are writable, with free space, and move away a file "
+           "that stands where a directory belongs")
+
+
+def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
+         ) -> ValidationReport:
     t0 = time.monotonic()
     kernel_step.check_options(opts)
+    for report_path in opts.outputs:  # one that cannot be written fails now, not after the
+        report_path.parent.mkdir(parents=True, exist_ok=True)  # venv and the kernels
     baseline = baseline_cmp.load_baseline(opts.baseline) if opts.baseline else None
     infos = [inst.read_wheel(Path(w)) for w in wheels]
     ws = config.workspace(opts.workdir)
