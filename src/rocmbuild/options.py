@@ -188,10 +188,28 @@ def _int(raw: str, where: str, minimum: int) -> int:
 CONFIG_FILE = "pyproject.toml"
 
 
+# (path, mtime_ns, size) -> the checked table: every setting a command resolves reads the same
+# file, so it is parsed once per content, not once per setting.
+_CONFIG_SEEN: dict[tuple[Path, int, int], dict[str, Any]] = {}
+
+
 def project_config(cwd: Path | None = None) -> dict[str, Any]:
     """``[tool.rocmbuild]`` of ./pyproject.toml, checked: unknown keys and wrong types are usage
     errors naming the file and key. No file or no table: {}."""
     path = (cwd or Path.cwd()) / CONFIG_FILE
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc}", hint="fix or remove the file") from exc
+    seen = (path, st.st_mtime_ns, st.st_size)
+    if seen not in _CONFIG_SEEN:
+        _CONFIG_SEEN[seen] = _read_config(path)
+    return dict(_CONFIG_SEEN[seen])
+
+
+def _read_config(path: Path) -> dict[str, Any]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:

@@ -47,8 +47,9 @@ STAGES: tuple[tuple[str, Stage], ...] = (
     ("build", build_stage.run),
     ("tag", tag.run),
     ("audit", audit.run),
-    ("validate", validate_stage.run),  # only when asked (build --validate)
+    ("validate", validate_stage.run),  # last, and only when asked (build --validate)
 )
+BUILD_STAGES, VALIDATE_STAGE = STAGES[:-1], STAGES[-1:]
 
 STAGE_ERRORS: dict[str, type[RocmbuildError]] = {
     "fetch": FetchError, "patch": PatchError, "hipify": BuildError, "build": BuildError,
@@ -83,7 +84,6 @@ class BuildResult:
 def build(plan: Plan, ctx: Context, validate: bool = False) -> BuildResult:
     start = time.monotonic()
     host.preflight(plan, ctx.host)
-    stages = STAGES if validate else tuple(s for s in STAGES if s[0] != "validate")
     # Two builds of the same inputs in one workspace would share a source tree: the second waits,
     # then finds the first one's wheel in the cache.
     lock_path = ctx.ws.cache / "locks" / f"{plan.cache_key}.lock"
@@ -94,7 +94,7 @@ def build(plan: Plan, ctx: Context, validate: bool = False) -> BuildResult:
             raise cache.os_error(lock_path, "cannot take the build lock", exc,
                                  hint="check that the cache directory (--cache-dir / "
                                  "ROCMBUILD_CACHE_DIR) is a writable directory") from exc
-        return _build_locked(plan, ctx, start, stages)
+        return _build_locked(plan, ctx, start, validate)
 
 
 def _run_stages(plan: Plan, ctx: Context, stages: tuple[tuple[str, Stage], ...],
@@ -118,11 +118,11 @@ def _report(plan: Plan, ctx: Context) -> str:
     return str(validate_stage.report_stem(plan, ctx).with_suffix(".md"))
 
 
-def _validate(plan: Plan, ctx: Context, stage: tuple[str, Stage], first: int = 1
+def _validate(plan: Plan, ctx: Context, first: int = 1
               ) -> tuple[dict[str, StageResult], cache.Validation]:
     """Run the validate stage (step ``first`` of as many); return its result and the record to
     keep, or, when it fails, record nothing here and re-raise (the caller records the failure)."""
-    results = _run_stages(plan, ctx, (stage,), first, first)
+    results = _run_stages(plan, ctx, VALIDATE_STAGE, first, first)
     return results, cache.Validation("passed", _report(plan, ctx), time.time())
 
 
@@ -148,15 +148,15 @@ def _broken_copy(ctx: Context, entry: cache.Entry) -> Path | None:
     return None
 
 
-def _hit(plan: Plan, ctx: Context, start: float, hit: cache.Entry,
-         stages: tuple[tuple[str, Stage], ...]) -> BuildResult:
+def _hit(plan: Plan, ctx: Context, start: float, hit: cache.Entry, validate: bool
+         ) -> BuildResult:
     root = ctx.ws.cache
-    if hit.validation.status != "failed" and _broken_copy(ctx, hit) is not None:
+    broken = _broken_copy(ctx, hit)  # hashed once: same bytes in broken/ mean a failed record
+    if hit.validation.status != "failed" and broken is not None:
         hit = cache.record_validation(root, hit, cache.Validation(
             "failed", hit.validation.report, time.time()))
-    validate = stages[-1][0] == "validate"
     if hit.validation.status == "failed" and not validate:
-        if _broken_copy(ctx, hit) is None:  # keep publish's broken/ check able to refuse it
+        if broken is None:  # keep publish's broken/ check able to refuse it
             cache.copy_to(hit, ctx.ws.broken / hit.wheel.name)
         raise ValidationError(
             f"{hit.wheel.name}: the cached wheel failed validation"
@@ -169,7 +169,7 @@ def _hit(plan: Plan, ctx: Context, start: float, hit: cache.Entry,
     if validate:
         ctx.artifacts = Artifacts(wheel=delivered)
         try:
-            results, record = _validate(plan, ctx, stages[-1])
+            results, record = _validate(plan, ctx)
         except ValidationError:
             _best_effort(lambda: cache.record_validation(root, hit, cache.Validation(
                 "failed", _report(plan, ctx), time.time())))
@@ -184,14 +184,13 @@ def _hit(plan: Plan, ctx: Context, start: float, hit: cache.Entry,
                        plan, results, hit.validation.status)
 
 
-def _build_locked(plan: Plan, ctx: Context, start: float,
-                  stages: tuple[tuple[str, Stage], ...]) -> BuildResult:
+def _build_locked(plan: Plan, ctx: Context, start: float, validate: bool) -> BuildResult:
     if not ctx.force:
         hit = cache.lookup(ctx.ws.cache, plan.cache_key)
         if hit is not None:
-            return _hit(plan, ctx, start, hit, stages)
-    validate = stages[-1][0] == "validate"
-    results = _run_stages(plan, ctx, stages[:-1] if validate else stages, 1, len(stages))
+            return _hit(plan, ctx, start, hit, validate)
+    total = len(STAGES) if validate else len(BUILD_STAGES)
+    results = _run_stages(plan, ctx, BUILD_STAGES, 1, total)
     wheel = need(ctx.artifacts.wheel, "tagged wheel", "pipeline")
     sha = sha256_file(wheel)
     meta = {
@@ -203,7 +202,7 @@ def _build_locked(plan: Plan, ctx: Context, start: float,
     record = cache.NOT_VALIDATED
     if validate:
         try:
-            more, record = _validate(plan, ctx, stages[-1], len(stages))
+            more, record = _validate(plan, ctx, len(STAGES))
         except ValidationError:
             # the stage moved the wheel to broken/: keep a copy in the cache recorded as failed,
             # so the next build says so instead of rebuilding it (hours for some recipes)

@@ -8,7 +8,6 @@ this module reads the file and adds the rules that relate keys to each other or 
 from __future__ import annotations
 
 import hashlib
-import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -31,6 +30,7 @@ from rocmbuild.recipe.model import (
     Variant,
     key_of,
 )
+from rocmbuild.run import redact
 
 
 def find_recipe(name: str) -> Path:
@@ -212,10 +212,7 @@ def requirement_problem(text: str) -> str | None:
         return "a pip option, not a requirement (set pip options in pip.conf or PIP_*)"
     try:
         Requirement(text)
-    except InvalidRequirement as exc:
-        def redact(t: str) -> str:  # user:password@ never reaches output
-            return re.sub(r"//[^/@\s]*@", "//***@", t)
-
+    except InvalidRequirement as exc:  # user:password@ never reaches output
         return (f"{redact(text)!r} is not a requirement: {redact(str(exc).splitlines()[0])} "
                 '(e.g. "triton>=3.0")')
     return None

@@ -377,7 +377,7 @@ def _gitmodules(tree: Path, env: dict[str, str], log_path: Path) -> dict[str, st
         name, _, what = key[len("submodule."):].rpartition(".")
         names.setdefault(name, {})[what] = value
     # a URL's user:password@ never reaches a message
-    return {v["path"]: re.sub(r"//[^/@]*@", "//***@", v.get("url", "?"))
+    return {v["path"]: redact(v.get("url", "?"))
             for v in names.values() if "path" in v}
 
 
