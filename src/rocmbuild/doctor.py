@@ -260,7 +260,7 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
             what = f"{recipe} (variant {plan.variant})"
             if missing:
                 add(Check("recipe", "fail", f"{what} cannot be built here: needs "
-                          + "; and ".join(missing), hostmod.hint(plan, missing)))
+                          + "; and ".join(missing), hostmod.hint(plan, missing, h)))
             else:
                 add(Check("recipe", "ok", f"{what}: host requirements met "
                           f"({', '.join(plan.host_requires) or 'none'})"))
