@@ -299,9 +299,9 @@ def missing(plan: Plan, host: Host) -> list[str]:
         elif name == "rocm-torch" and torch.kind != "rocm":
             found = (f"torch {torch.version}, a {torch.kind.upper()} build" if torch.version
                      else "no torch")
-            out.append(f"a ROCm build of torch{spec} (found {found})")
+            out.append(f"a ROCm build of torch {spec}".rstrip() + f" (found {found})")
         elif name in ("torch", "rocm-torch") and spec and not _within(torch.version, spec):
-            out.append(f"{'a ROCm ' if name == 'rocm-torch' else ''}torch{spec} (found torch "
+            out.append(f"{'a ROCm ' if name == 'rocm-torch' else ''}torch {spec} (found torch "
                        f"{torch.version})" + _why(plan))
         elif name == "rocm-sdk":
             in_range = root is not None and root.kind == "rocm" and bool(root.version) and (
@@ -314,7 +314,7 @@ def missing(plan: Plan, host: Host) -> list[str]:
                 else:
                     found = f"ROCm {root.version or '?'} at {root.path}" + (
                         "" if root.has_hipcc else " without bin/hipcc")
-                out.append(f"a ROCm SDK{spec} with hipcc (found {found})"
+                out.append(f"a ROCm SDK {spec or ''}".rstrip() + f" with hipcc (found {found})"
                            + (_why(plan) if spec and root is not None and root.version
                               and not _within(root.version, spec) else ""))
         elif name == "hip-compiler" and plan.rocm.compiler is None:

@@ -121,10 +121,10 @@ def test_torch_built_for_another_hip_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("torch", "sdk", "needle"), [
-    ("2.14.0+rocm6.4", "6.4.1", "torch>=2.2,<2.14 (found torch 2.14.0+rocm6.4)"),
-    ("2.14.0.dev20260301+rocm6.4", "6.4.1", "torch>=2.2,<2.14"),
-    ("2.1.2+rocm6.0", "6.0.2", "torch>=2.2,<2.14"),
-    ("2.9.1+rocm7.1", "7.1.0", "a ROCm SDK>=6.0,<7.1 with hipcc (found ROCm 7.1.0"),
+    ("2.14.0+rocm6.4", "6.4.1", "torch >=2.2,<2.14 (found torch 2.14.0+rocm6.4)"),
+    ("2.14.0.dev20260301+rocm6.4", "6.4.1", "torch >=2.2,<2.14"),
+    ("2.1.2+rocm6.0", "6.0.2", "torch >=2.2,<2.14"),
+    ("2.9.1+rocm7.1", "7.1.0", "a ROCm SDK >=6.0,<7.1 with hipcc (found ROCm 7.1.0"),
 ])
 def test_outside_the_checked_range_is_refused_with_the_reason(
         tmp_path: Path, torch: str, sdk: str, needle: str) -> None:
