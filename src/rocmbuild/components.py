@@ -18,7 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LIB_DIRS = ("lib", "lib64")
-"""Where a ROCm root keeps CMake configs and libraries (``lib64``: some RPM layouts)."""
+"""Where a ROCm root keeps CMake configs and libraries (``lib64``: some RPM layouts; a
+distribution's ``/usr`` also has ``lib/<multiarch>``, e.g. ``lib/x86_64-linux-gnu``)."""
+
+
+def _lib_dirs(root: Path) -> list[str]:
+    return [*LIB_DIRS, *sorted(str(p.relative_to(root)) for p in root.glob("lib/*-linux-gnu"))]
 
 
 @dataclass(frozen=True)
@@ -84,23 +89,67 @@ def _config_in(d: Path, name: str) -> str | None:
     return next((e for e in sorted(entries) if e.lower() in wanted), None)
 
 
-def evidence(root: Path, comp: Component) -> str | None:
-    """The first file under ``root`` that shows ``comp`` is installed, relative to ``root``."""
-    for lib in LIB_DIRS:
+def _config_evidence(root: Path, comp: Component, dirs: list[str]) -> str | None:
+    for lib in dirs:
         for n in comp.cmake:
             found = _config_in(root / lib / "cmake" / n, n)
             if found:
                 return f"{lib}/cmake/{n}/{found}"
-        for n in comp.libs:
-            hit = next(iter(sorted((root / lib).glob(f"lib{n}.so*"))), None)
-            if hit is not None:
-                return f"{lib}/{hit.name}"
     return None
 
 
+def _library_index(root: Path, dirs: list[str]) -> dict[str, str]:
+    """``"lib/librccl"`` -> ``"lib/librccl.so.1"``: the shared libraries in the root's LIB_DIRS,
+    listed once (a ROCm lib/ holds thousands of files)."""
+    index: dict[str, str] = {}
+    for lib in dirs:
+        try:
+            names = sorted(p.name for p in (root / lib).iterdir())
+        except OSError:
+            continue
+        for name in names:
+            stem, so, rest = name.partition(".so")
+            if so and (not rest or rest.startswith(".")):
+                index.setdefault(f"{lib}/{stem}", f"{lib}/{name}")
+    return index
+
+
+def evidence(root: Path, comp: Component) -> str | None:
+    """The first file under ``root`` that shows ``comp`` is installed, relative to ``root``: its
+    CMake config, else its library."""
+    return _Finder(root).evidence(comp)
+
+
+class _Finder:
+    """One ROCm root's lib dirs and library index, each read once (a lib/ holds thousands)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.dirs = _lib_dirs(root)
+        self._index: dict[str, str] | None = None
+
+    def evidence(self, comp: Component) -> str | None:
+        found = _config_evidence(self.root, comp, self.dirs)
+        if found or not comp.libs:
+            return found
+        if self._index is None:
+            self._index = _library_index(self.root, self.dirs)
+        index = self._index
+        return next((index[f"{lib}/lib{n}"] for lib in self.dirs for n in comp.libs
+                     if f"{lib}/lib{n}" in index), None)
+
+
+def locate(root: Path, names: Iterable[str]) -> dict[str, str | None]:
+    """Component name -> the file that shows it is installed (None: not installed)."""
+    finder = _Finder(root)
+    return {n: finder.evidence(COMPONENTS[n]) for n in names}
+
+
 def find(root: Path) -> tuple[str, ...]:
-    """Every component of COMPONENTS installed under ``root``, in table order."""
-    return tuple(name for name, c in COMPONENTS.items() if evidence(root, c) is not None)
+    """Every component of COMPONENTS installed under ``root``, in table order. Only stats and
+    at most one listing of each lib dir: milliseconds."""
+    finder = _Finder(root)
+    return tuple(name for name, c in COMPONENTS.items() if finder.evidence(c) is not None)
 
 
 def install_hint(names: Iterable[str]) -> str:

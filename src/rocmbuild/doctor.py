@@ -325,8 +325,7 @@ def _component_checks(plan: Plan, h: Host) -> list[Check]:
             data={"component": name, "apt": c.apt, "dnf": c.dnf, "looked_for": c.looked_for(),
                   "root": str(root.path)}))
     if not absent:
-        found = {n: components.evidence(root.path, components.COMPONENTS[n])
-                 for n in plan.rocm_components}
+        found = components.locate(root.path, plan.rocm_components)
         out.append(Check("rocm-components", "ok", f"all {len(found)} ROCm components "
                          f"{plan.recipe} needs are under {root.path}: {', '.join(found)}",
                          data={"found": found}))

@@ -252,7 +252,8 @@ def _within(version: str, spec: str) -> bool:
 
 
 def _why(plan: Plan) -> str:
-    return f" [{plan.host_requires_reason}]" if plan.host_requires_reason else ""
+    return f" (the recipe's bounds: {plan.host_requires_reason})" if plan.host_requires_reason \
+        else ""
 
 
 def missing_components(plan: Plan, host: Host) -> list[str] | None:

@@ -58,6 +58,20 @@ def test_each_file_kind_counts(tmp_path: Path) -> None:
     assert components.find(root) == ("rocblas", "miopen", "rccl")
 
 
+def test_debian_multiarch_layout(tmp_path: Path) -> None:
+    """Debian's /usr (as on this machine's HIP 5.2 packages): configs and libraries under
+    lib/x86_64-linux-gnu; a .so name that merely starts like another library does not count."""
+    usr = tmp_path / "usr"
+    multi = usr / "lib/x86_64-linux-gnu"
+    (multi / "cmake/hip").mkdir(parents=True)
+    (multi / "cmake/hip/hip-config.cmake").write_text("")
+    (multi / "libamd_comgr.so.2").write_text("")
+    (multi / "libhiprtc-builtins.so.5").write_text("")  # not libhiprtc.so*
+    assert components.find(usr) == ("hip", "amd_comgr")
+    assert components.locate(usr, ["amd_comgr", "hiprtc"]) == {
+        "amd_comgr": "lib/x86_64-linux-gnu/libamd_comgr.so.2", "hiprtc": None}
+
+
 def test_every_component_names_apt_and_dnf_packages() -> None:
     for c in components.COMPONENTS.values():
         assert c.apt and c.dnf and c.looked_for(), c.name

@@ -54,6 +54,9 @@ def _print(plan: object) -> None:
         p(f"patch    {display(pt.file)} ({pt.sha256[:12]}): {pt.reason}", markup=False)
     p(f"MAX_JOBS {plan.jobs}: {plan.jobs_reason}", markup=False)
     p(f"ROCm     {plan.rocm.version} (from {plan.rocm.version_from})", markup=False)
+    if plan.host_requires or plan.rocm_components:
+        p(f"host     {', '.join(plan.host_requires) or '-'}; ROCm components: "
+          f"{', '.join(plan.rocm_components) or '-'}", markup=False)
     for k, v in plan.env.items():
         p(f"env      {k}={shlex.quote(v)}", markup=False)
     if plan.hipify:
