@@ -177,3 +177,14 @@ def test_saved_host_carries_components_and_old_files_still_load(tmp_path: Path) 
     f.write_text(json.dumps(data))
     with pytest.raises(Exception, match="rocm_root.components: expected strings"):
         hostmod.load(f)
+
+
+def test_docs_table_matches_the_code() -> None:
+    """docs/host-checks.md lists every component with its apt and dnf package."""
+    from tests.conftest import REPO
+
+    doc = (REPO / "docs/host-checks.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip().strip("`"): [c.strip() for c in line.split("|")[3:5]]
+            for line in doc.splitlines() if line.startswith("| `")}
+    for c in components.COMPONENTS.values():
+        assert rows.get(c.name) == [c.apt, c.dnf], c.name
