@@ -284,7 +284,7 @@ def torch_sdk_mismatch(plan: Plan, host: Host) -> str | None:
     if not torch.hip_short or not sdk or torch.hip_short == sdk:
         return None
     return (f"a ROCm torch built for the SDK's HIP {sdk} (torch {torch.version} was built with "
-            f"HIP {torch.hip}, the ROCm SDK at {root.path} is {root.version}: an extension "
+            f"HIP {torch.hip}, the ROCm root {root.path} is {root.version}: an extension "
             "compiled against one and loaded with the other gets mismatched HIP headers, "
             "runtime and compiler flags)")
 

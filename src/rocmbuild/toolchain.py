@@ -13,8 +13,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 from rocmbuild import components, options
 
 
@@ -103,15 +101,6 @@ def find_rocm_root(explicit: str | None = None, fs_root: Path = Path("/")) -> Ro
         return RocmRoot(usr, rocm_version(usr), "debian", (usr / "bin/hipcc").exists(),
                         "Debian /usr", components.find(usr))
     return None
-
-
-def sdk_at_least(root: RocmRoot | None, minimum: str) -> bool:
-    if root is None or root.kind != "rocm" or not root.version:
-        return False
-    try:
-        return Version(root.version) >= Version(minimum)
-    except InvalidVersion:
-        return False
 
 
 def torch_info(site_paths: list[str] | None = None) -> TorchInfo:
