@@ -61,10 +61,12 @@ a = json.load(open(sys.argv[1], encoding="utf-8"))
 if a["in_place"]:
     # Every file keeps its name: torch's rule for files it translates in place (its own tree).
     hp.is_out_of_place = lambda rel: False
+# Out of place: the files, names and launches torch's CUDAExtension writes on a ROCm torch.
 res = hp.hipify(project_directory=a["project_dir"], output_directory=a["project_dir"],
                 includes=a["includes"], ignores=a["ignores"], extensions=a["extensions"],
                 header_include_dirs=a["header_include_dirs"], show_detailed=False,
-                show_progress=True, hip_clang_launch=True, is_pytorch_extension=not a["in_place"])
+                show_progress=True, hip_clang_launch=a["in_place"],
+                is_pytorch_extension=not a["in_place"])
 out = {src: {"output": r.hipified_path, "status": r.status} for src, r in res.items()}
 with open(sys.argv[2], "w", encoding="utf-8") as f:
     json.dump(out, f, indent=1, sort_keys=True)
