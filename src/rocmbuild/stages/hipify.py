@@ -288,11 +288,14 @@ def _is_include(text: str, pos: int) -> bool:
 
 
 def _defines(root: Path, seen: dict[str, _Seen]) -> set[str]:
-    """Macros the project defines itself (CUDA_CHECK and friends are no CUDA API)."""
+    """What the project has itself and so is no CUDA API: the macros it defines (CUDA_CHECK
+    and friends), and its own headers (``#include "cuda_utils.h"``)."""
     out: set[str] = set()
     for rel, s in seen.items():
         if s.names and not rel.endswith("CMakeLists.txt"):
             out.update(DEFINE.findall((root / rel).read_text("utf-8", "replace")))
+        parts = rel.split("/")
+        out.update(f"#include {'/'.join(parts[i:])}" for i in range(len(parts)))
     return out
 
 
