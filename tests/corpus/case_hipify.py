@@ -63,5 +63,6 @@ CASES: list[Case] = [
           'tool = "torch"', build='hipify = ["python", "x.py"]'),
     Case("hipify-perl-missing", ("build", f"{{dir}}/{R}", "--arch", "gfx942"), EXIT["toolchain"],
          "hipify: hipify-perl not found", "hipify",
-         files={R: _recipe('tool = "perl"'), **_TREE}, env={"PATH": "/usr/bin:/bin"}),
+         files={R: _recipe('tool = "perl"'), **_TREE},
+         env={"PATH": "/usr/bin:/bin", "ROCMBUILD_TOOLCHAIN_DIR": "{dir}/no-toolchain"}),
 ]

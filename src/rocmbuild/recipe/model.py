@@ -312,8 +312,9 @@ class Hipify:
     tool: str = toml(
         "tool", "string",
         "``torch``: ``torch.utils.hipify`` from the torch in the build's Python, run in a child "
-        "process. ``perl``: ``hipify-perl`` from PATH or the ROCm root's bin (not packaged by "
-        "Debian 12). ``command``: run ``command`` (what ``build.hipify`` does).",
+        "process. ``perl``: ``hipify-perl`` from PATH, the ROCm root's bin or toolchain.json "
+        "(Debian 12 has none; in place only, CMakeLists.txt untouched). ``command``: run "
+        "``command`` (what ``build.hipify`` does).",
         '"torch"', default="torch", choices=HIPIFY_TOOLS, noun="hipify tool",
     )
     command: tuple[str, ...] = toml(
@@ -346,10 +347,11 @@ class Hipify:
     )
     out_of_place: bool = toml(
         "out_of_place", "boolean",
-        "false: each file is rewritten in place and ``.cu`` files are renamed ``.hip`` (for "
-        "CMake's HIP language); true: translated copies beside the originals, as torch's "
-        "cpp_extension names them (``k.cu`` -> ``k.hip``, ``a.cpp`` -> ``a_hip.cpp``, "
-        "``h.cuh`` -> ``h_hip.cuh``), originals untouched.", "true", default=False,
+        "false: each file is rewritten in place (tool = \"torch\" also renames ``.cu`` files "
+        "``.hip``, the names its CMakeLists.txt rewrite gives them); true: translated copies "
+        "beside the originals, as torch's cpp_extension names them (``k.cu`` -> ``k.hip``, "
+        "``a.cpp`` -> ``a_hip.cpp``, ``h.cuh`` -> ``h_hip.cuh``), originals untouched.",
+        "true", default=False,
     )
     strict: bool = toml(
         "strict", "boolean",

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 
+from rocmbuild import compiler
 from rocmbuild.errors import BuildError, CommandFailed, ToolchainError
 from rocmbuild.recipe.model import Hipify
 from rocmbuild.recipe.plan import Plan
@@ -101,7 +102,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         origin = _torch(plan, step, root, ctx.log_dir, log_path)
     else:
         origin = _perl(plan, step, root, ctx, log_path)
-    if step.tool != "command" and not step.out_of_place:
+    if step.tool == "torch" and not step.out_of_place:
         renamed = _rename_cu(root, origin)
         origin.update({new: old for old, new in renamed})
     after = _snapshot(root)
@@ -188,16 +189,18 @@ def _torch(plan: Plan, step: Hipify, root: Path, log_dir: Path, log_path: Path
 
 
 def _perl(plan: Plan, step: Hipify, root: Path, ctx: Context, log_path: Path) -> dict[str, str]:
-    """hipify-perl -inplace over the matched files (in place only)."""
+    """hipify-perl -inplace over the matched files (in place only; names are kept, and
+    CMakeLists.txt is the recipe's to patch)."""
     search = os.environ.get("PATH", "")
     if ctx.host.rocm_root is not None:
         search = os.pathsep.join([search, str(ctx.host.rocm_root.path / "bin")])
-    tool = shutil.which("hipify-perl", path=search)
+    tool = shutil.which("hipify-perl", path=search) or compiler.toolchain_tool("hipify-perl")
     if tool is None:
         raise ToolchainError(
-            "hipify: hipify-perl not found on PATH or in the ROCm root's bin",
-            hint="install it (Debian 13 / Ubuntu 24.04: apt install hipify-perl; ROCm: the "
-            "hipify package), or use tool = \"torch\"",
+            "hipify: hipify-perl not found on PATH, in the ROCm root's bin or in toolchain.json",
+            hint="install it (Debian 13 / Ubuntu 24.04: apt install hipify-perl; Debian 12: "
+            "scripts/install-hip-toolchain.sh --with-gfx950 fetches forky's), or use "
+            "tool = \"torch\"",
         )
     files = sorted(_matched(root, step))
     for i in range(0, len(files), 200):

@@ -6,6 +6,8 @@ gfx90a and gfx942 by the HIP toolchain and audited.
   cudaMalloc/cudaMemcpy host side, a .cuh header), built through the whole pipeline with the
   cmake backend by tests/fixtures/cuda-vecscale.toml; its contrib/l2_persist.cu uses CUDA APIs
   no HIP has, which ``strict`` must refuse with file, line and symbol.
+- the same library through hipify-perl (Debian forky's: bookworm has none;
+  scripts/install-hip-toolchain.sh --with-gfx950 unpacks it and lists it in toolchain.json).
 - tests/fixtures/cuda-ext: a setup.py torch CUDAExtension, hipified out of place. Its wheel
   cannot be built here: CUDAExtension needs a ROCm torch (the venv's torch is a CPU build), so
   the test compiles the translated kernel with the HIP toolchain and audits that instead.
@@ -18,9 +20,12 @@ import json
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from rocmbuild import host as hostmod
 from rocmbuild.compiler import HipCompiler, hip_env
 from rocmbuild.config import Workspace
+from rocmbuild.errors import BuildError
 from rocmbuild.recipe.load import load
 from rocmbuild.recipe.render import Target, render
 from rocmbuild.results import Status
@@ -33,10 +38,11 @@ FIX = REPO / "tests/fixtures"
 VECSCALE = FIX / "cuda-vecscale.toml"
 
 
-def _recipe_copy(tmp_path: Path, *drop: str) -> Path:
+def _recipe_copy(tmp_path: Path, *drop: str, tool: str = "torch") -> Path:
     """cuda-vecscale.toml outside the repo (its paths made absolute), less the lines that start
     with one of ``drop``."""
     text = VECSCALE.read_text().replace('path = "cuda-vecscale"', f'path = "{FIX}/cuda-vecscale"')
+    text = text.replace('tool = "torch"', f'tool = "{tool}"')
     text = text.replace('file = "patches/', f'file = "{FIX}/patches/')
     out = tmp_path / "vecscale.toml"
     out.write_text("".join(x for x in text.splitlines(keepends=True) if not x.startswith(drop)))
@@ -142,3 +148,26 @@ def test_torch_extension_out_of_place_and_its_kernel_compiles(tmp_path: Path,
     audit = rocmbuild("audit", str(wheel), "--arch", "gfx90a,gfx942")
     assert audit.returncode == 0, audit.stderr
     assert "gfx90a" in audit.stdout + audit.stderr and "gfx942" in audit.stdout + audit.stderr
+
+
+def test_perl_tool_in_place_and_strict_names_the_original_lines(tmp_path: Path) -> None:
+    """hipify-perl puts an #include line on top of each kernel file: the unmapped APIs are
+    still reported at their lines in the original. Names are kept (no .cu -> .hip), its .prehip
+    backups are removed, CMakeLists.txt is not its to translate."""
+    with pytest.raises(BuildError) as err:
+        _through_hipify(_recipe_copy(tmp_path, "ignores", tool="perl"), tmp_path / "w")
+    assert err.value.message.splitlines() == [
+        "hipify: contrib/l2_persist.cu:9: cudaCtxResetPersistingL2Cache: CUDA API with no HIP "
+        "mapping",
+        "hipify: contrib/l2_persist.cu:13: cudaLaunchConfig_t: CUDA API with no HIP mapping",
+        "hipify: contrib/l2_persist.cu:15: cudaOccupancyMaxActiveClusters: CUDA API with no "
+        "HIP mapping"]
+    (tmp_path / "ok").mkdir()
+    ctx, status = _through_hipify(_recipe_copy(tmp_path / "ok", tool="perl"), tmp_path / "ok/w")
+    assert status is Status.SUCCESS and ctx.artifacts.hipify is not None
+    assert ctx.artifacts.hipify.changed == ("src/scale_kernel.cu", "src/scale_kernel.cuh",
+                                            "src/vecscale.cu")
+    tree = ctx.artifacts.tree
+    assert tree is not None and not list(tree.rglob("*.prehip"))
+    assert "hipMemcpy(d_data, data, bytes, hipMemcpyHostToDevice)" in (
+        tree / "src/vecscale.cu").read_text()
