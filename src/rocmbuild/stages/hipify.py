@@ -88,7 +88,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     start = time.monotonic()
     tree = need(ctx.artifacts.tree, "source tree", "hipify")
     root = tree / step.project_dir
-    if not root.is_dir() or root.is_symlink():
+    if not root.is_dir() or not root.resolve().is_relative_to(tree.resolve()):
         raise BuildError(f"hipify.project_dir: {step.project_dir!r} is not a directory of the "
                          "source tree", hint="name a directory relative to the tree's top")
     log_path = ctx.log_dir / "hipify.log"
