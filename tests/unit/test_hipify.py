@@ -109,9 +109,9 @@ def test_left_names_report_the_original_line_and_skip_own_macros(tmp_path: Path)
     out = tmp_path / "k.hip"
     out.write_text('#include "hip/hip_runtime.h"\n' + SOURCE.replace(
         "<cuda_runtime.h>", "<hip/hip_runtime.h>").replace("cudaStream_t", "hipStream_t"))
-    snap = hipify._snapshot(tmp_path)
+    snap = hipify._snapshot(tmp_path, names=True)
     left = list(hipify._left("k.hip", snap["k.hip"], snap["k.cu"], "k.cu",
-                             hipify._defines(tmp_path, snap)))
+                             hipify._defines(tmp_path, snap, ["k.cu", "k.hip"])))
     assert sorted(map(str, left)) == sorted([
         "k.cu:3: #include cuda/std/atomic",
         "k.cu:9: CUresult", "k.cu:10: cudaCtxResetPersistingL2Cache",
@@ -129,6 +129,6 @@ def test_snapshot_skips_links_and_build_dirs(tmp_path: Path) -> None:
     (tmp_path / "link.cu").symlink_to(tmp_path / "a.cu")
     (tmp_path / "notes.txt").write_text("cudaFree\n")
     (tmp_path / "CMakeLists.txt").write_text("project(x LANGUAGES CUDA)\n")
-    snap = hipify._snapshot(tmp_path)
+    snap = hipify._snapshot(tmp_path, names=True)
     assert sorted(snap) == ["CMakeLists.txt", "a.cu"]
     assert snap["a.cu"].names == {"cudaMalloc": [1]} and snap["CMakeLists.txt"].names == {}

@@ -14,6 +14,7 @@ provenance (``ctx.artifacts.hipify``, written by the tag stage).
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import os
@@ -93,7 +94,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
                          "source tree", hint="name a directory relative to the tree's top")
     log_path = ctx.log_dir / "hipify.log"
     ctx.log_dir.mkdir(parents=True, exist_ok=True)
-    before = _snapshot(root)
+    # A command may rewrite a whole PyTorch: its tree is only hashed (scanned: what changed).
+    before = _snapshot(root, names=step.tool != "command")
     renamed: tuple[tuple[str, str], ...] = ()
     if step.tool == "command":
         _command(plan, tree, log_path)
@@ -105,15 +107,16 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     if step.tool == "torch" and not step.out_of_place:
         renamed = _rename_cu(root, origin)
         origin.update({new: old for old, new in renamed})
-    after = _snapshot(root)
+    after = _snapshot(root, names=False)
     changed = sorted(rel for rel, seen in after.items()
                      if rel not in before or before[rel].digest != seen.digest)
     # A file whose only CUDA names have no HIP mapping comes out unchanged: scan what the tool
     # read too (a command's reads are unknown: what it changed).
-    scan = set(changed) | (set() if step.tool == "command" else set(origin) & set(after))
-    defined = _defines(root, after)
+    scan = sorted(set(changed) | (set() if step.tool == "command" else set(origin) & set(after)))
+    now = {rel: _seen(root / rel) for rel in scan}
+    defined = _defines(root, after, [*scan, *(r for r, b in before.items() if b.names)])
     unmapped = sorted(
-        (u for rel in scan for u in _left(rel, after[rel], before.get(origin.get(rel, rel)),
+        (u for rel in scan for u in _left(rel, now[rel], before.get(origin.get(rel, rel)),
                                          origin.get(rel, rel), defined)),
         key=lambda u: (u.file, u.line, u.symbol))
     prefix = f"{step.project_dir.strip('/')}/" if step.project_dir.strip("/") else ""
@@ -256,33 +259,51 @@ def _walk(root: Path) -> Iterator[str]:
                 yield os.path.relpath(full, root).replace(os.sep, "/")
 
 
-def _snapshot(root: Path) -> dict[str, _Seen]:
+def _snapshot(root: Path, names: bool) -> dict[str, _Seen]:
+    """The C/C++/CUDA files and CMakeLists.txt under ``root``: their digests and, with
+    ``names``, the CUDA names each uses."""
     out: dict[str, _Seen] = {}
     for rel in _walk(root):
         if rel.endswith(SOURCE_SUFFIXES) or rel.rsplit("/", 1)[-1] == "CMakeLists.txt":
-            data = (root / rel).read_bytes()
-            names: dict[str, list[int]] = {}
-            if not rel.endswith("CMakeLists.txt"):
-                for line, name in _cuda_names(data.decode("utf-8", "replace")):
-                    names.setdefault(name, []).append(line)
-            out[rel] = _Seen(hashlib.sha256(data).hexdigest(), names)
+            out[rel] = _seen(root / rel) if names else _Seen(_digest(root / rel), {})
     return out
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _seen(path: Path) -> _Seen:
+    data = path.read_bytes()
+    names: dict[str, list[int]] = {}
+    if path.name != "CMakeLists.txt":
+        for line, name in _cuda_names(data.decode("utf-8", "replace")):
+            names.setdefault(name, []).append(line)
+    return _Seen(hashlib.sha256(data).hexdigest(), names)
 
 
 def _cuda_names(text: str) -> Iterator[tuple[int, str]]:
     """(line, name) of each CUDA API name and CUDA header in C/C++ text, outside comments and
     string literals (an ``#include "..."`` line is read before its quotes are blanked)."""
+    if not CUDA_NAME.search(text) and not CUDA_HEADER.search(text):
+        return  # most files of a big tree: one search each
+
     def blank(m: re.Match[str]) -> str:
         s = m.group(0)
         keep = s.startswith('"') and _is_include(text, m.start())
         return s if keep else re.sub(r"[^\n]", " ", s)
 
     code = _CODE.sub(blank, text)
+    newlines = [m.start() for m in re.finditer("\n", code)]
     for m in CUDA_HEADER.finditer(code):
-        yield code.count("\n", 0, m.start(1)) + 1, f"#include {m.group(1)}"
+        yield bisect.bisect_left(newlines, m.start(1)) + 1, f"#include {m.group(1)}"
     plain = CUDA_HEADER.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), code)
     for m in CUDA_NAME.finditer(plain):
-        yield plain.count("\n", 0, m.start()) + 1, m.group(0)
+        yield bisect.bisect_left(newlines, m.start()) + 1, m.group(0)
 
 
 def _is_include(text: str, pos: int) -> bool:
@@ -290,13 +311,14 @@ def _is_include(text: str, pos: int) -> bool:
     return re.fullmatch(r"[ \t]*#[ \t]*include[ \t]*", line) is not None
 
 
-def _defines(root: Path, seen: dict[str, _Seen]) -> set[str]:
-    """What the project has itself and so is no CUDA API: the macros it defines (CUDA_CHECK
-    and friends), and its own headers (``#include "cuda_utils.h"``)."""
+def _defines(root: Path, files: dict[str, _Seen], read: list[str]) -> set[str]:
+    """What the project has itself and so is no CUDA API: the macros the files in ``read``
+    define (CUDA_CHECK and friends), and its own headers (``#include "cuda_utils.h"``)."""
     out: set[str] = set()
-    for rel, s in seen.items():
-        if s.names and not rel.endswith("CMakeLists.txt"):
+    for rel in dict.fromkeys(read):
+        if not rel.endswith("CMakeLists.txt"):
             out.update(DEFINE.findall((root / rel).read_text("utf-8", "replace")))
+    for rel in files:
         parts = rel.split("/")
         out.update(f"#include {'/'.join(parts[i:])}" for i in range(len(parts)))
     return out
