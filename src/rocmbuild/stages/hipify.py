@@ -114,7 +114,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     # read too (a command's reads are unknown: what it changed).
     scan = sorted(set(changed) | (set() if step.tool == "command" else set(origin) & set(after)))
     now = {rel: _seen(root / rel) for rel in scan}
-    defined = _defines(root, after, [*scan, *(r for r, b in before.items() if b.names)])
+    defined = _defines(root, after, [*scan, *(r for r, b in before.items()
+                                              if b.names and r in after)])
     unmapped = sorted(
         (u for rel in scan for u in _left(rel, now[rel], before.get(origin.get(rel, rel)),
                                          origin.get(rel, rel), defined)),
