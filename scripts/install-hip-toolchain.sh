@@ -7,7 +7,8 @@
 # (oclc_isa_version_941/942.bc, assembled by clang-19 -x ir) -> real gfx90a and gfx942 code objects.
 # --with-gfx950 (or ROCMBUILD_WITH_GFX950=1): also clang-22 (bookworm-security) + ROCm 7.0.2
 # device libs and HIP 6.4.3 headers from Debian forky, downloaded with a private apt config and
-# unpacked with dpkg -x into DIR (the system's apt state is not touched) -> adds gfx950.
+# unpacked with dpkg -x into DIR (the system's apt state is not touched) -> adds gfx950; and
+# forky's hipify-perl (for [hipify] tool = "perl"; bookworm has none).
 #
 # Writes DIR/toolchain.json, which rocmbuild reads to find the compilers. Idempotent: a second
 # run only checks what is there. DIR defaults to ${ROCMBUILD_TOOLCHAIN_DIR:-$HOME/.cache/rocmbuild/hiptc}.
@@ -110,6 +111,22 @@ if [ "$WITH_950" = 1 ]; then
     [ -f "$DL21/ocml.bc" ] || { echo "forky device libs not found at $DL21" >&2; exit 1; }
     say "forky: unpacked $(cd "$A" && ls -- *.deb | tr '\n' ' ')into $F"
   fi
+  # hipify-perl (a perl script, arch all) for [hipify] tool = "perl": not in bookworm
+  if [ -x "$F/usr/bin/hipify-perl" ]; then
+    say "forky hipify-perl: present in $F/usr/bin"
+  else
+    A="$W/apt-forky"
+    APTO=(-o Dir::Etc::SourceList="$A/sources.list" -o Dir::Etc::SourceParts=/dev/null
+          -o Dir::State::Lists="$A/lists" -o Dir::Cache="$A/cache" -o Dir::State::status="$A/status"
+          -o APT::Sandbox::User=root)
+    compgen -G "$A/lists/*forky*" >/dev/null || apt-get "${APTO[@]}" update -qq
+    mkdir -p "$A/perl"
+    rm -f "$A"/perl/*.deb
+    (cd "$A/perl" && apt-get "${APTO[@]}" download -qq hipify-perl)
+    dpkg -x "$A"/perl/hipify-perl_*.deb "$F"
+    [ -x "$F/usr/bin/hipify-perl" ] || { echo "hipify-perl not found in $F/usr/bin" >&2; exit 1; }
+    say "forky: unpacked $(cd "$A/perl" && ls -- *.deb) into $F"
+  fi
 fi
 
 # --- 3. toolchain.json ----------------------------------------------------------------------------
@@ -119,9 +136,11 @@ C22=""
 if [ "$WITH_950" = 1 ] || { command -v clang++-22 >/dev/null && [ -f "$DL21/ocml.bc" ]; }; then
   C22=$(command -v clang++-22 || true)
 fi
-python3 - "$W" "$C19" "$(ver "$C19")" "$D19" "$C22" "$( [ -n "$C22" ] && ver "$C22")" "$DL21" "$HIP64" <<'PY'
+PERL=""
+if [ -x "$F/usr/bin/hipify-perl" ]; then PERL="$F/usr/bin/hipify-perl"; fi
+python3 - "$W" "$C19" "$(ver "$C19")" "$D19" "$C22" "$( [ -n "$C22" ] && ver "$C22")" "$DL21" "$HIP64" "$PERL" <<'PY'
 import json, sys
-w, c19, v19, d19, c22, v22, dl21, hip64 = sys.argv[1:9]
+w, c19, v19, d19, c22, v22, dl21, hip64, perl = sys.argv[1:10]
 compilers = [{
     "name": "clang-19", "kind": "clang", "path": c19, "version": v19, "rocm_path": "/usr",
     "device_lib_path": d19, "archs": ["gfx90a", "gfx942"],
@@ -135,7 +154,8 @@ if c22:
                   "-D__AMDGCN_WAVEFRONT_SIZE=64"],
     })
 with open(f"{w}/toolchain.json", "w") as f:
-    json.dump({"format": 1, "dir": w, "compilers": compilers}, f, indent=2)
+    tools = {"hipify-perl": perl} if perl else {}
+    json.dump({"format": 1, "dir": w, "compilers": compilers, "tools": tools}, f, indent=2)
     f.write("\n")
 for c in compilers:
     print(f"[hip-toolchain] {c['name']}: {c['path']} ({c['version']}) archs {','.join(c['archs'])}")

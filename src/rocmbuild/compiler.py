@@ -157,6 +157,18 @@ def load_toolchain_json(directory: Path | None = None) -> list[dict[str, object]
     return [c for c in entries if c.get("path") and Path(str(c["path"])).is_file()]
 
 
+def toolchain_tool(name: str, directory: Path | None = None) -> Path | None:
+    """A program toolchain.json lists under ``tools`` (install-hip-toolchain.sh puts Debian
+    forky's ``hipify-perl`` there), when it exists; else None."""
+    f = (directory or toolchain_dir()) / "toolchain.json"
+    try:
+        tools = json.loads(f.read_text()).get("tools") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    path = tools.get(name) if isinstance(tools, dict) else None
+    return Path(path) if isinstance(path, str) and Path(path).is_file() else None
+
+
 def _from_toolchain_entry(c: Mapping[str, object], source: str) -> HipCompiler:
     raw_flags: Any = c.get("flags") or []
     flags = [str(f) for f in raw_flags]

@@ -54,11 +54,43 @@ class TorchBuild:
 
 
 @dataclass(frozen=True)
+class Unmapped:
+    """A CUDA API left in a file after hipify: the tool had no HIP name for it."""
+
+    file: str
+    """The file as the recipe's source has it (relative to the tree; the original's name)."""
+    line: int
+    symbol: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.symbol}"
+
+
+@dataclass(frozen=True)
+class HipifyReport:
+    """What the hipify stage changed (recorded in rocmbuild.json as ``hipify``)."""
+
+    tool: str
+    changed: tuple[str, ...] = ()
+    """Files written or created, relative to the tree, sorted."""
+    renamed: tuple[tuple[str, str], ...] = ()
+    """In place: ``.cu`` files renamed ``.hip`` (from, to)."""
+    unmapped: tuple[Unmapped, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool": self.tool, "changed_files": list(self.changed),
+                "renamed": {a: b for a, b in self.renamed},
+                "unmapped": [str(u) for u in self.unmapped]}
+
+
+@dataclass(frozen=True)
 class Artifacts:
     """What the stages hand on: each stage returns the fields it made; the pipeline merges."""
 
     tree: Path | None = None
     """fetch: the fresh source tree (patched in place by patch, hipify)."""
+    hipify: HipifyReport | None = None
+    """hipify: the files it changed and the CUDA APIs it left."""
     raw_wheel: Path | None = None
     """build: the wheel as the backend made it."""
     build_log: Path | None = None

@@ -196,6 +196,7 @@ CLASS_DOC = {
     "cmake": "recipes outside this repo: cmake source_dir and cmake_args",
     "hostdeps": "recipes outside this repo: validation requirements (requires, --with)",
     "rocmcheck": "host check: SDK / torch version ranges, ROCm components, saved hosts",
+    "hipify": "recipes: the [hipify] table (tool, keys per tool, paths) and a missing hipify-perl",
 }
 
 

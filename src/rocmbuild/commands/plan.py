@@ -59,8 +59,15 @@ def _print(plan: object) -> None:
           f"{', '.join(plan.rocm_components) or '-'}", markup=False)
     for k, v in plan.env.items():
         p(f"env      {k}={shlex.quote(v)}", markup=False)
+    step = plan.hipify_step
     if plan.hipify:
-        p(f"hipify   {shlex.join(plan.hipify)}", markup=False)
+        p(f"hipify   {shlex.join(plan.hipify)}" + ("  (strict)" if step and step.strict else ""),
+          markup=False)
+    elif step is not None:
+        p(f"hipify   {step.tool}: {step.project_dir or '.'} includes={','.join(step.includes)}"
+          + (f" ignores={','.join(step.ignores)}" if step.ignores else "")
+          + (" out-of-place" if step.out_of_place else " in-place")
+          + (" strict" if step.strict else ""), markup=False)
     for c in plan.commands:
         p(f"run      {shlex.join(c)}", markup=False)
     p(f"cache    {plan.cache_key}")

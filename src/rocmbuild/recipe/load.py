@@ -23,6 +23,7 @@ from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree
 from rocmbuild.recipe.model import (
     GPU_VENDORS,
     SOURCE_KINDS,
+    Hipify,
     Key,
     Patch,
     Recipe,
@@ -126,6 +127,7 @@ def load(path: Path) -> Recipe:
                        alternatives)
     _variant_submodules(c, source, alternatives, variants)
     _cmake_args(c, fields.get("cmake_args", ()))
+    hipify_step = _hipify(c, data, fields.get("hipify", ()))
     for i, req in enumerate(fields.get("validate_requires", ())):
         problem = requirement_problem(req)
         if problem:
@@ -147,6 +149,7 @@ def load(path: Path) -> Recipe:
         variants={k: v for k, v in variants.items() if v is not None},
         patches=patches,
         raw_sha256=hashlib.sha256(raw).hexdigest(),
+        hipify_step=hipify_step,
         **fields,
     )
 
@@ -269,6 +272,39 @@ def _cmake_args(c: Checker, args: tuple[str, ...]) -> None:
             c.bad(f"{key_of(Recipe, 'cmake_args').toml}[{i}]",
                   f"{a!r}: rocmbuild sets the source, build and install directories and the "
                   "generator (for a CMakeLists.txt in a subdirectory set build.source_dir)")
+
+
+def _hipify(c: Checker, data: dict[str, Any], legacy: tuple[str, ...]) -> Hipify | None:
+    """The [hipify] table; ``build.hipify`` alone is ``tool = "command"`` with that command."""
+    at = key_of(Recipe, "hipify_step").toml
+    table = lookup(data, at)
+    if not isinstance(table, dict):  # absent, or reported by walk
+        return Hipify(tool="command", command=legacy) if legacy else None
+    step = Hipify(**c.read(Hipify, table, at + "."))
+    if legacy:
+        c.bad(key_of(Recipe, "hipify").toml, f"set both here and in [{at}]: keep one "
+              f'(build.hipify is [{at}] tool = "command" with command = [...])')
+    if step.tool == "command":
+        if not step.command:
+            c.bad(f"{at}.command", 'missing (tool = "command" runs it, e.g. command = '
+                  '["python", "tools/amd_build/build_amd.py"])')
+        for name in ("project_dir", "includes", "ignores", "header_include_dirs",
+                     "out_of_place"):
+            if name in table:
+                c.bad(f"{at}.{name}", 'not used with tool = "command" (the command decides '
+                      "what it translates)")
+    elif "command" in table:
+        c.bad(f"{at}.command", f'only used with tool = "command" (tool is {step.tool!r})')
+    if step.tool == "perl":
+        for name in ("header_include_dirs", "out_of_place"):
+            if table.get(name):
+                c.bad(f"{at}.{name}", 'not supported with tool = "perl" (it translates in '
+                      'place and leaves #include lines to you; tool = "torch" does both)')
+    for i, d in enumerate(step.header_include_dirs):
+        if d.startswith("/") or ".." in Path(d).parts:
+            c.bad(f"{at}.header_include_dirs[{i}]", "must be a relative path inside "
+                  f"project_dir (no leading / and no ..), got {d!r}")
+    return step
 
 
 def _variant(c: Checker, data: dict[str, Any], key: str) -> Variant:

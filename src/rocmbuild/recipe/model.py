@@ -48,6 +48,9 @@ WHEN_KEYS = ("variant", "source", "arch", "gpu_vendor")
 
 GPU_VENDORS = ("amd", "nvidia")
 
+HIPIFY_TOOLS = ("torch", "command", "perl")
+"""Values of hipify.tool (documented on ``Hipify.tool``)."""
+
 SOURCE_KINDS = ("git", "sdist", "path")
 """A source table names exactly one of these keys; the one present is ``Source.kind``."""
 
@@ -325,6 +328,66 @@ class Variant:
     )
 
 
+_RELATIVE = r"^(?!/)(?!.*(^|/)\.\.(/|$))"
+_RELATIVE_MSG = "must be a relative path inside the source tree (no leading / and no ..), got %r"
+
+
+@dataclass(frozen=True)
+class Hipify:
+    """The [hipify] table: translate CUDA sources to HIP before the build (docs/hipify.md)."""
+
+    tool: str = toml(
+        "tool", "string",
+        "``torch``: ``torch.utils.hipify`` from the torch in the build's Python, run in a child "
+        "process. ``perl``: ``hipify-perl`` from PATH, the ROCm root's bin or toolchain.json "
+        "(Debian 12 has none; in place only, CMakeLists.txt untouched). ``command``: run "
+        "``command`` (what ``build.hipify`` does).",
+        '"torch"', default="torch", choices=HIPIFY_TOOLS, noun="hipify tool",
+    )
+    command: tuple[str, ...] = toml(
+        "command", "strings",
+        "tool = \"command\": the command run in the patched tree (``python`` = this "
+        "interpreter), e.g. PyTorch's tools/amd_build/build_amd.py.",
+        '["python", "tools/amd_build/build_amd.py"]', default=(), placeholders=True,
+    )
+    project_dir: str = toml(
+        "project_dir", "string",
+        "The directory translated, relative to the fetched tree; globs and the changed-file "
+        "list are relative to it.", '"csrc"', default="", default_text="the tree's top",
+        pattern=_RELATIVE, pattern_msg=_RELATIVE_MSG,
+    )
+    includes: tuple[str, ...] = toml(
+        "includes", "strings",
+        "Globs (fnmatch, relative to project_dir, ``*`` crosses ``/``) of the files translated; "
+        "of those, only C/C++/CUDA sources and headers (.cu .cuh .c .cc .cpp .h .hpp .in) and, "
+        "in place, CMakeLists.txt.", '["src/*", "CMakeLists.txt"]', default=("*",),
+    )
+    ignores: tuple[str, ...] = toml(
+        "ignores", "strings", "Globs of files left alone (they win over includes).",
+        '["third_party/*"]', default=(),
+    )
+    header_include_dirs: tuple[str, ...] = toml(
+        "header_include_dirs", "strings",
+        "Directories (relative to project_dir) whose headers are translated too and searched "
+        "when rewriting ``#include`` lines to the translated headers (tool = \"torch\", out of "
+        "place).", '["include"]', default=(),
+    )
+    out_of_place: bool = toml(
+        "out_of_place", "boolean",
+        "false: each file is rewritten in place (tool = \"torch\" also renames ``.cu`` files "
+        "``.hip``, the names its CMakeLists.txt rewrite gives them); true: translated copies "
+        "beside the originals, as torch's cpp_extension names them (``k.cu`` -> ``k.hip``, "
+        "``a.cpp`` -> ``a_hip.cpp``, ``h.cuh`` -> ``h_hip.cuh``), originals untouched.",
+        "true", default=False,
+    )
+    strict: bool = toml(
+        "strict", "boolean",
+        "Fail the build when a translated file still uses a CUDA API (``cuda*``, ``cu*``, "
+        "``CU*``, cuBLAS/cuRAND/... names, ``cuda*`` headers) that the tool could not map, "
+        "naming file, line and symbol; false: they are only logged.", "true", default=False,
+    )
+
+
 TABLES = {
     "package": "What the recipe builds.",
     "target": "Facts about the target platform.",
@@ -440,6 +503,11 @@ class Recipe:
         "A command run in the patched tree before the build (``python`` = this interpreter), "
         "e.g. PyTorch's tools/amd_build/build_amd.py.",
         '["python", "tools/amd_build/build_amd.py"]', default=(), placeholders=True,
+    )
+    hipify_step: Hipify | None = toml(
+        "hipify", "table",
+        "A declarative hipify step (see docs/hipify.md); ``build.hipify`` is the same as "
+        "``tool = \"command\"`` with its ``command``.", "", item=Hipify, default=None,
     )
     cmake_args: tuple[str, ...] = toml(
         "build.cmake_args", "strings",

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rocmbuild.config import REPO_ROOT
-from rocmbuild.recipe.model import Patch, Source
+from rocmbuild.recipe.model import Hipify, Patch, Source
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,8 @@ class Plan:
     """ROCm components the host must have under its ROCm root (``rocmbuild.components``)."""
     host_requires_reason: str = ""
     """Why host_requires' version bounds are what they are (messages; not in the cache key)."""
+    hipify_step: Hipify | None = None
+    """[hipify] (or build.hipify, as tool = "command"; its command, filled, is ``hipify``)."""
     cache_key: str = ""
 
     @property
@@ -140,6 +142,18 @@ class Plan:
     def patches_json(self) -> list[dict[str, str]]:
         return [{"file": str(display(p.file)), "sha256": p.sha256, "reason": p.reason,
                  "link": p.link} for p in self.patches]
+
+    def hipify_json(self) -> dict[str, Any]:
+        """The [hipify] settings ({} for none, or for a plain command: ``hipify`` says it)."""
+        step = self.hipify_step
+        if step is None or (step.tool == "command" and not step.strict):
+            return {}
+        if step.tool == "command":
+            return {"tool": step.tool, "strict": step.strict}
+        return {"tool": step.tool, "project_dir": step.project_dir,
+                "includes": list(step.includes), "ignores": list(step.ignores),
+                "header_include_dirs": list(step.header_include_dirs),
+                "out_of_place": step.out_of_place, "strict": step.strict}
 
     def to_json(self) -> dict[str, Any]:
         h = self.host
@@ -174,6 +188,7 @@ class Plan:
             "version": self.version,
             "runtime_env": dict(self.runtime_env),
             **({"source_dir": self.source_dir} if self.source_dir else {}),
+            **({"hipify_step": self.hipify_json()} if self.hipify_json() else {}),
             "cache_key": self.cache_key,
         }
 

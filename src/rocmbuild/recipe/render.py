@@ -176,7 +176,14 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
     }
     patches = tuple(replace(p, file=p.file.resolve()) for p in recipe.patches
                     if _applies(p, facts))
-    hipify = tuple(_fill(a, values, f"{recipe.path.name}: build.hipify") for a in recipe.hipify)
+    step = recipe.hipify_step
+    if step is not None and step.tool == "command":
+        where = "build.hipify" if recipe.hipify else "hipify.command"
+        step = replace(step, command=tuple(_fill(a, values, f"{recipe.path.name}: {where}")
+                                           for a in step.command))
+    if step is not None and step.tool == "torch" and "torch" not in host_requires:
+        host_requires = (*host_requires, "torch")  # torch.utils.hipify runs in the build's Python
+    hipify = step.command if step is not None else ()
     commands = _commands(recipe, values)
     if recipe.backend == "cmake":
         env["CMAKE_BUILD_PARALLEL_LEVEL"] = values["jobs"]
@@ -223,6 +230,7 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         source_dir=recipe.source_dir if recipe.backend == "cmake" else "",
         rocm_components=components,
         host_requires_reason=reason,
+        hipify_step=step,
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
 

@@ -112,6 +112,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         },
         "jobs": {"max_jobs": plan.jobs, "reason": plan.jobs_reason},
         "timings": {k: round(v, 3) for k, v in ctx.timings.items()},
+        **({"hipify": ctx.artifacts.hipify.to_json()} if ctx.artifacts.hipify else {}),
         "original_wheel": {"name": raw.name, "sha256": sha256_file(raw)},
         "plan": plan.to_json(),
     }
