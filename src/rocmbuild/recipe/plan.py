@@ -104,12 +104,19 @@ class Plan:
     host_requires: tuple[str, ...]
     rocm: RocmTarget
     local_version: str
+    """The local label: ``rocm<X.Y>.<gfx>...``; with ``label_torch`` the wheel's label also
+    carries the torch part (``label.local``), known once the build imported its torch."""
     host: BuildHost
     validate: ValidateSpec
     version: str = ""
     runtime_env: dict[str, str] = field(default_factory=dict)
     source_dir: str = ""
     """cmake backend: the CMakeLists.txt directory, relative to the fetched tree ("": its top)."""
+    pass_env: tuple[str, ...] = ()
+    """build.pass_env: host variables the build sees besides ``hostenv.PASS_ENV``."""
+    label_torch: bool = False
+    """target.label_torch: the tag stage puts ``torch<X.Y>.cxx11abi<true|false>`` from the
+    build's torch after the ROCm part of ``local_version``."""
     cache_key: str = ""
 
     @property
@@ -168,6 +175,8 @@ class Plan:
             "version": self.version,
             "runtime_env": dict(self.runtime_env),
             **({"source_dir": self.source_dir} if self.source_dir else {}),
+            "pass_env": list(self.pass_env),
+            "label_torch": self.label_torch,
             "cache_key": self.cache_key,
         }
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from wheel.wheelfile import WheelFile
 
-from rocmbuild import log
+from rocmbuild import hostenv, log
 from rocmbuild.errors import BuildError, CommandFailed
 from rocmbuild.host import Host
 from rocmbuild.recipe.plan import Plan
@@ -150,7 +150,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     shutil.rmtree(stage_dir, ignore_errors=True)
     # This interpreter's bin first: the venv's cmake (>= 3.27) and ninja, not the system's.
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    env = {**os.environ, "PATH": path, **plan.env}
+    # The host's environment only through the allow-list (hostenv.PASS_ENV + build.pass_env).
+    env = hostenv.child_env(os.environ, {"PATH": path, **plan.env}, plan.pass_env)
     log_path = ctx.log_dir / "build.log"
     if plan.backend == "cmake":
         _check_source_dir(plan, tree)

@@ -7,6 +7,7 @@ import os
 import sys
 import time
 
+from rocmbuild import hostenv
 from rocmbuild.errors import BuildError, CommandFailed
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import StageResult, Status
@@ -22,7 +23,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     log_path = ctx.log_dir / "hipify.log"
     try:
         sh(argv, cwd=need(ctx.artifacts.tree, "source tree", "hipify"),
-           env={**os.environ, **plan.env}, log_path=log_path)
+           env=hostenv.child_env(os.environ, plan.env, plan.pass_env), log_path=log_path)
     except CommandFailed as exc:
         raise BuildError(
             f"hipify ({' '.join(plan.hipify)}) failed: {exc.message}",
