@@ -195,6 +195,7 @@ CLASS_DOC = {
     "submodules": "recipes outside this repo: submodules narrowed per variant",
     "cmake": "recipes outside this repo: cmake source_dir and cmake_args",
     "hostdeps": "recipes outside this repo: validation requirements (requires, --with)",
+    "envlabel": "build environment and labels: pass_env, label_torch, rocm_from, arch names",
 }
 
 
