@@ -2,11 +2,14 @@
 project whose setup.py (and hipify step) record the environment they see, run with a
 variant-switching variable, a random one and a proxy with a password exported. Only the
 allow-list (hostenv.PASS_ENV), the recipe's build.pass_env and the plan's env reach the build;
-the password reaches no log and no output."""
+the password reaches no log and no output. The recipe also says target.label_torch: the wheel's
+label carries the torch this interpreter has (a CPU torch here; the arithmetic is the same)."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import re
 import secrets
 import zipfile
 from pathlib import Path
@@ -33,6 +36,8 @@ def make_recipe(tmp_path: Path) -> Path:
     recipe.write_text("""schema_version = 1
 [package]
 name = "demo-env"
+[target]
+label_torch = true
 [source]
 path = "src"
 [arch]
@@ -57,7 +62,14 @@ def test_build_sees_only_the_allow_list(tmp_path: Path) -> None:
            "LC_ALL": "C.UTF-8"}
     res = rocmbuild("build", str(recipe), "--arch", "gfx942:sramecc+:xnack-", "-v", env=env)
     assert res.returncode == 0, res.stderr
-    wheel = tmp_path / "build/wheels/demo_env-1.0+rocm6.2.gfx942-py3-none-any.whl"
+    # target.label_torch: the torch this interpreter builds against, and its C++ ABI
+    torch_mm = ".".join(importlib.metadata.version("torch").split(".")[:2])
+    wheels = list((tmp_path / "build/wheels").glob("*.whl"))
+    assert len(wheels) == 1, wheels
+    wheel = wheels[0]
+    m = re.fullmatch(r"demo_env-1\.0\+rocm6\.2\.torch(\d+\.\d+)\.cxx11abi(true|false)"
+                     r"\.gfx942-py3-none-any\.whl", wheel.name)
+    assert m and m.group(1) == torch_mm, wheel.name
     with zipfile.ZipFile(wheel) as zf:
         seen = json.loads(json.loads(zf.read("demo/build_env.py").decode()[len("ENV = "):]))
         hipify_seen = json.loads(json.loads(
@@ -72,6 +84,11 @@ def test_build_sees_only_the_allow_list(tmp_path: Path) -> None:
     logs = list((tmp_path / "build").rglob("*.log"))
     build_log = next(p for p in logs if p.name == "build.log").read_text()
     assert "# env withheld:" in build_log and foo in build_log  # a name, for debugging
+    with zipfile.ZipFile(wheel) as zf:
+        prov = json.loads(zf.read("demo_env-1.0+" + wheel.name.split("+")[1].split("-")[0]
+                                  + ".dist-info/rocmbuild.json"))
+    assert prov["local_version"] == wheel.name.split("+")[1].split("-")[0]
+    assert prov["torch"]["cxx11_abi"] is (m.group(2) == "true")
     for text in [res.stdout, res.stderr, *(p.read_text() for p in logs)]:
         assert password not in text
 
