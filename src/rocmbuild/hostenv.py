@@ -52,6 +52,20 @@ PASS_ENV: tuple[str, ...] = (
 )
 """Host variables a build sees (shell-style patterns: ``*`` matches any run of characters)."""
 
+VALIDATE_PASS: tuple[str, ...] = (
+    # pip's whole configuration: the venv installs requirements from the configured index
+    "PIP_*",
+    # which GPUs the kernel gate may use, and the runtime's settings for them
+    "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "HSA_*",
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME", "CUDA_PATH",
+    # where Triton keeps compiled kernels and finds ptxas (the NVIDIA check of Triton kernels)
+    "TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_PTXAS_PATH",
+)
+"""What the validation venv sees besides PASS_ENV (less PYTHONPATH, which would shadow the
+wheels under test). A variable that switches a wheel's behaviour at import (flash-attn's
+FLASH_ATTENTION_TRITON_AMD_ENABLE) is not among them: the validator sets the wheel's own
+``runtime_env`` from its provenance, so a CK wheel is never checked as a Triton one."""
+
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$|^[A-Za-z_][A-Za-z0-9_]*\*[A-Za-z0-9_]+$")
 """What a ``build.pass_env`` entry may be: a variable name, optionally with one ``*``."""
 

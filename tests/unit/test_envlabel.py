@@ -137,3 +137,22 @@ def test_pytorch_label_comes_from_the_sdk_not_the_venv_torch() -> None:
     # without an SDK: the recipe's target.rocm, never the venv's torch
     bare = plan_of("pytorch", host=replace(host, rocm_root=None), arch="gfx942")
     assert bare.rocm.version_kind == "recipe" and bare.rocm.version == "6.4"
+
+
+def test_validation_venv_does_not_inherit_a_variant_switch(monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
+    """An exported FLASH_ATTENTION_TRITON_AMD_ENABLE would make a CK wheel's import pick the
+    Triton backend in the validation venv; only the wheel's own runtime_env may set it."""
+    from rocmbuild.validate.install import Venv
+
+    for k, v in {"FLASH_ATTENTION_TRITON_AMD_ENABLE": "TRUE", "PYTHONPATH": "/shadow",
+                 "HIP_VISIBLE_DEVICES": "1", "PIP_ONLY_BINARY": ":all:", "FOO": "x"}.items():
+        monkeypatch.setenv(k, v)
+    venv = Venv(tmp_path, tmp_path / "bin/python", None, tmp_path / "log", [])
+    env = venv.env()
+    assert "FLASH_ATTENTION_TRITON_AMD_ENABLE" not in env and "FOO" not in env
+    assert "PYTHONPATH" not in env
+    assert env["HIP_VISIBLE_DEVICES"] == "1" and env["PIP_ONLY_BINARY"] == ":all:"
+    assert env["PATH"].startswith(str(tmp_path / "bin"))
+    triton = venv.env({"FLASH_ATTENTION_TRITON_AMD_ENABLE": "TRUE"})  # the wheel's runtime_env
+    assert triton["FLASH_ATTENTION_TRITON_AMD_ENABLE"] == "TRUE"
