@@ -85,14 +85,15 @@ _TORCH_PROBE = (
 )
 
 
-def torch_facts(host: Host, log_path: Path) -> TorchBuild:
-    """torch as the build saw it, including the C++ ABI flag (needs an import, in a child)."""
+def torch_facts(host: Host, log_path: Path, env: dict[str, str] | None = None) -> TorchBuild:
+    """torch as the build saw it, including the C++ ABI flag (needs an import, in a child with
+    the build's environment ``env``)."""
     info = host.torch
     if not info.version:
         return TorchBuild()
     fallback = TorchBuild(info.version, info.hip, info.cuda)
     try:
-        res = sh([sys.executable, "-c", _TORCH_PROBE], capture=True, log_path=log_path)
+        res = sh([sys.executable, "-c", _TORCH_PROBE], capture=True, log_path=log_path, env=env)
         facts = json.loads(res.output.strip().splitlines()[-1])
     except (CommandFailed, ValueError, IndexError, OSError):  # OSError: its log cannot be
         return fallback  # written; the build's own commands then fail on that, as a BuildError
@@ -161,7 +162,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     # Probe torch (the ABI flag needs an import, about a second) while the build runs.
     torch: list[TorchBuild] = []
     prober = threading.Thread(
-        target=lambda: torch.append(torch_facts(ctx.host, ctx.log_dir / "torch.log")), daemon=True
+        target=lambda: torch.append(torch_facts(ctx.host, ctx.log_dir / "torch.log", env)),
+        daemon=True,
     )
     prober.start()
     try:
