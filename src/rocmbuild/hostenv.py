@@ -10,7 +10,9 @@ The list holds what a build needs to run on a host and does not change what it b
 programs and libraries are, who and where the user is, the locale, temporary files, the ROCm/HIP
 install, network proxies and TLS certificates, pip's index configuration, compiler caches, and
 SOURCE_DATE_EPOCH. Values of passed variables may be secrets (a proxy URL or an index URL with a
-password): rocmbuild prints their *names* only (``rocmbuild plan``) and logs none of them.
+password): ``rocmbuild plan`` prints their *names* only; a build's log names the variables
+withheld and shows only those the build sets or changes (PATH), each through ``run.env_line``
+(a URL's user:password masked).
 
 Decided out (a recipe passes them with ``build.pass_env`` when it wants them): ``HSA_*`` and
 ``*_VISIBLE_DEVICES`` (the runtime's GPU selection; a build compiles for the plan's archs and
