@@ -134,6 +134,12 @@ def check_target(target: str, flag: str = "--arch") -> str:
     return base
 
 
+def names(targets: Sequence[str]) -> tuple[str, ...]:
+    """Plain gfx names of target IDs, in order, repeats dropped:
+    ``gfx942:sramecc+:xnack-, gfx90a`` -> ``gfx942, gfx90a``."""
+    return tuple(dict.fromkeys(t.split(":")[0] for t in targets))
+
+
 def check_spec(spec: str, flag: str) -> None:
     """Syntax check of an ``--arch`` value without resolving ``native`` (options uses it for
     values from the environment or pyproject.toml, so errors name the variable or key)."""

@@ -87,6 +87,20 @@ def env_diff(env: Mapping[str, str] | None) -> dict[str, str]:
     return {k: v for k, v in sorted(env.items()) if base.get(k) != v}
 
 
+def env_withheld(env: Mapping[str, str] | None) -> list[str]:
+    """Names of this process's variables that ``env`` leaves out (a build's allow-list)."""
+    return [] if env is None else sorted(k for k in os.environ if k not in env)
+
+
+_SECRET_NAME = re.compile(r"TOKEN|PASSWORD|PASSWD|SECRET|API_?KEY|CREDENTIAL|AUTH", re.I)
+
+
+def env_line(name: str, value: str) -> str:
+    """``NAME=value`` for a log: a URL's user:password masked, the whole value when the name
+    says it is a secret."""
+    return f"{name}={'***' if _SECRET_NAME.search(name) else redact(value)}"
+
+
 # What tools print when they say why they failed; the last such line is the cause.
 _CAUSE = re.compile("|".join((
     r"^(fatal|FATAL): ",                                       # git
@@ -237,7 +251,9 @@ def run(
         logf = open(lp, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
         logf.write(f"$ {redact(quote(args))}\n# cwd: {Path(cwd or '.').resolve()}\n")
         for k, v in env_diff(env).items():
-            logf.write(f"# env: {k}={v}\n")
+            logf.write(f"# env: {env_line(k, v)}\n")
+        if withheld := env_withheld(env):
+            logf.write(f"# env withheld: {' '.join(withheld)}\n")
         logf.flush()
     log.debug(f"$ {redact(quote(args))}" + (f"  (in {cwd})" if cwd else ""))
     tail: collections.deque[str] = collections.deque(maxlen=CAUSE_LINES)

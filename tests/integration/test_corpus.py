@@ -197,6 +197,7 @@ CLASS_DOC = {
     "hostdeps": "recipes outside this repo: validation requirements (requires, --with)",
     "rocmcheck": "host check: SDK / torch version ranges, ROCm components, saved hosts",
     "hipify": "recipes: the [hipify] table (tool, keys per tool, paths) and a missing hipify-perl",
+    "envlabel": "build environment and labels: pass_env, label_torch, rocm_from, arch names",
 }
 
 

@@ -49,10 +49,12 @@ def no_torch_python(tmp_path: Path) -> list[str]:
 
 
 def strip_jobs(plan: dict) -> dict:
-    """MAX_JOBS depends on MemAvailable at the moment of rendering, which moves between runs."""
+    """MAX_JOBS depends on MemAvailable at the moment of rendering, which moves between runs;
+    host_env.passed names the variables set where `plan` runs (none are known for --host)."""
     plan = dict(plan)
     for k in ("jobs", "jobs_reason"):
         plan.pop(k)
+    plan["host_env"] = {**plan["host_env"], "passed": None}
     plan["env"] = {k: v for k, v in plan["env"].items() if k != "MAX_JOBS"}
     return plan
 
@@ -84,6 +86,8 @@ def test_plan_from_saved_host_matches_the_node(tmp_path: Path, node_env: dict[st
     node_plan, ctl_plan = json.loads(on_node.stdout), json.loads(ctl.stdout)
     assert strip_jobs(ctl_plan) == strip_jobs(node_plan)
     assert ctl_plan["cache_key"] == node_plan["cache_key"]
+    # the node's environment is unknown here: the allow-list only, no names from this machine
+    assert ctl_plan["host_env"]["passed"] is None and "PATH" in node_plan["host_env"]["passed"]
     gib = saved["memory"]["usable_bytes"] / 2**30
     assert f"{gib:.1f} GiB usable" in ctl_plan["jobs_reason"]
     assert ctl_plan["host"]["torch_kind"] == "rocm" and ctl_plan["rocm"]["version"] == "6.2"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 from pathlib import Path
+from typing import Any
 
 from rocmbuild.commands import common
 
@@ -23,23 +25,36 @@ def register(sub: common.Subparsers) -> None:
     p.set_defaults(handler=run)
 
 
+def host_env(plan: object, here: bool) -> dict[str, Any]:
+    """What the build sees of the host's environment: the allow-list and, when planning for
+    this machine, the NAMES of the variables set here that pass it (values may be secrets:
+    a proxy or index URL with a password)."""
+    from rocmbuild import hostenv
+    from rocmbuild.recipe.plan import Plan
+
+    assert isinstance(plan, Plan)
+    return {"allow": [*hostenv.PASS_ENV, *plan.pass_env],
+            "passed": sorted(hostenv.passed(os.environ, plan.pass_env)) if here else None}
+
+
 def run(args: argparse.Namespace) -> int:
     from rocmbuild import host as hostmod
     from rocmbuild import log
 
     plan, host = common.plan_from_args(args, args.host)
+    seen = host_env(plan, host.origin == "detected")
     if args.json:
-        common.print_json(plan.to_json())
+        common.print_json({**plan.to_json(), "host_env": seen})
     else:
-        _print(plan)
+        _print(plan, seen)
     where = "this host" if host.origin == "detected" else f"the host in {host.origin}"
     for m in hostmod.missing(plan, host):
         log.warn(f"{where} lacks {m}; `rocmbuild build` would stop before fetching")
     return 0
 
 
-def _print(plan: object) -> None:
-    from rocmbuild import log
+def _print(plan: object, seen: dict[str, Any]) -> None:
+    from rocmbuild import label, log
     from rocmbuild.recipe.plan import Plan, display
 
     assert isinstance(plan, Plan)
@@ -60,6 +75,19 @@ def _print(plan: object) -> None:
     for k, v in plan.env.items():
         p(f"env      {k}={shlex.quote(v)}", markup=False)
     step = plan.hipify_step
+    if plan.pass_env:
+        p(f"pass_env {' '.join(plan.pass_env)} (build.pass_env)", markup=False)
+    if seen["passed"] is None:
+        p("host env on that host: the variables matching the allow-list (`plan --json`: "
+          "host_env.allow); every other one is withheld", markup=False)
+    else:
+        p(f"host env {' '.join(seen['passed']) or '(none)'} (names only; every other host "
+          "variable is withheld)", markup=False)
+    if plan.label_torch:
+        mm = ".".join((plan.host.torch or "").split("+")[0].split(".")[:2]) or "<X.Y>"
+        shown = label.local(plan.rocm.version, plan.archs, f"torch{mm}.cxx11abi<true|false>")
+        p(f"label    +{shown} (target.label_torch: torch and its C++ ABI as the build "
+          "imports them)", markup=False)
     if plan.hipify:
         p(f"hipify   {shlex.join(plan.hipify)}" + ("  (strict)" if step and step.strict else ""),
           markup=False)

@@ -18,6 +18,7 @@ from typing import Any
 
 from rocmbuild.arch import KNOWN_ARCHS
 from rocmbuild.components import COMPONENTS
+from rocmbuild.hostenv import NAME as ENV_NAME
 
 SCHEMA_VERSION = 1
 
@@ -57,6 +58,8 @@ SOURCE_KINDS = ("git", "sdist", "path")
 PLACEHOLDERS = (
     "archs",
     "archs_comma",
+    "arch_names",
+    "arch_names_comma",
     "jobs",
     "rocm_path",
     "rocm_version",
@@ -64,11 +67,17 @@ PLACEHOLDERS = (
     "hip_flags",
 )
 PLACEHOLDERS_DOC = (
-    "``{archs}`` is the ``;``-joined target list, ``{archs_comma}`` the ``,``-joined one, "
+    "``{archs}`` is the ``;``-joined target list as given (with target features: "
+    "``gfx942:sramecc+:xnack-``), ``{archs_comma}`` the ``,``-joined one; ``{arch_names}`` / "
+    "``{arch_names_comma}`` the same with plain gfx names (``gfx942``), repeats dropped, for "
+    "builds whose allow-list knows no features (the audit still checks the features given), "
     "``{jobs}`` MAX_JOBS, ``{rocm_path}`` / ``{rocm_version}`` the ROCm root found on the host, "
     "``{hip_compiler}`` / ``{hip_flags}`` the detected HIP compiler."
 )
 """What each placeholder (usable in keys whose Key.placeholders is set) stands for."""
+
+ROCM_FROM = ("auto", "sdk")
+"""Values of target.rocm_from (documented on ``Recipe.rocm_from``)."""
 
 KERNEL_CHOICES = ("auto", "none")
 """``validate.kernel`` values besides the kernel gate's adapter names (see ``kernels()``)."""
@@ -326,6 +335,10 @@ class Variant:
         "none). A build of this variant then fetches only these, so a mirror without the "
         "others still works.", "[]", default=None, default_text="source.submodules",
     )
+    label_torch: bool | None = toml(
+        "label_torch", "boolean", "Overrides target.label_torch (a pure-Python variant is not "
+        "bound to one torch's ABI).", "false", default=None, default_text="target.label_torch",
+    )
 
 
 _RELATIVE = r"^(?!/)(?!.*(^|/)\.\.(/|$))"
@@ -430,6 +443,23 @@ class Recipe:
         "The ROCm version for the local label when no ROCm torch or ROCm root says.", '"6.2"',
         default="6.2",
     )
+    rocm_from: str = toml(
+        "target.rocm_from", "string",
+        "Where the label's ROCm version comes from. ``auto``: the ROCm torch's HIP version, "
+        "else the ROCm root, else target.rocm (right for extensions, which link the torch they "
+        "build against). ``sdk``: the ROCm root the build compiles against, else target.rocm; "
+        "the torch in the building interpreter is ignored (right for PyTorch itself, which is "
+        "built against the SDK). ``--rocm-version`` overrides both.", '"sdk"', default="auto",
+        choices=ROCM_FROM, noun="rocm_from value",
+    )
+    label_torch: bool = toml(
+        "target.label_torch", "boolean",
+        "Put the torch the build compiled against into the local label, for extensions that "
+        "are ABI-bound to one torch: ``+rocm6.2.torch2.9.cxx11abitrue.gfx942`` (torch's "
+        "major.minor and its C++ ABI flag as the build's torch reports them; lower case, since "
+        "PEP 440 local labels are). The build fails when the torch or its ABI is unknown.",
+        "true", default=False,
+    )
     alternatives: dict[str, Source] = toml(
         "source.alternatives", "tables",
         "Other sources (same keys as [source]), chosen with ``--source <name>``; ``default`` is "
@@ -468,6 +498,16 @@ class Recipe:
     env: tuple[tuple[str, str], ...] = toml(
         "build.env", "env", "Environment for the build (on top of the host's).",
         '{ BUILD_TARGET = "rocm", MAX_JOBS = "{jobs}" }', default=(), placeholders=True,
+    )
+    pass_env: tuple[str, ...] = toml(
+        "build.pass_env", "strings",
+        "Host variables the build sees besides rocmbuild's allow-list (PATH, HOME, the locale, "
+        "ROCm/HIP paths, proxies, pip's index settings, compiler caches: ``hostenv.PASS_ENV``, "
+        "listed in docs/recipes.md). A name, or a pattern with one ``*`` (``MY_*``). Every "
+        "other host variable is withheld from the build.", '["MY_VENDOR_FLAGS"]', default=(),
+        pattern=ENV_NAME.pattern,
+        pattern_msg="expected an environment variable name, optionally with one * "
+        "(e.g. MY_VAR or MY_*), got %r",
     )
     python_requires: tuple[str, ...] = toml(
         "build.python_requires", "strings",

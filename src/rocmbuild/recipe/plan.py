@@ -104,6 +104,8 @@ class Plan:
     host_requires: tuple[str, ...]
     rocm: RocmTarget
     local_version: str
+    """The local label: ``rocm<X.Y>.<gfx>...``; with ``label_torch`` the wheel's label also
+    carries the torch part (``label.local``), known once the build imported its torch."""
     host: BuildHost
     validate: ValidateSpec
     version: str = ""
@@ -116,6 +118,11 @@ class Plan:
     """Why host_requires' version bounds are what they are (messages; not in the cache key)."""
     hipify_step: Hipify | None = None
     """[hipify] (or build.hipify, as tool = "command"; its command, filled, is ``hipify``)."""
+    pass_env: tuple[str, ...] = ()
+    """build.pass_env: host variables the build sees besides ``hostenv.PASS_ENV``."""
+    label_torch: bool = False
+    """target.label_torch: the tag stage puts ``torch<X.Y>.cxx11abi<true|false>`` from the
+    build's torch after the ROCm part of ``local_version``."""
     cache_key: str = ""
 
     @property
@@ -189,6 +196,8 @@ class Plan:
             "runtime_env": dict(self.runtime_env),
             **({"source_dir": self.source_dir} if self.source_dir else {}),
             **({"hipify_step": self.hipify_json()} if self.hipify_json() else {}),
+            "pass_env": list(self.pass_env),
+            "label_torch": self.label_torch,
             "cache_key": self.cache_key,
         }
 

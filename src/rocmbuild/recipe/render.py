@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rocmbuild import __version__, arch, jobs
+from rocmbuild import __version__, arch, jobs, label
 from rocmbuild.config import SOURCE_TREE_IGNORE
 from rocmbuild.errors import ToolchainError, UsageError
 from rocmbuild.host import Host
@@ -65,19 +65,23 @@ def _rocm_target(recipe: Recipe, target: Target, host: Host) -> RocmTarget:
     """The ROCm version of the local label: what the build compiles and links against. The ROCm
     torch's HIP first; else the ROCm root, when it is an SDK or when the build's HIP compiler
     compiles against it (a distribution's HIP, e.g. Debian's 5.2 under /usr); the recipe's
-    target.rocm only when nothing was detected. ``--rocm-version`` overrides all."""
+    target.rocm only when nothing was detected. With ``target.rocm_from = "sdk"`` (a recipe that
+    builds torch itself) the torch in the building interpreter is not asked: the SDK's version
+    first. ``--rocm-version`` overrides all."""
     root, torch = host.rocm_root, host.torch
     comp = (CompilerPin(host.compiler.path, host.compiler.version)
             if host.compiler is not None and uses_hip_compiler(recipe, target.variant) else None)
     if target.rocm_version:
         version, origin, kind = target.rocm_version, "--rocm-version", "flag"
-    elif torch.hip_short:
+    elif torch.hip_short and recipe.rocm_from != "sdk":
         version, origin = torch.hip_short, f"torch {torch.version} (HIP {torch.hip})"
         kind = "torch"
     elif root is not None and root.version and (root.kind == "rocm" or comp is not None):
         version = ".".join(root.version.split(".")[:2])
         origin = (f"ROCm root {root.path}" if root.kind == "rocm" else
                   f"HIP {root.version} at {root.path} ({root.kind}), which the compiler uses")
+        if recipe.rocm_from == "sdk" and torch.hip_short:
+            origin += f" (target.rocm_from = sdk: not torch {torch.version})"
         kind = "rocm-root"
     else:
         version, origin = recipe.rocm_default, f"{recipe.path.name}: target.rocm"
@@ -142,6 +146,8 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
     values = {
         "archs": ";".join(archs),
         "archs_comma": ",".join(archs),
+        "arch_names": ";".join(arch.names(archs)),
+        "arch_names_comma": ",".join(arch.names(archs)),
         "jobs": str(job_plan.jobs),
         "rocm_version": rocm.version,
     }
@@ -188,7 +194,7 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
     if recipe.backend == "cmake":
         env["CMAKE_BUILD_PARALLEL_LEVEL"] = values["jobs"]
         keyed_env["CMAKE_BUILD_PARALLEL_LEVEL"] = "{jobs}"
-    local = f"rocm{rocm.version}." + ".".join(a.split(":")[0] for a in archs)
+    local = label.local(rocm.version, archs)
     if source.kind == "path":
         source = replace(source, path=str((recipe.path.parent / source.path).resolve()))
     if source.kind == "git" and variant is not None and variant.submodules is not None:
@@ -231,6 +237,9 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         rocm_components=components,
         host_requires_reason=reason,
         hipify_step=step,
+        pass_env=recipe.pass_env,
+        label_torch=(variant.label_torch if variant and variant.label_torch is not None
+                     else recipe.label_torch),
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
 

@@ -10,10 +10,12 @@ import argparse
 import dataclasses
 import json
 import sys
+import textwrap
 import tomllib
 from pathlib import Path
 from typing import Any
 
+from rocmbuild.hostenv import PASS_ENV
 from rocmbuild.recipe.check import Leaf, Tree, tree
 from rocmbuild.recipe.model import (
     PLACEHOLDERS,
@@ -245,12 +247,39 @@ source and each patch `file`. A missing one is reported when the recipe is loade
   HIP); `target.rocm` only when nothing was detected. `rocmbuild.json` records which in
   `rocm_version_from` (`flag`, `torch`, `rocm-root` or `recipe`), and `rocmbuild audit` warns when a
   shared object links a `libamdhip64.so.N` whose major is not the label's.
+  `target.rocm_from = "sdk"` (PyTorch itself) skips the torch in the building interpreter: the
+  label names the SDK the build compiles against. `target.label_torch = true` (extensions bound to
+  one torch's C++ ABI, like the flash-attn CK variant) adds the torch the build imported:
+  `+rocm6.2.torch2.9.cxx11abitrue.gfx942` (upstream writes `+rocm64torch2.9cxx11abiTRUE`; PEP 440
+  labels are lower case, so ours is already in pip's normalised form). A variant may switch it off
+  (`variants.triton.label_torch = false`: pure Python). The label carries plain gfx names; target
+  features (`--arch gfx942:sramecc+:xnack-`) stay in provenance, `{archs}` and the audit.
 - **Validation requirements.** A runtime dependency the wheel does not declare (triton for the
   flash-attn Triton variant) goes in `[validate] requires` (recorded in the wheel as
   `validate_requires`) or on the command line, `rocmbuild validate --with triton`; both install
   from pip's configured index / find-links (pip.conf, `PIP_INDEX_URL`, `PIP_FIND_LINKS`). When the
   validation venv lacks such a module, validate exits 10 (the host's problem) and names it; the
   wheel is not moved to broken/.
+
+## The build's environment
+
+The build (the hipify command, `pip wheel`, cmake) does not inherit the environment rocmbuild runs
+in. It sees the plan's env (build.env, arch.env, the variant's env; `rocmbuild plan` prints it)
+on top of only the host variables that match this allow-list, or the recipe's `build.pass_env`:
+
+""" + textwrap.fill(", ".join(f"`{p}`" for p in PASS_ENV), 100) + """
+
+Everything else is withheld: an exported `FLASH_ATTENTION_TRITON_AMD_ENABLE=TRUE` does not turn a
+`--variant ck` build into a Triton wheel, and `CFLAGS`, `CPATH`, `CC` or `HSA_*` do not change
+what is compiled (a recipe that wants one says `pass_env = ["CFLAGS"]`; a name or a pattern with
+one `*`). `rocmbuild plan` prints the names of the host variables that pass (`plan --json`:
+`host_env.passed`, `host_env.allow`), never their values: a proxy or index URL may hold a
+password. `build.log` lists the names withheld (`# env withheld: ...`) and the variables the
+build sets, with a URL's user:password and the value of any `*TOKEN*`/`*PASSWORD*`/`*SECRET*`
+variable masked. The validation venv gets the same allow-list plus pip's whole `PIP_*`
+configuration, GPU selection (`HIP_VISIBLE_DEVICES`, `ROCR_VISIBLE_DEVICES`,
+`CUDA_VISIBLE_DEVICES`, `HSA_*`, ...) and Triton's cache and ptxas paths, less `PYTHONPATH`; a
+wheel's own `runtime_env` is set by the validator.
 
 ## Editor support
 

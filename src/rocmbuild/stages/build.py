@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from wheel.wheelfile import WheelFile
 
-from rocmbuild import log
+from rocmbuild import hostenv, log
 from rocmbuild.errors import BuildError, CommandFailed
 from rocmbuild.host import Host
 from rocmbuild.recipe.plan import Plan
@@ -85,14 +85,15 @@ _TORCH_PROBE = (
 )
 
 
-def torch_facts(host: Host, log_path: Path) -> TorchBuild:
-    """torch as the build saw it, including the C++ ABI flag (needs an import, in a child)."""
+def torch_facts(host: Host, log_path: Path, env: dict[str, str] | None = None) -> TorchBuild:
+    """torch as the build saw it, including the C++ ABI flag (needs an import, in a child with
+    the build's environment ``env``)."""
     info = host.torch
     if not info.version:
         return TorchBuild()
     fallback = TorchBuild(info.version, info.hip, info.cuda)
     try:
-        res = sh([sys.executable, "-c", _TORCH_PROBE], capture=True, log_path=log_path)
+        res = sh([sys.executable, "-c", _TORCH_PROBE], capture=True, log_path=log_path, env=env)
         facts = json.loads(res.output.strip().splitlines()[-1])
     except (CommandFailed, ValueError, IndexError, OSError):  # OSError: its log cannot be
         return fallback  # written; the build's own commands then fail on that, as a BuildError
@@ -150,7 +151,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     shutil.rmtree(stage_dir, ignore_errors=True)
     # This interpreter's bin first: the venv's cmake (>= 3.27) and ninja, not the system's.
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    env = {**os.environ, "PATH": path, **plan.env}
+    # The host's environment only through the allow-list (hostenv.PASS_ENV + build.pass_env).
+    env = hostenv.child_env(os.environ, {"PATH": path, **plan.env}, plan.pass_env)
     log_path = ctx.log_dir / "build.log"
     if plan.backend == "cmake":
         _check_source_dir(plan, tree)
@@ -160,7 +162,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     # Probe torch (the ABI flag needs an import, about a second) while the build runs.
     torch: list[TorchBuild] = []
     prober = threading.Thread(
-        target=lambda: torch.append(torch_facts(ctx.host, ctx.log_dir / "torch.log")), daemon=True
+        target=lambda: torch.append(torch_facts(ctx.host, ctx.log_dir / "torch.log", env)),
+        daemon=True,
     )
     prober.start()
     try:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 
-from rocmbuild import compiler
+from rocmbuild import compiler, hostenv
 from rocmbuild.errors import BuildError, CommandFailed, ToolchainError
 from rocmbuild.recipe.model import Hipify
 from rocmbuild.recipe.plan import Plan
@@ -146,7 +146,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
 def _command(plan: Plan, tree: Path, log_path: Path) -> None:
     argv = [sys.executable if a == "python" else a for a in plan.hipify]
     try:
-        sh(argv, cwd=tree, env={**os.environ, **plan.env}, log_path=log_path)
+        sh(argv, cwd=tree, env=hostenv.child_env(os.environ, plan.env, plan.pass_env),
+           log_path=log_path)
     except CommandFailed as exc:
         raise BuildError(
             f"hipify ({' '.join(plan.hipify)}) failed: {exc.message}",
@@ -173,7 +174,8 @@ def _torch(plan: Plan, step: Hipify, root: Path, log_dir: Path, log_path: Path
     result.unlink(missing_ok=True)
     try:
         sh([sys.executable, str(driver), str(args), str(result)], cwd=root,
-           env={**os.environ, **plan.env, "PYTHONDONTWRITEBYTECODE": "1"}, log_path=log_path)
+           env={**hostenv.child_env(os.environ, plan.env, plan.pass_env),
+                "PYTHONDONTWRITEBYTECODE": "1"}, log_path=log_path)
     except CommandFailed as exc:
         raise BuildError(f"hipify (torch.utils.hipify) failed: {exc.message}",
                          hint="the log shows the traceback; torch.utils.hipify comes with torch "
@@ -210,7 +212,7 @@ def _perl(plan: Plan, step: Hipify, root: Path, ctx: Context, log_path: Path) ->
     for i in range(0, len(files), 200):
         try:
             sh(["perl", tool, "-inplace", *files[i:i + 200]], cwd=root,
-               env={**os.environ, **plan.env}, log_path=log_path)
+               env=hostenv.child_env(os.environ, plan.env, plan.pass_env), log_path=log_path)
         except CommandFailed as exc:
             raise BuildError(f"hipify (hipify-perl) failed: {exc.message}", hint=exc.hint,
                              detail=exc.detail) from exc

@@ -18,11 +18,11 @@ from typing import Any
 
 from wheel.wheelfile import WheelFile
 
-from rocmbuild import __version__, fsutil, options
+from rocmbuild import __version__, fsutil, label, options
 from rocmbuild.digest import sha256_file
 from rocmbuild.errors import BuildError
 from rocmbuild.recipe.plan import Plan
-from rocmbuild.results import Artifacts, StageResult, Status
+from rocmbuild.results import Artifacts, StageResult, Status, TorchBuild
 from rocmbuild.stages import Context, need
 from rocmbuild.wheel import PROVENANCE, WheelFormatError, parse_wheel_name
 
@@ -83,10 +83,32 @@ def _set_version(metadata: bytes, version: str) -> bytes:
     return "\n".join(lines).encode("utf-8")
 
 
+def local_label(plan: Plan, torch: TorchBuild | None, torch_log: Path) -> str:
+    """The wheel's local label: the plan's, with the build's torch in it when the recipe says
+    ``target.label_torch`` (known only now: the ABI flag needs an import of that torch)."""
+    if not plan.label_torch:
+        return plan.local_version
+    where = f"{plan.recipe_path.name}: target.label_torch"
+    if torch is None or not torch.version or torch.cxx11_abi is None:
+        raise BuildError(
+            f"{where}: the torch the build compiled against is unknown"
+            + (f" (torch {torch.version}: its C++ ABI flag could not be read)"
+               if torch is not None and torch.version else ""),
+            hint="the label needs torch's version and torch._C._GLIBCXX_USE_CXX11_ABI; see "
+            f"{torch_log} and check that `python -c 'import torch'` works here")
+    try:
+        part = label.torch_part(torch.version, torch.cxx11_abi)
+    except ValueError as exc:
+        raise BuildError(f"{where}: {exc}",
+                         hint="a torch version starts with major.minor, e.g. 2.9.1") from exc
+    return label.local(plan.rocm.version, plan.archs, part)
+
+
 def run(plan: Plan, ctx: Context) -> StageResult:
     start = time.monotonic()
     raw = need(ctx.artifacts.raw_wheel, "built wheel", "tag")
     log_path = ctx.log_dir / "tag.log"
+    local = local_label(plan, ctx.artifacts.torch, ctx.log_dir / "torch.log")
     provenance = {
         "rocmbuild_version": __version__,
         "recipe": plan.recipe,
@@ -97,7 +119,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         "gpu_vendor": plan.gpu_vendor,
         "rocm_version": plan.rocm.version,
         "rocm_version_from": plan.rocm.version_kind,
-        "local_version": plan.local_version,
+        "local_version": local,
         "runtime_env": plan.runtime_env,
         "validate_requires": list(plan.validate.requires),
         "cache_key": plan.cache_key,
@@ -118,7 +140,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     }
     try:
         tagged = retag(
-            raw, ctx.log_dir.parent / f".{plan.short_key}-tagged", plan.local_version, provenance
+            raw, ctx.log_dir.parent / f".{plan.short_key}-tagged", local, provenance
         )
     except (zipfile.BadZipFile, KeyError, ValueError, WheelFormatError) as exc:
         raise BuildError(

@@ -22,7 +22,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from rocmbuild import fsutil, wheel
+from rocmbuild import fsutil, hostenv, wheel
 from rocmbuild.errors import ToolchainError, UsageError, ValidationError
 from rocmbuild.run import run
 from rocmbuild.wheel import WheelInfo
@@ -122,7 +122,8 @@ class Venv:
     pip: list[str]
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        env = dict(os.environ)
+        # The host's variables through the allow-list only (hostenv.VALIDATE_PASS).
+        env = hostenv.passed(os.environ, hostenv.VALIDATE_PASS)
         env.pop("PYTHONPATH", None)  # nothing of the caller's may shadow the wheels under test
         env.pop("PYTHONHOME", None)
         env["VIRTUAL_ENV"] = str(self.root)
