@@ -180,8 +180,10 @@ class Checker:
             return True, value
         if k.type == "strings":
             items = self.strings(value, loc)
-            for item in items:
+            for i, item in enumerate(items):
                 self.choice(k, item, loc)
+                if k.pattern and not re.match(k.pattern, item):
+                    self.bad(f"{loc}[{i}]", k.pattern_msg.replace("%r", repr(item)))
             if k.placeholders:
                 for i, item in enumerate(items):
                     self.placeholders(item, f"{loc}[{i}]")

@@ -45,7 +45,15 @@ def test_cmake_backend_builds_packs_and_audits(tmp_path: Path) -> None:
                         wheel.name), wheel.name
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
+        metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
     assert "vecadd/lib/libvecadd.so" in names and "vecadd/include/vecadd.h" in names
+    # rocm_runtime = "host" (the default): the wheel says which ROCm release it needs
+    rocm = re.search(r"\+rocm(\d+)\.(\d+)", wheel.name)
+    assert rocm is not None
+    major, minor = int(rocm[1]), int(rocm[2])
+    assert f"Requires-External: rocm (>={major}.{minor},<{major}.{minor + 1})" in \
+        metadata.decode().splitlines(), metadata
+    assert "bundle\n      skipped" in res.stderr
     log = next((tmp_path / "build/logs").rglob("build.log")).read_text()
     assert re.search(r"^\[\d+/\d+\] ", log, re.M), "ninja's [N/M] progress lines are logged"
     # the audit in the build refuses a wheel without a requested arch: audit it against gfx950
