@@ -184,7 +184,6 @@ def bundle_wheel(src: Path, out_dir: Path, runtime: RocmRuntime, rocm_root: Path
                  archs: Sequence[str], log_path: Path) -> Bundle:
     """Write ``out_dir/<src's name>``: ``src`` with its ROCm runtime inside. See the module
     docstring for the rules."""
-    patchelf = find_patchelf()
     out_dir.mkdir(parents=True, exist_ok=True)
     dirs = search_dirs(rocm_root)
     with zipfile.ZipFile(src) as zin, tempfile.TemporaryDirectory(
@@ -222,6 +221,7 @@ def bundle_wheel(src: Path, out_dir: Path, runtime: RocmRuntime, rocm_root: Path
                     "ROCm SDK, or drop its pattern from bundle.libs to leave it to the host")
             bundled[name] = found
             todo.extend(_needed(found))
+        patchelf = find_patchelf() if bundled else Path("patchelf")  # used only when bundling
         copies: dict[str, Path] = {}
         (tmp / "lib").mkdir()
         for name, host_file in sorted(bundled.items()):
