@@ -134,7 +134,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         "jobs": {"max_jobs": plan.jobs, "reason": plan.jobs_reason},
         "timings": {k: round(v, 3) for k, v in ctx.timings.items()},
         "original_wheel": {"name": raw.name, "sha256": sha256_file(raw)},
-        "rocm_runtime": {**plan.runtime.to_json(),
+        # bundle: what went in (the patterns are in "plan")
+        "rocm_runtime": {"mode": plan.runtime.mode,
                          **(bundled.to_json() if bundled is not None else {})},
         "plan": plan.to_json(),
     }
