@@ -84,15 +84,27 @@ def fake_rocm_torch(tmp_path: Path) -> Path:
     return site
 
 
-@pytest.fixture
-def fake_rocm_root(tmp_path: Path) -> Path:
-    """A directory shaped like /opt/rocm (.info/version, bin/hipcc) without any real ROCm."""
-    root = tmp_path / "opt-rocm"
+def make_rocm_root(root: Path, version: str = "6.2.0-66", omit: tuple[str, ...] = ()) -> Path:
+    """A directory shaped like /opt/rocm without any real ROCm: .info/version, a bin/hipcc that
+    fails, and for every ROCm component rocmbuild knows except ``omit`` the file a real install
+    has: its CMake package config under lib/cmake/<name>/ (empty files)."""
+    from rocmbuild.components import COMPONENTS
+
     (root / ".info").mkdir(parents=True)
-    (root / ".info" / "version").write_text("6.2.0-66\n")
+    (root / ".info" / "version").write_text(version + "\n")
     (root / "bin").mkdir()
     (root / "bin" / "hipcc").write_text("#!/bin/sh\nexit 1\n")
+    for name in COMPONENTS:
+        if name not in omit:
+            (root / "lib/cmake" / name).mkdir(parents=True)
+            (root / "lib/cmake" / name / f"{name}-config.cmake").write_text("")
     return root
+
+
+@pytest.fixture
+def fake_rocm_root(tmp_path: Path) -> Path:
+    """A complete ROCm 6.2 root as a fixture tree (make_rocm_root): no real ROCm exists here."""
+    return make_rocm_root(tmp_path / "opt-rocm")
 
 
 @pytest.fixture(scope="session")

@@ -23,8 +23,8 @@ from typing import Any
 
 from rocmbuild import arch as archmod
 from rocmbuild import compiler as compmod
+from rocmbuild import components, jobs, toolchain
 from rocmbuild import host as hostmod
-from rocmbuild import jobs, toolchain
 from rocmbuild.errors import RocmbuildError
 from rocmbuild.host import Host
 from rocmbuild.jobs import GiB
@@ -179,8 +179,10 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
                   "install ROCm (amdgpu-install --usecase=rocm), set ROCM_PATH, or on Debian 12 "
                   "run scripts/install-hip-toolchain.sh"))
     else:
-        add(Check("rocm", "ok", f"{rpath} ({rwhere}), version {rver or 'unknown'}",
-                  data={"path": str(rpath), "version": rver}))
+        comps = list(found.components or ()) if found else []
+        add(Check("rocm", "ok", f"{rpath} ({rwhere}), version {rver or 'unknown'}, "
+                  f"{len(comps)} of {len(components.COMPONENTS)} known ROCm components",
+                  data={"path": str(rpath), "version": rver, "components": comps}))
 
     # GPUs from KFD
     nodes = archmod.kfd_nodes(root / "sys")
@@ -256,11 +258,16 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
             add(Check("recipe", "fail", exc.message, exc.hint))
         else:
             mem_per_job, disk_gb = plan.mem_per_job_gb, plan.disk_gb
+            checks.extend(_component_checks(plan, h))
+            mismatch = hostmod.torch_sdk_mismatch(plan, h)
+            if mismatch:
+                add(Check("torch-vs-sdk", "fail", f"{recipe} needs {mismatch}",
+                          hostmod.hint(plan, [mismatch], h)))
             missing = hostmod.missing(plan, h)
             what = f"{recipe} (variant {plan.variant})"
             if missing:
                 add(Check("recipe", "fail", f"{what} cannot be built here: needs "
-                          + "; and ".join(missing), hostmod.hint(plan, missing)))
+                          + "; and ".join(missing), hostmod.hint(plan, missing, h)))
             else:
                 add(Check("recipe", "ok", f"{what}: host requirements met "
                           f"({', '.join(plan.host_requires) or 'none'})"))
@@ -299,6 +306,30 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
         add(Check("hip-platform", "ok", f"HIP_PLATFORM={hp or 'unset'}, no /usr/local/cuda"
                   if not cuda.exists() else f"HIP_PLATFORM={hp}"))
     return Report(archs, recipe, checks, h)
+
+
+def _component_checks(plan: Plan, h: Host) -> list[Check]:
+    """One line per ROCm component the plan needs and the ROCm root lacks, with its packages;
+    one ok line when none is missing. File checks only: milliseconds."""
+    root = h.rocm_root
+    if not plan.rocm_components or root is None:
+        return []  # nothing needed, or the rocm check already failed
+    absent = hostmod.missing_components(plan, h) or []
+    out = []
+    for name in absent:
+        c = components.COMPONENTS[name]
+        out.append(Check(
+            f"component:{name}", "fail", f"{name} ({c.what}) not found under {root.path} "
+            f"(looked for {', '.join(c.looked_for())}): package {c.packages()}",
+            components.install_hint([name]),
+            data={"component": name, "apt": c.apt, "dnf": c.dnf, "looked_for": c.looked_for(),
+                  "root": str(root.path)}))
+    if not absent:
+        found = components.locate(root.path, plan.rocm_components)
+        out.append(Check("rocm-components", "ok", f"all {len(found)} ROCm components "
+                         f"{plan.recipe} needs are under {root.path}: {', '.join(found)}",
+                         data={"found": found}))
+    return out
 
 
 def _recipe_dists() -> list[str]:

@@ -13,9 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
-from rocmbuild import options
+from rocmbuild import components, options
 
 
 @dataclass(frozen=True)
@@ -25,6 +23,9 @@ class RocmRoot:
     kind: str  # "rocm" (an SDK install) or "debian" (distribution headers only)
     has_hipcc: bool
     where: str = ""  # how it was found: --rocm-path, ROCM_PATH, HIP_PATH, /opt/rocm, Debian /usr
+    components: tuple[str, ...] | None = None
+    """The ROCm components (``rocmbuild.components``) found under it; None: not looked for (a
+    host file written before rocmbuild recorded them)."""
 
 
 @dataclass(frozen=True)
@@ -93,22 +94,13 @@ def find_rocm_root(explicit: str | None = None, fs_root: Path = Path("/")) -> Ro
     for path, where in cands + rocm_candidates(fs_root):
         if path.is_dir() and (where == "--rocm-path" or _looks_like_rocm(path)):
             return RocmRoot(path, rocm_version(path), "rocm", (path / "bin/hipcc").exists(),
-                            where)
+                            where, components.find(path))
     usr = fs_root / "usr"
     if (usr / "include/hip/hip_version.h").is_file() or (usr / "include/hip/hip_runtime.h"
                                                           ).is_file():
         return RocmRoot(usr, rocm_version(usr), "debian", (usr / "bin/hipcc").exists(),
-                        "Debian /usr")
+                        "Debian /usr", components.find(usr))
     return None
-
-
-def sdk_at_least(root: RocmRoot | None, minimum: str) -> bool:
-    if root is None or root.kind != "rocm" or not root.version:
-        return False
-    try:
-        return Version(root.version) >= Version(minimum)
-    except InvalidVersion:
-        return False
 
 
 def torch_info(site_paths: list[str] | None = None) -> TorchInfo:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import rocmbuild
+from tests.conftest import REPO, rocmbuild
 
 
 def torch_found() -> str:
@@ -87,10 +88,11 @@ def test_native_without_gpu_exits_10(tmp_path: Path) -> None:
     [
         (
             ["flash-attn", "--arch", "gfx942"],
-            [f"a ROCm build of torch (found {torch_found()}", "a ROCm SDK >= 6.0"],
+            [f"a ROCm build of torch >=2.2,<2.14 (found {torch_found()}",
+             "a ROCm SDK >=6.0,<7.1"],
         ),
         (["flash-attn", "--arch", "gfx90a,gfx942", "--variant", "ck"], ["a ROCm build of torch"]),
-        (["pytorch", "--arch", "gfx942"], ["a ROCm SDK >= 6.0 with hipcc"]),
+        (["pytorch", "--arch", "gfx942"], ["a ROCm SDK >=6.3,<6.5 with hipcc"]),
     ],
 )
 def test_rocm_only_builds_stop_before_fetching(
@@ -110,14 +112,14 @@ def test_rocm_only_builds_stop_before_fetching(
 def test_ck_with_rocm_torch_but_no_sdk(tmp_path: Path, fake_rocm_torch: Path) -> None:
     """A fake ROCm torch (metadata-only fixture) satisfies the torch check; the SDK is missing."""
     env = {
-        "PYTHONPATH": str(fake_rocm_torch),
+        "PYTHONPATH": os.pathsep.join([str(fake_rocm_torch), str(REPO / "src")]),
         "ROCMBUILD_WORKDIR": str(tmp_path / "w"),
         "ROCM_PATH": "",
         "HIP_PATH": "",
     }
     res = rocmbuild("flash-attn", "--arch", "gfx942", env=env)
     assert res.returncode == 10
-    assert "ROCm build of torch" not in res.stderr and "ROCm SDK >= 6.0" in res.stderr
+    assert "ROCm build of torch" not in res.stderr and "ROCm SDK >=6.0,<7.1" in res.stderr
 
 
 def test_plan_warns_but_renders_on_this_host() -> None:

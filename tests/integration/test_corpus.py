@@ -197,6 +197,7 @@ CLASS_DOC = {
     "hostdeps": "recipes outside this repo: validation requirements (requires, --with)",
     "bundle": "ROCm runtime: build.rocm_runtime and [bundle] (mode, keys, globs inside the "
     "ROCm root)",
+    "rocmcheck": "host check: SDK / torch version ranges, ROCm components, saved hosts",
 }
 
 

@@ -19,8 +19,9 @@ def register(sub: common.Subparsers) -> None:
                     "the GPUs found, else gfx90a,gfx942 as a warning")
     p.add_argument("--variant", default=None, help="with --recipe: the variant to check "
                    + common.env_help("variant", "the recipe's"))
-    p.add_argument("--recipe", default=None, help="recipe whose disk, memory-per-job and "
-                   "host_requires (rocm-torch) to check against")
+    p.add_argument("--recipe", default=None, help="recipe whose disk, memory-per-job, "
+                   "host_requires (ROCm SDK and torch ranges) and rocm_components to check "
+                   "against")
     p.add_argument("--hip-compiler", default=None, help="HIP compiler to check "
                    + common.env_help("hip_compiler", "detected"))
     p.add_argument("--root", default="/", help="file system root for sysfs, /dev, /etc/group, "

@@ -62,6 +62,9 @@ def _print(plan: object) -> None:
     else:
         p(f"runtime  host: native wheels need ROCm {plan.rocm.version} on the host "
           "(METADATA Requires-External)", markup=False)
+    if plan.host_requires or plan.rocm_components:
+        p(f"host     {', '.join(plan.host_requires) or '-'}; ROCm components: "
+          f"{', '.join(plan.rocm_components) or '-'}", markup=False)
     for k, v in plan.env.items():
         p(f"env      {k}={shlex.quote(v)}", markup=False)
     if plan.hipify:

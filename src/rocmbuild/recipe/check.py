@@ -18,7 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.recipe.model import KNOWN_ENV, PLACEHOLDERS, Key, keys
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from rocmbuild.recipe.model import (
+    KNOWN_ENV,
+    PLACEHOLDERS,
+    RANGED_REQUIREMENTS,
+    Key,
+    keys,
+    split_requirement,
+)
 
 
 def suggest(key: str, choices: Iterable[str], cutoff: float = 0.75) -> str:
@@ -198,11 +207,24 @@ class Checker:
         allowed = k.allowed()
         if not allowed:
             return
-        base = re.split(r"[<>=]", value, maxsplit=1)[0] if k.versioned else value
+        base, spec = split_requirement(value) if k.versioned else (value, "")
         if base in allowed:
+            if spec:
+                self.version_range(base, spec, value, loc)
             return
         known = f"; known: {', '.join(allowed)}" if len(allowed) <= 8 else ""
         self.bad(loc, f"unknown {k.noun} {value!r}" + suggest(base, allowed) + known)
+
+    def version_range(self, base: str, spec: str, value: str, loc: str) -> None:
+        if base not in RANGED_REQUIREMENTS:
+            self.bad(loc, f"{base!r} takes no version range, got {value!r} (ranges: "
+                     f"{', '.join(RANGED_REQUIREMENTS)})")
+            return
+        try:
+            SpecifierSet(spec)
+        except InvalidSpecifier:
+            self.bad(loc, f"bad version range in {value!r}: expected PEP 440 specifiers "
+                     f"separated by commas, e.g. \"{base}>=6.2,<7.1\"")
 
     def strings(self, value: list[Any], key: str) -> tuple[str, ...]:
         if not all(isinstance(v, str) for v in value):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rocmbuild.arch import KNOWN_ARCHS
+from rocmbuild.components import COMPONENTS
 
 SCHEMA_VERSION = 1
 
@@ -24,7 +25,23 @@ BACKENDS = ("pip-wheel", "cmake")
 """Values of build.backend (documented on ``Recipe.backend``)."""
 
 HOST_REQUIREMENTS = ("torch", "rocm-torch", "rocm-sdk", "hip-compiler")
-"""What ``build.host_requires`` may name. ``rocm-sdk`` may carry a minimum: ``rocm-sdk>=6.0``."""
+"""What ``build.host_requires`` may name. ``torch``, ``rocm-torch`` and ``rocm-sdk`` may carry a
+PEP 440 version range: ``rocm-sdk>=6.2,<7.1``, ``rocm-torch>=2.2,<2.14``."""
+
+RANGED_REQUIREMENTS = ("torch", "rocm-torch", "rocm-sdk")
+"""The requirements that may carry a version range."""
+
+
+def split_requirement(text: str) -> tuple[str, str]:
+    """``"rocm-sdk>=6.2,<7.1"`` -> ``("rocm-sdk", ">=6.2,<7.1")``; no range: ``(text, "")``."""
+    for i, ch in enumerate(text):
+        if ch in "<>=!~":
+            return text[:i].strip(), text[i:].strip()
+    return text.strip(), ""
+
+
+ROCM_COMPONENTS = tuple(COMPONENTS)
+"""What ``build.rocm_components`` may name (``rocmbuild.components.COMPONENTS``)."""
 
 WHEN_KEYS = ("variant", "source", "arch", "gpu_vendor")
 """Keys of a patch's ``when`` table; each value is a string or a list of strings (any matches)."""
@@ -291,6 +308,16 @@ class Variant:
         choices=HOST_REQUIREMENTS, noun="requirement", versioned=True,
         default_text="build.host_requires",
     )
+    host_requires_reason: str | None = toml(
+        "host_requires_reason", "string", "Overrides build.host_requires_reason.",
+        '"pure Python wheel: any torch that imports"', default=None,
+        default_text="build.host_requires_reason",
+    )
+    rocm_components: tuple[str, ...] | None = toml(
+        "rocm_components", "strings", "Overrides build.rocm_components (``[]``: none).", "[]",
+        default=None, choices=ROCM_COMPONENTS, noun="ROCm component",
+        default_text="build.rocm_components",
+    )
     disk_gb: float | None = toml(
         "disk_gb", "number", "Overrides build.disk_gb.", "1", default=None, positive=True,
         default_text="build.disk_gb",
@@ -400,9 +427,27 @@ class Recipe:
     )
     host_requires: tuple[str, ...] = toml(
         "build.host_requires", "strings",
-        "What the host must have: torch, rocm-torch, rocm-sdk (optionally with a minimum, "
-        "``rocm-sdk>=6.0``), hip-compiler.", '["rocm-torch", "rocm-sdk>=6.0"]', default=(),
+        "What the host must have: torch, rocm-torch, rocm-sdk, hip-compiler. torch, rocm-torch "
+        "and rocm-sdk may carry the PEP 440 version range the recipe was checked against "
+        "(``rocm-sdk>=6.2,<7.1``; a torch's local label is ignored). When both rocm-torch and "
+        "rocm-sdk are required, the ROCm torch's HIP major.minor must also equal the SDK's.",
+        '["rocm-torch>=2.2,<2.14", "rocm-sdk>=6.0,<7.1"]', default=(),
         choices=HOST_REQUIREMENTS, noun="requirement", versioned=True,
+    )
+    host_requires_reason: str = toml(
+        "build.host_requires_reason", "string",
+        "Why the bounds in host_requires are what they are (which upstream file or release says "
+        "so); shown when a host falls outside them.",
+        '"setup.py hard-codes -std=c++17; torch 2.14 headers #error below C++20"', default="",
+    )
+    rocm_components: tuple[str, ...] = toml(
+        "build.rocm_components", "strings",
+        "ROCm libraries the build needs, each checked by its CMake config "
+        "(``<root>/lib/cmake/<name>/<name>-config.cmake``) or its library "
+        "(``<root>/lib/lib<name>.so*``) under the ROCm root before anything is fetched; a "
+        "missing one is named with its apt and dnf package. See docs/host-checks.md.",
+        '["hip", "rccl", "miopen", "hipblaslt"]', default=(), choices=ROCM_COMPONENTS,
+        noun="ROCm component",
     )
     hipify: tuple[str, ...] = toml(
         "build.hipify", "strings",

@@ -129,6 +129,10 @@ class Plan:
     source_dir: str = ""
     """cmake backend: the CMakeLists.txt directory, relative to the fetched tree ("": its top)."""
     runtime: RocmRuntime = field(default_factory=RocmRuntime)
+    rocm_components: tuple[str, ...] = ()
+    """ROCm components the host must have under its ROCm root (``rocmbuild.components``)."""
+    host_requires_reason: str = ""
+    """Why host_requires' version bounds are what they are (messages; not in the cache key)."""
     cache_key: str = ""
 
     @property
@@ -179,6 +183,8 @@ class Plan:
             "commands": [list(c) for c in self.commands],
             "python_requires": list(self.python_requires),
             "host_requires": list(self.host_requires),
+            "host_requires_reason": self.host_requires_reason,
+            "rocm_components": list(self.rocm_components),
             "rocm": self.rocm.to_json(),
             "local_version": self.local_version,
             "host": {"python": h.python, "python_tag": h.python_tag, "platform": h.platform,

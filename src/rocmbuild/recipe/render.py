@@ -137,6 +137,10 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         if variant and variant.host_requires is not None
         else recipe.host_requires
     )
+    reason = (variant.host_requires_reason if variant and variant.host_requires_reason is not None
+              else recipe.host_requires_reason)
+    components = (variant.rocm_components if variant and variant.rocm_components is not None
+                  else recipe.rocm_components)
     job_plan = jobs.plan(mem, target.jobs, cpus=host.cpus, usable_bytes=host.memory_bytes,
                          source=host.memory_source)
     rocm = _rocm_target(recipe, target, host)
@@ -227,6 +231,8 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         runtime_env=runtime_env,
         source_dir=recipe.source_dir if recipe.backend == "cmake" else "",
         runtime=_runtime(recipe),
+        rocm_components=components,
+        host_requires_reason=reason,
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
 
@@ -242,7 +248,7 @@ def _cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:
     with ``{jobs}`` unfilled), not where the recipe file lies, not how the ROCm version was
     found."""
     material = plan.to_json()
-    for volatile in ("jobs", "jobs_reason", "recipe_path", "cache_key"):
+    for volatile in ("jobs", "jobs_reason", "recipe_path", "cache_key", "host_requires_reason"):
         material.pop(volatile)
     material["env"] = keyed_env
     material["rocm"].pop("version_from")

@@ -148,7 +148,7 @@ def _string(k: Key) -> dict[str, Any]:
         patterns.append(placeholder_pattern())
     allowed = k.allowed()
     if allowed and k.versioned:
-        patterns.append("^(" + "|".join(allowed) + ")([<>=].*)?$")
+        patterns.append("^(" + "|".join(allowed) + ")([<>=!~].*)?$")
     elif allowed:
         out["enum"] = list(allowed)
     if len(patterns) == 1:
@@ -352,7 +352,7 @@ def _type_text(k: Key) -> str:
     if allowed:
         extra.append(("keys: " if k.type == "conditions" else "one of ")
                      + ", ".join(f"`{a}`" for a in allowed)
-                     + (" (with an optional `>=`, `<=`, `==` bound)" if k.versioned else ""))
+                     + (" (with an optional PEP 440 range: `>=6.2,<7.1`)" if k.versioned else ""))
     if k.placeholders:
         extra.append("placeholders")
     if k.kind:

@@ -214,10 +214,11 @@ def test_real_machine():
 
 
 @pytest.mark.parametrize(("recipe", "variant", "site", "status", "text"), [
-    ("flash-attn", "ck", "cpu", "fail", "a ROCm build of torch (found torch 2.5.1+cpu"),
-    ("flash-attn", "ck", "rocm", "fail", "a ROCm SDK >= 6.0 with hipcc (found ROCm 6.2.0"),
+    ("flash-attn", "ck", "cpu", "fail",
+     "a ROCm build of torch >=2.2,<2.14 (found torch 2.5.1+cpu"),
+    ("flash-attn", "ck", "rocm", "fail", "a ROCm SDK >=6.0,<7.1 with hipcc (found ROCm 6.2.0"),
     ("flash-attn", "triton", "cpu", "ok", "host requirements met (torch)"),
-    ("pytorch", None, "rocm", "fail", "a ROCm SDK >= 6.0 with hipcc"),
+    ("pytorch", None, "rocm", "fail", "a ROCm SDK >=6.3,<6.5 with hipcc"),
 ])
 def test_recipe_requirements_as_build_checks_them(tmp_path, recipe, variant, site, status, text):
     """The real recipes rendered and checked by the pipeline's own requirement check, with the

@@ -1,0 +1,190 @@
+"""The host check for what a build really needs: ROCm components found by their files under the
+ROCm root, the recipe's SDK and torch ranges, and the torch HIP vs SDK comparison.
+
+No ROCm SDK or ROCm torch can exist on this machine: the ROCm roots are fixture trees (small dirs
+with a .info/version and the CMake config or library files a real install has, all empty), and
+the ROCm torch is a TorchInfo value."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from rocmbuild import components, toolchain
+from rocmbuild import host as hostmod
+from rocmbuild.errors import ToolchainError
+from rocmbuild.host import Host
+from rocmbuild.recipe.load import find_recipe, load
+from rocmbuild.recipe.plan import Plan
+from rocmbuild.recipe.render import Target, render
+from rocmbuild.toolchain import TorchInfo
+from tests.conftest import make_rocm_root
+
+ROCM_TORCH = TorchInfo("2.5.1+rocm6.2", "6.2.41133-dd7f95766", None)
+
+
+def host_for(root: Path, torch: TorchInfo = ROCM_TORCH) -> Host:
+    found = toolchain.find_rocm_root(str(root))
+    return Host(python="3.11", python_tag="cp311", platform="linux", torch=torch,
+                rocm_root=found, compiler=None, cpus=16, memory_bytes=64 * 2**30,
+                memory_source="MemAvailable")
+
+
+def plan(recipe: str, h: Host, variant: str | None = None) -> Plan:
+    return render(load(find_recipe(recipe)), Target(arch="gfx942", variant=variant), h)
+
+
+# --------------------------------------------------------------------------- the table
+
+
+def test_each_file_kind_counts(tmp_path: Path) -> None:
+    """A hand-written tree: one component by <name>-config.cmake, one by <Name>Config.cmake under
+    lib64, one by its versioned library only; a header-only one without its config is absent."""
+    root = tmp_path / "rocm"
+    (root / "lib/cmake/rccl").mkdir(parents=True)
+    (root / "lib/cmake/rccl/rccl-config.cmake").write_text("")
+    (root / "lib64/cmake/rocblas").mkdir(parents=True)
+    (root / "lib64/cmake/rocblas/RocblasConfig.cmake").write_text("")
+    (root / "lib/libMIOpen.so.1.0.60200").write_text("")
+    (root / "include/rocprim").mkdir(parents=True)  # headers alone are not the package config
+    got = {n: components.evidence(root, c) for n, c in components.COMPONENTS.items()}
+    assert got["rccl"] == "lib/cmake/rccl/rccl-config.cmake"
+    assert got["rocblas"] == "lib64/cmake/rocblas/RocblasConfig.cmake"
+    assert got["miopen"] == "lib/libMIOpen.so.1.0.60200"
+    assert got["rocprim"] is None and got["hipblaslt"] is None
+    assert components.find(root) == ("rocblas", "miopen", "rccl")
+
+
+def test_debian_multiarch_layout(tmp_path: Path) -> None:
+    """Debian's /usr (as on this machine's HIP 5.2 packages): configs and libraries under
+    lib/x86_64-linux-gnu; a .so name that merely starts like another library does not count."""
+    usr = tmp_path / "usr"
+    multi = usr / "lib/x86_64-linux-gnu"
+    (multi / "cmake/hip").mkdir(parents=True)
+    (multi / "cmake/hip/hip-config.cmake").write_text("")
+    (multi / "libamd_comgr.so.2").write_text("")
+    (multi / "libhiprtc-builtins.so.5").write_text("")  # not libhiprtc.so*
+    assert components.find(usr) == ("hip", "amd_comgr")
+    assert components.locate(usr, ["amd_comgr", "hiprtc"]) == {
+        "amd_comgr": "lib/x86_64-linux-gnu/libamd_comgr.so.2", "hiprtc": None}
+
+
+def test_every_component_names_apt_and_dnf_packages() -> None:
+    for c in components.COMPONENTS.values():
+        assert c.apt and c.dnf and c.looked_for(), c.name
+    assert components.COMPONENTS["miopen"].packages() == "apt miopen-hip-dev / dnf miopen-hip-devel"
+    hint = components.install_hint(["hip", "hiprtc", "rccl"])  # hip-dev once
+    assert hint.startswith("sudo apt install hip-dev rccl-dev (RHEL/SLES: sudo dnf install "
+                           "hip-devel rccl-devel)")
+
+
+def test_find_takes_milliseconds(tmp_path: Path) -> None:
+    import time
+
+    root = make_rocm_root(tmp_path / "rocm")
+    t = time.perf_counter()
+    assert len(components.find(root)) == len(components.COMPONENTS)
+    assert time.perf_counter() - t < 0.5
+
+
+# --------------------------------------------------------------------------- judging a plan
+
+
+def test_complete_root_passes(tmp_path: Path) -> None:
+    h = host_for(make_rocm_root(tmp_path / "rocm"))
+    for recipe in ("flash-attn", "pytorch"):
+        p = plan(recipe, h)
+        assert p.rocm_components, recipe
+        assert hostmod.missing_components(p, h) == []
+    assert hostmod.missing(plan("flash-attn", h), h) == []
+
+
+def test_missing_rccl_and_miopen_are_both_named(tmp_path: Path) -> None:
+    h = host_for(make_rocm_root(tmp_path / "rocm", "6.4.1", omit=("rccl", "miopen")))
+    p = plan("pytorch", h)
+    assert hostmod.missing_components(p, h) == ["miopen", "rccl"]
+    with pytest.raises(ToolchainError) as exc:
+        hostmod.preflight(p, h)
+    msg = exc.value.message
+    assert "\n" not in msg
+    assert "miopen (apt miopen-hip-dev / dnf miopen-hip-devel)" in msg
+    assert "rccl (apt rccl-dev / dnf rccl-devel)" in msg
+    assert str(tmp_path / "rocm") in msg
+    assert exc.value.hint and "sudo apt install miopen-hip-dev rccl-dev" in exc.value.hint
+    assert "sudo dnf install miopen-hip-devel rccl-devel" in exc.value.hint
+    # flash-attn's CK build needs neither
+    assert hostmod.missing(plan("flash-attn", h, "ck"),
+                           replace(h, torch=replace(ROCM_TORCH, hip="6.4.43482"))) == []
+
+
+def test_torch_built_for_another_hip_is_refused(tmp_path: Path) -> None:
+    h = host_for(make_rocm_root(tmp_path / "rocm", "6.4.1"))  # torch is HIP 6.2
+    p = plan("flash-attn", h, "ck")
+    lacking = hostmod.missing(p, h)
+    assert len(lacking) == 1 and "HIP 6.2.41133" in lacking[0] and "6.4.1" in lacking[0]
+    with pytest.raises(ToolchainError) as exc:
+        hostmod.preflight(p, h)
+    assert exc.value.hint and "download.pytorch.org/whl/rocm" in exc.value.hint
+    # the Triton variant compiles nothing against either: no comparison
+    assert hostmod.missing(plan("flash-attn", h, "triton"), h) == []
+    # same major.minor, another patch level: fine
+    assert hostmod.missing(p, replace(h, torch=replace(ROCM_TORCH, hip="6.4.43483"))) == []
+
+
+@pytest.mark.parametrize(("torch", "sdk", "needle"), [
+    ("2.14.0+rocm6.4", "6.4.1", "torch >=2.2,<2.14 (found torch 2.14.0+rocm6.4)"),
+    ("2.14.0.dev20260301+rocm6.4", "6.4.1", "torch >=2.2,<2.14"),
+    ("2.1.2+rocm6.0", "6.0.2", "torch >=2.2,<2.14"),
+    ("2.9.1+rocm7.1", "7.1.0", "a ROCm SDK >=6.0,<7.1 with hipcc (found ROCm 7.1.0"),
+])
+def test_outside_the_checked_range_is_refused_with_the_reason(
+        tmp_path: Path, torch: str, sdk: str, needle: str) -> None:
+    hip = sdk.rsplit(".", 1)[0] + ".99999"
+    h = host_for(make_rocm_root(tmp_path / "rocm", sdk), TorchInfo(torch, hip, None))
+    lacking = hostmod.missing(plan("flash-attn", h, "ck"), h)
+    assert len(lacking) == 1 and needle in lacking[0], lacking
+    assert "-std=c++17" in lacking[0]  # the recipe's host_requires_reason
+
+
+def test_in_range_versions_pass(tmp_path: Path) -> None:
+    h = host_for(make_rocm_root(tmp_path / "rocm", "7.0.2"),
+                 TorchInfo("2.13.1+rocm7.0", "7.0.51831", None))
+    assert hostmod.missing(plan("flash-attn", h, "ck"), h) == []
+
+
+def test_saved_host_carries_components_and_old_files_still_load(tmp_path: Path) -> None:
+    h = host_for(make_rocm_root(tmp_path / "rocm", omit=("hipblaslt",)))
+    data = h.to_json()
+    assert "hipblaslt" not in data["rocm_root"]["components"]
+    f = tmp_path / "host.json"
+    f.write_text(json.dumps(data))
+    again = hostmod.load(f)
+    assert again.rocm_root == h.rocm_root
+    lacking = hostmod.missing(plan("flash-attn", again, "ck"), again)
+    assert len(lacking) == 1 and "hipblaslt (apt hipblaslt-dev" in lacking[0]
+    # a host file from before components were recorded: loads, and says it cannot judge them
+    del data["rocm_root"]["components"]
+    f.write_text(json.dumps(data))
+    old = hostmod.load(f)
+    assert old.rocm_root is not None and old.rocm_root.components is None
+    lacking = hostmod.missing(plan("flash-attn", old, "ck"), old)
+    assert len(lacking) == 1 and f"not recorded in {f}" in lacking[0]
+    assert "doctor --json" in (hostmod.hint(plan("flash-attn", old, "ck"), lacking, old) or "")
+    data["rocm_root"]["components"] = ["rccl", 3]
+    f.write_text(json.dumps(data))
+    with pytest.raises(Exception, match="rocm_root.components: expected strings"):
+        hostmod.load(f)
+
+
+def test_docs_table_matches_the_code() -> None:
+    """docs/host-checks.md lists every component with its apt and dnf package."""
+    from tests.conftest import REPO
+
+    doc = (REPO / "docs/host-checks.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip().strip("`"): [c.strip() for c in line.split("|")[3:5]]
+            for line in doc.splitlines() if line.startswith("| `")}
+    for c in components.COMPONENTS.values():
+        assert rows.get(c.name) == [c.apt, c.dnf], c.name
