@@ -151,6 +151,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
             f"{raw.name}: cannot retag: {exc}",
             hint="the backend produced an unreadable wheel; see the build log",
         ) from exc
+    if bundled is not None:  # the bundle stage's copy is spent (GBs for torch)
+        bundled.wheel.unlink(missing_ok=True)
     return StageResult(
         Status.SUCCESS, time.monotonic() - start, tagged.name, log_path, Artifacts(wheel=tagged)
     )
