@@ -109,17 +109,22 @@ def _is_elf(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bool:
         return fh.read(4) == ELF_MAGIC
 
 
-def _package_dir(wheel: Path, elf_members: Sequence[str], dist: str) -> str:
-    """The top-level directory that holds the wheel's ELF files (torch/, vecadd/)."""
-    tops = sorted({m.split("/", 1)[0] for m in elf_members if "/" in m
-                   and not m.split("/", 1)[0].endswith((".data", ".dist-info"))})
-    if len(tops) == 1:
-        return tops[0]
-    if dist in tops:
+def _package_dir(wheel: Path, elf_members: Sequence[str], members: Sequence[str],
+                 dist: str) -> str:
+    """The top-level directory that holds the wheel's ELF files (torch/, vecadd/); in a wheel
+    without any, its one package directory."""
+    def tops(names: Sequence[str]) -> list[str]:
+        return sorted({m.split("/", 1)[0] for m in names if "/" in m
+                       and not m.split("/", 1)[0].endswith((".data", ".dist-info"))})
+
+    found = tops(elf_members) or tops(members)
+    if len(found) == 1:
+        return found[0]
+    if dist in found:
         return dist
     raise BuildError(
         f"{wheel.name}: cannot tell which package directory the ROCm libraries go into "
-        f"(ELF files under {', '.join(tops) or 'no package directory'})",
+        f"(candidates: {', '.join(found) or 'none'})",
         hint="bundling needs the wheel's shared objects inside one top-level package "
         "directory; use build.rocm_runtime = \"host\" for this recipe")
 
@@ -192,7 +197,7 @@ def bundle_wheel(src: Path, out_dir: Path, runtime: RocmRuntime, rocm_root: Path
         infos = [i for i in zin.infolist() if not i.is_dir()]
         elf = [i for i in infos if _is_elf(zin, i)]
         dist = src.name.split("-", 1)[0]
-        pkg = _package_dir(src, [i.filename for i in elf], dist)
+        pkg = _package_dir(src, [i.filename for i in elf], [i.filename for i in infos], dist)
         lib_dir = f"{pkg}/lib"
         in_wheel = {PurePosixPath(i.filename).name for i in infos}
         members: dict[str, Path] = {}  # ELF member -> extracted copy (the member name is

@@ -134,3 +134,26 @@ def test_recipe_keys(tmp_path: Path) -> None:
     assert "bundle.lib: unknown key" in text and "libs" in text
     assert "bundle.data[0]: must be a relative glob inside the ROCm root" in text
     assert "bundle.data[1]" in text and "bundle.data[2]" not in text
+
+
+def test_data_files_land_under_the_package_with_record(tmp_path: Path) -> None:
+    """A fixture ROCm root (no ROCm SDK exists here) with rocBLAS-like kernel files; the wheel
+    has no ELF files, so nothing is patched and patchelf is not needed."""
+    root = tmp_path / "rocm"
+    lib = root / "lib/rocblas/library"
+    lib.mkdir(parents=True)
+    (lib / "TensileLibrary_gfx942.dat").write_bytes(b"k942")
+    (lib / "TensileLibrary_gfx90a.dat").write_bytes(b"k90a")
+    wheel = _wheel(tmp_path / "demo-1.0-py3-none-any.whl", {"demo/__init__.py": b""})
+    done = bundle.bundle_wheel(wheel, tmp_path / "out", RocmRuntime(
+        "bundle", ROCM_LIBS, ("lib/rocblas/library/*",)), root, ("gfx942",),
+        tmp_path / "bundle.log")
+    member = "demo/lib/rocblas/library/TensileLibrary_gfx942.dat"
+    assert [f.member for f in done.data] == [member] and done.libs == ()
+    assert done.data[0].source == str(lib.resolve() / "TensileLibrary_gfx942.dat")
+    with zipfile.ZipFile(done.wheel) as zf:
+        assert zf.read(member) == b"k942"
+        assert "TensileLibrary_gfx90a.dat" not in " ".join(zf.namelist())
+        record = zf.read("demo-1.0.dist-info/RECORD").decode()
+        info = zf.getinfo(member)
+    assert f"{member},sha256=" in record and info.date_time == (1980, 1, 1, 0, 0, 0)
