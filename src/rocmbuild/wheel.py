@@ -32,7 +32,7 @@ from rocmbuild.errors import RocmbuildError
 
 PROVENANCE = "rocmbuild.json"  # *.dist-info/rocmbuild.json, written by the tag stage
 
-_SHARED_LIB = re.compile(r"\.so(\.\d+)*$")
+SHARED_LIB = re.compile(r"\.so(\.\d+)*$")
 
 
 class WheelFormatError(RocmbuildError):
@@ -163,7 +163,7 @@ def read_wheel(path: Path) -> WheelInfo:
         metadata=metadata,
         provenance=provenance,
         top_level=tuple(sorted(set(top))),
-        native=any(_SHARED_LIB.search(n) for n in names),
+        native=any(SHARED_LIB.search(n) for n in names),
     )
 
 

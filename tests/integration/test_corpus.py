@@ -195,6 +195,8 @@ CLASS_DOC = {
     "submodules": "recipes outside this repo: submodules narrowed per variant",
     "cmake": "recipes outside this repo: cmake source_dir and cmake_args",
     "hostdeps": "recipes outside this repo: validation requirements (requires, --with)",
+    "bundle": "ROCm runtime: build.rocm_runtime and [bundle] (mode, keys, globs inside the "
+    "ROCm root)",
     "rocmcheck": "host check: SDK / torch version ranges, ROCm components, saved hosts",
     "hipify": "recipes: the [hipify] table (tool, keys per tool, paths) and a missing hipify-perl",
     "envlabel": "build environment and labels: pass_env, label_torch, rocm_from, arch names",

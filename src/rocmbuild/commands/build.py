@@ -13,7 +13,8 @@ from rocmbuild.commands import common
 def register(sub: common.Subparsers) -> None:
     p = sub.add_parser(
         "build", help="fetch, patch, build, tag and audit a wheel",
-        description="Fetch, patch, hipify, build, tag and audit a wheel. A wheel already built "
+        description="Fetch, patch, hipify, build, bundle (rocm_runtime = bundle), tag and audit a "
+        "wheel. A wheel already built "
         "from the same inputs is returned from the cache.")
     common.add_target_options(p)
     p.add_argument("-w", "--wheel-dir", default=None, help="where to put the wheel "

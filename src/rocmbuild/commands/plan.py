@@ -69,6 +69,14 @@ def _print(plan: object, seen: dict[str, Any]) -> None:
         p(f"patch    {display(pt.file)} ({pt.sha256[:12]}): {pt.reason}", markup=False)
     p(f"MAX_JOBS {plan.jobs}: {plan.jobs_reason}", markup=False)
     p(f"ROCm     {plan.rocm.version} (from {plan.rocm.version_from})", markup=False)
+    rt = plan.runtime
+    if rt.mode == "bundle":
+        p(f"runtime  bundle: {len(rt.libs)} library pattern(s) "
+          f"({', '.join(rt.libs[:3])}{', ...' if len(rt.libs) > 3 else ''}), "
+          f"{len(rt.data)} data glob(s) from the ROCm root; RPATH $ORIGIN/...", markup=False)
+    else:
+        p(f"runtime  host: native wheels need ROCm {plan.rocm.version} on the host "
+          "(METADATA Requires-External)", markup=False)
     if plan.host_requires or plan.rocm_components:
         p(f"host     {', '.join(plan.host_requires) or '-'}; ROCm components: "
           f"{', '.join(plan.rocm_components) or '-'}", markup=False)

@@ -45,6 +45,12 @@ def file_entry(w: WheelInfo, upload_time: str) -> FileEntry:
     }
 
 
+def view_entry(entry: FileEntry) -> FileEntry:
+    """``entry`` as a view's project page links it: one directory further from ``files/``
+    (``<stage>/<view>/simple/<project>/``)."""
+    return {**entry, "url": f"../{entry['url']}"}
+
+
 def version_of(filename: str) -> Version:
     return parse_wheel_filename(filename)[1]
 
@@ -113,7 +119,13 @@ def render_project_html(name: str, stage: str, files: list[FileEntry]) -> bytes:
     return _page(f"Links for {name}", f"Links for {name}", body)
 
 
-def render_root_html(stage: str, projects: list[dict[str, Any]]) -> bytes:
+def render_root_html(stage: str, projects: list[dict[str, Any]],
+                     views: list[str] | None = None) -> bytes:
+    """The root page; ``views`` (of the all-wheels view) are linked above the table."""
+    links = ", ".join(f'<a href="../{quote(v)}/simple/">{html.escape(v)}</a>'
+                      for v in views or [])
+    view_line = ("<p>Views, each an index of its own for a subset of these wheels (rocmX.Y: "
+                 f"the wheels built for that ROCm release): {links}</p>\n" if links else "")
     rows = "".join(
         f'<tr><td><a href="{quote(p["name"])}/">{html.escape(p["name"])}</a></td>'
         f"<td>{html.escape(p.get('_latest', ''))}</td><td>{p.get('_files', 0)}</td></tr>\n"
@@ -122,6 +134,7 @@ def render_root_html(stage: str, projects: list[dict[str, Any]]) -> bytes:
     body = (
         f"<p>Stage <b>{html.escape(stage)}</b> &middot; {len(projects)} project(s). "
         "Install with <code>pip install --index-url &lt;this page's URL&gt; NAME</code>.</p>\n"
-        "<table>\n<tr><th>Project</th><th>Latest</th><th>Files</th></tr>\n" + rows + "</table>\n"
+        + view_line
+        + "<table>\n<tr><th>Project</th><th>Latest</th><th>Files</th></tr>\n" + rows + "</table>\n"
     )
     return _page(f"Simple index ({stage})", f"Simple index: {stage}", body)

@@ -9,6 +9,8 @@ Layout (``<index>`` is ``--index DIR``, default ``<workdir>/index``)::
     <index>/<stage>/files/<wheel>.metadata   the wheel's METADATA (PEP 658 / 714)
     <index>/<stage>/simple/index.html     root page (PEP 503) + index.json (PEP 691)
     <index>/<stage>/simple/<name>/index.html + index.json   one per normalized project name
+    <index>/<stage>/<view>/simple/...     the same pages for a subset of the wheels, e.g. rocm6.2/
+                                          (views.py: which wheels each view holds)
 
 A transaction (publish or promote) builds a new generation next to the live one: unchanged files
 and pages are hard links to the live generation (same inode, never rewritten), new wheels and the
@@ -43,7 +45,7 @@ from packaging.version import InvalidVersion, Version
 
 from rocmbuild import fsutil, lock, log
 from rocmbuild.errors import PublishError, UsageError
-from rocmbuild.publish import pages
+from rocmbuild.publish import pages, views
 from rocmbuild.publish.checks import (
     Identity,
     check_not_broken,
@@ -236,14 +238,19 @@ class StaticIndex:
         new = self._begin(stage, None if fresh else live)
         now = pages.now_iso()
         new_files: dict[str, list[FileEntry]] = {}
+        view_files: dict[str, dict[str, list[FileEntry]]] = {}
         for i, w in enumerate(todo):
             put(w, new / "files")
             if i == 0:
                 self._step("wheel-written")
             when = upload_time(w) if upload_time else now
-            new_files.setdefault(w.name, []).append(pages.file_entry(w, when))
+            entry = pages.file_entry(w, when)
+            new_files.setdefault(w.name, []).append(entry)
+            for view in views.views_of(w):
+                view_files.setdefault(view, {}).setdefault(w.name, []).append(
+                    pages.view_entry(entry))
         self._step("files-written")
-        self._write_pages(new, stage, new_files)
+        self._write_pages(new, stage, new_files, view_files)
         self._commit(stage, live, new)
 
     def _begin(self, stage: str, base: Path | None) -> Path:
@@ -261,12 +268,7 @@ class StaticIndex:
     def _commit(self, stage: str, live: Path | None, new: Path) -> None:
         # The pages and files were written without a directory fsync each; make them all
         # durable here, once, before the swap makes them visible.
-        for d in [
-            new,
-            new / "files",
-            new / "simple",
-            *(p for p in (new / "simple").iterdir() if p.is_dir()),
-        ]:
+        for d in [new, *(p for p in new.rglob("*") if p.is_dir() and not p.is_symlink())]:
             fsutil.fsync_dir(d)
         link = self.stage_path(stage)
         tmp = self.root / f"{TMP_PREFIX}{secrets.token_hex(4)}-{stage}"
@@ -277,9 +279,20 @@ class StaticIndex:
         if live is not None:
             shutil.rmtree(live)
 
-    def _write_pages(self, gen: Path, stage: str, new_files: dict[str, list[FileEntry]]) -> None:
-        """Merge ``new_files`` (per project) into the project pages of ``gen`` and the root."""
-        simple = gen / "simple"
+    def _write_pages(self, gen: Path, stage: str, new_files: dict[str, list[FileEntry]],
+                     view_files: dict[str, dict[str, list[FileEntry]]]) -> None:
+        """Merge ``new_files`` (per project) into the project pages of ``gen`` and the root, and
+        ``view_files`` (per view, per project) into each view's pages."""
+        for view, files in sorted(view_files.items()):
+            (gen / view / "simple").mkdir(parents=True, exist_ok=True)
+            self._write_simple(gen / view / "simple", f"{stage} / {view}", files)
+        live_views = sorted(p.name for p in gen.iterdir()
+                            if p.is_dir() and views.is_view_name(p.name))
+        self._write_simple(gen / "simple", stage, new_files, live_views, steps=True)
+
+    def _write_simple(self, simple: Path, stage: str, new_files: dict[str, list[FileEntry]],
+                      view_names: list[str] | None = None, steps: bool = False) -> None:
+        """Merge ``new_files`` into the project pages and the root page under ``simple``."""
         root_data = self._read_json(simple / "index.json") or pages.root_json([])
         root_by_name = {p["name"]: p for p in root_data["projects"]}
         for project, entries in sorted(new_files.items()):
@@ -298,11 +311,13 @@ class StaticIndex:
                 "_latest": pj["versions"][-1],
                 "_files": len(files),
             }
-        self._step("project-pages-written")
+        if steps:
+            self._step("project-pages-written")
         projects = [root_by_name[n] for n in sorted(root_by_name)]
         _write(simple / "index.json", pages.dump(pages.root_json(projects)))
-        _write(simple / "index.html", pages.render_root_html(stage, projects))
-        self._step("root-written")
+        _write(simple / "index.html", pages.render_root_html(stage, projects, view_names or []))
+        if steps:
+            self._step("root-written")
 
     def _plan(self, stage: str, wheels: Sequence[WheelInfo]) -> tuple[Change, list[WheelInfo]]:
         """Check immutability against every stage; split into new and already-present."""
@@ -339,12 +354,14 @@ class StaticIndex:
             else:
                 added.append(entry)
                 todo.append(w)
-        projects = sorted({w.name for w in todo})
         touched: list[str] = []
+        for view in sorted({v for w in todo for v in views.views_of(w)}):
+            names = sorted({w.name for w in todo if view in views.views_of(w)})
+            touched += [f"{view}/simple/{n}/index.{x}" for n in names for x in ("json", "html")]
+            touched += [f"{view}/simple/index.json", f"{view}/simple/index.html"]
         if todo:
-            touched = [
-                p for n in projects for p in (f"simple/{n}/index.json", f"simple/{n}/index.html")
-            ] + ["simple/index.json", "simple/index.html"]
+            touched += [f"simple/{n}/index.{x}" for n in sorted({w.name for w in todo})
+                        for x in ("json", "html")] + ["simple/index.json", "simple/index.html"]
         return Change(stage, tuple(added), tuple(unchanged), tuple(touched)), todo
 
     # -- the operations ------------------------------------------------------------------------

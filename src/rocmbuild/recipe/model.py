@@ -51,6 +51,17 @@ GPU_VENDORS = ("amd", "nvidia")
 
 HIPIFY_TOOLS = ("torch", "command", "perl")
 """Values of hipify.tool (documented on ``Hipify.tool``)."""
+ROCM_RUNTIMES = ("host", "bundle")
+"""Values of build.rocm_runtime (documented on ``Recipe.rocm_runtime``)."""
+
+ROCM_LIBS = (
+    "libamdhip64.so*", "libhsa-runtime64.so*", "libhsakmt.so*", "libamd_comgr.so*", "libhiprtc.so*",
+    "librocprofiler-register.so*", "librocm-core.so*", "libroctracer64.so*", "libroctx64.so*",
+    "librocm_smi64.so*",
+)
+"""bundle.libs when a recipe bundles and names none: the HIP runtime and what it loads (the
+ROCm part of upstream PyTorch's list in .ci/manywheel/build_rocm.sh; the math libraries are the
+recipe's to name)."""
 
 SOURCE_KINDS = ("git", "sdist", "path")
 """A source table names exactly one of these keys; the one present is ``Source.kind``."""
@@ -408,6 +419,8 @@ TABLES = {
     "arch": "GPU architectures: which the project supports, and how the list reaches its build.",
     "build": "How the wheel is built.",
     "validate": "What ``rocmbuild validate`` (and ``build --validate``) checks in the built wheel.",
+    "bundle": "What the ``bundle`` stage copies into the wheel when ``build.rocm_runtime = "
+    "\"bundle\"`` (see docs/bundling.md).",
 }
 """Reference text of the tables that hold keys of one dataclass (the others are keys above)."""
 
@@ -564,6 +577,34 @@ class Recipe:
         default="", default_text="the tree's top",
         pattern=r"^(?!/)(?!.*(^|/)\.\.(/|$))", pattern_msg="must be a relative path inside the "
         "source tree (no leading / and no ..), got %r",
+    )
+    rocm_runtime: str = toml(
+        "build.rocm_runtime", "string",
+        "Where the wheel's ROCm libraries come from at run time. ``host``: the wheel links the "
+        "host's ROCm; its METADATA says ``Requires-External: rocm (>=X.Y,<X.Y+1)`` (native "
+        "wheels) and publish lists it only in the ``rocmX.Y`` view. ``bundle``: the ``bundle`` "
+        "stage copies the ROCm libraries the wheel's ELF files need (transitively, as chosen "
+        "by bundle.libs) and bundle.data into ``<package>/`` and sets their RPATH to "
+        "``$ORIGIN/...`` with patchelf, like upstream's PyTorch ROCm wheels.",
+        '"bundle"', default="host", choices=ROCM_RUNTIMES, noun="ROCm runtime",
+    )
+    bundle_libs: tuple[str, ...] = toml(
+        "bundle.libs", "strings",
+        "Shell patterns of the library names (DT_NEEDED sonames) to bundle; a needed library "
+        "that matches none stays on the host. glibc, libstdc++, libgcc_s and the dynamic "
+        "loader are never bundled.", '["libamdhip64.so*", "libhsa-runtime64.so*"]',
+        default=(), default_text="the HIP runtime and its ROCm dependencies: "
+        + ", ".join(f"``{p}``" for p in ROCM_LIBS),
+    )
+    bundle_data: tuple[str, ...] = toml(
+        "bundle.data", "strings",
+        "Data files to bundle: glob patterns relative to the ROCm root (``**`` spans "
+        "directories), copied to the same relative path under the package "
+        "(``lib/rocblas/library/*`` -> ``torch/lib/rocblas/library/``). A file whose name "
+        "names a gfx target other than the build's is left out.",
+        '["lib/rocblas/library/*", "share/miopen/db/*"]', default=(),
+        pattern=r"^(?!/)(?!.*(^|/)\.\.(/|$))", pattern_msg="must be a relative glob inside the "
+        "ROCm root (no leading / and no ..), got %r",
     )
     pip_args: tuple[str, ...] = toml(
         "build.pip_args", "strings", "Extra arguments for ``pip wheel`` (pip-wheel backend).",

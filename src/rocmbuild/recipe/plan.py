@@ -81,6 +81,24 @@ class ValidateSpec:
 
 
 @dataclass(frozen=True)
+class RocmRuntime:
+    """build.rocm_runtime and the [bundle] table: where the wheel's ROCm libraries come from."""
+
+    mode: str = "host"
+    """``host`` (the host's ROCm X.Y, stated in METADATA) or ``bundle`` (copied into the wheel)."""
+    libs: tuple[str, ...] = ()
+    """bundle: shell patterns of the sonames to copy."""
+    data: tuple[str, ...] = ()
+    """bundle: globs relative to the ROCm root, copied to the same path under the package."""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"mode": self.mode}
+        if self.mode == "bundle":
+            out.update(libs=list(self.libs), data=list(self.data))
+        return out
+
+
+@dataclass(frozen=True)
 class Plan:
     recipe: str
     recipe_path: Path
@@ -112,6 +130,7 @@ class Plan:
     runtime_env: dict[str, str] = field(default_factory=dict)
     source_dir: str = ""
     """cmake backend: the CMakeLists.txt directory, relative to the fetched tree ("": its top)."""
+    runtime: RocmRuntime = field(default_factory=RocmRuntime)
     rocm_components: tuple[str, ...] = ()
     """ROCm components the host must have under its ROCm root (``rocmbuild.components``)."""
     host_requires_reason: str = ""
@@ -198,6 +217,7 @@ class Plan:
             **({"hipify_step": self.hipify_json()} if self.hipify_json() else {}),
             "pass_env": list(self.pass_env),
             "label_torch": self.label_torch,
+            "rocm_runtime": self.runtime.to_json(),
             "cache_key": self.cache_key,
         }
 

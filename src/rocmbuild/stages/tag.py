@@ -24,11 +24,13 @@ from rocmbuild.errors import BuildError
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, StageResult, Status, TorchBuild
 from rocmbuild.stages import Context, need
-from rocmbuild.wheel import PROVENANCE, WheelFormatError, parse_wheel_name
+from rocmbuild.wheel import PROVENANCE, SHARED_LIB, WheelFormatError, parse_wheel_name
 
 
-def retag(src: Path, out_dir: Path, local: str, provenance: dict[str, Any]) -> Path:
-    """Write ``src`` with ``+local`` appended to its version and rocmbuild.json added."""
+def retag(src: Path, out_dir: Path, local: str, provenance: dict[str, Any],
+          requires_external: str | None = None) -> Path:
+    """Write ``src`` with ``+local`` appended to its version and rocmbuild.json added (and a
+    ``Requires-External`` line in METADATA when given)."""
     parts = parse_wheel_name(src.name)  # the parts keep their spelling
     old_namever = parts.namever
     sep = "." if parts.version.local else "+"
@@ -59,7 +61,7 @@ def retag(src: Path, out_dir: Path, local: str, provenance: dict[str, Any]) -> P
                     top = f"{new_namever}.data"
                 data = zin.read(info)
                 if rest == "METADATA" and top.endswith(".dist-info"):
-                    data = _set_version(data, new_version)
+                    data = _set_version(data, new_version, requires_external)
                 new_info = zipfile.ZipInfo(f"{top}/{rest}" if rest else top, info.date_time)
                 new_info.external_attr = info.external_attr
                 new_info.compress_type = zipfile.ZIP_DEFLATED
@@ -72,14 +74,17 @@ def retag(src: Path, out_dir: Path, local: str, provenance: dict[str, Any]) -> P
             del os.environ["SOURCE_DATE_EPOCH"]
 
 
-def _set_version(metadata: bytes, version: str) -> bytes:
+def _set_version(metadata: bytes, version: str, requires_external: str | None = None) -> bytes:
     lines = metadata.decode("utf-8").split("\n")
+    end = len(lines)
     for i, line in enumerate(lines):
         if line.startswith("Version:"):
             lines[i] = f"Version: {version}"
-            break
         if not line:  # end of headers
+            end = i
             break
+    if requires_external and f"Requires-External: {requires_external}" not in lines[:end]:
+        lines.insert(end, f"Requires-External: {requires_external}")
     return "\n".join(lines).encode("utf-8")
 
 
@@ -102,14 +107,28 @@ def local_label(plan: Plan, torch: TorchBuild | None, torch_log: Path) -> str:
         raise BuildError(f"{where}: {exc}",
                          hint="a torch version starts with major.minor, e.g. 2.9.1") from exc
     return label.local(plan.rocm.version, plan.archs, part)
+def rocm_requirement(version: str) -> str:
+    """``rocm (>=6.2,<6.3)``: the ROCm release series a host-bound wheel was built for (its
+    libraries' ABI changes between minor releases, as the per-release index URLs upstream
+    say: .../whl/rocm6.2)."""
+    parts = [int(x) for x in version.split(".")[:2]] + [0]
+    major, minor = parts[0], parts[1]
+    return f"rocm (>={major}.{minor},<{major}.{minor + 1})"
+
+
+def _native(wheel: Path) -> bool:
+    with zipfile.ZipFile(wheel) as zf:
+        return any(SHARED_LIB.search(n) for n in zf.namelist())
 
 
 def run(plan: Plan, ctx: Context) -> StageResult:
     start = time.monotonic()
     raw = need(ctx.artifacts.raw_wheel, "built wheel", "tag")
+    bundled = ctx.artifacts.bundle
+    src = bundled.wheel if bundled is not None else raw
     log_path = ctx.log_dir / "tag.log"
     local = local_label(plan, ctx.artifacts.torch, ctx.log_dir / "torch.log")
-    provenance = {
+    provenance: dict[str, Any] = {
         "rocmbuild_version": __version__,
         "recipe": plan.recipe,
         "recipe_sha256": plan.recipe_sha256,
@@ -136,17 +155,25 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         "timings": {k: round(v, 3) for k, v in ctx.timings.items()},
         **({"hipify": ctx.artifacts.hipify.to_json()} if ctx.artifacts.hipify else {}),
         "original_wheel": {"name": raw.name, "sha256": sha256_file(raw)},
+        # bundle: what went in (the patterns are in "plan")
+        "rocm_runtime": {"mode": plan.runtime.mode,
+                         **(bundled.to_json() if bundled is not None else {})},
         "plan": plan.to_json(),
     }
     try:
-        tagged = retag(
-            raw, ctx.log_dir.parent / f".{plan.short_key}-tagged", local, provenance
-        )
+        # a host-bound wheel with native code says which ROCm it needs (PEP 345's
+        # Requires-External; pip shows it, publish files the wheel under that ROCm's view)
+        external = (rocm_requirement(plan.rocm.version)
+                    if plan.runtime.mode == "host" and _native(src) else None)
+        tagged = retag(src, ctx.log_dir.parent / f".{plan.short_key}-tagged", local, provenance,
+                       external)
     except (zipfile.BadZipFile, KeyError, ValueError, WheelFormatError) as exc:
         raise BuildError(
             f"{raw.name}: cannot retag: {exc}",
             hint="the backend produced an unreadable wheel; see the build log",
         ) from exc
+    if bundled is not None:  # the bundle stage's copy is spent (GBs for torch)
+        bundled.wheel.unlink(missing_ok=True)
     return StageResult(
         Status.SUCCESS, time.monotonic() - start, tagged.name, log_path, Artifacts(wheel=tagged)
     )

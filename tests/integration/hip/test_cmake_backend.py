@@ -6,6 +6,8 @@ archs. Uses tests/fixtures/cmake-hip (a plain HIP shared library, not a Python e
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -45,7 +47,26 @@ def test_cmake_backend_builds_packs_and_audits(tmp_path: Path) -> None:
                         wheel.name), wheel.name
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
+        metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
     assert "vecadd/lib/libvecadd.so" in names and "vecadd/include/vecadd.h" in names
+    # rocm_runtime = "host" (the default): the wheel says which ROCm release it needs
+    rocm = re.search(r"\+rocm(\d+)\.(\d+)", wheel.name)
+    assert rocm is not None
+    major, minor = int(rocm[1]), int(rocm[2])
+    assert f"Requires-External: rocm (>={major}.{minor},<{major}.{minor + 1})" in \
+        metadata.decode().splitlines(), metadata
+    assert "bundle\n      skipped" in res.stderr
+    # ... and publish files it under that ROCm's view, where pip finds it
+    index = tmp_path / "index"
+    pub = rocmbuild("publish", str(wheel), "--index", str(index))
+    assert pub.returncode == 0, pub.stderr
+    view = index / "stable" / f"rocm{major}.{minor}" / "simple"
+    assert (view / "vecadd" / "index.html").is_file()
+    pip = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", "-d",
+                          str(tmp_path / "dl"), "--index-url", view.as_uri() + "/", "vecadd"],
+                         capture_output=True, text=True)
+    assert pip.returncode == 0, pip.stderr
+    assert [p.name for p in (tmp_path / "dl").iterdir()] == [wheel.name]
     log = next((tmp_path / "build/logs").rglob("build.log")).read_text()
     assert re.search(r"^\[\d+/\d+\] ", log, re.M), "ninja's [N/M] progress lines are logged"
     # the audit in the build refuses a wheel without a requested arch: audit it against gfx950

@@ -57,9 +57,11 @@ def free_port() -> int:
 
 
 def make_wheel(
-    out: Path, name: str, version: str, payload: str = "", requires_python: str | None = ">=3.8"
+    out: Path, name: str, version: str, payload: str = "", requires_python: str | None = ">=3.8",
+    metadata_extra: str = "",
 ) -> Path:
-    """A minimal valid PEP 427 wheel written directly as a zip (pure python, py3-none-any)."""
+    """A minimal valid PEP 427 wheel written directly as a zip (pure python, py3-none-any);
+    ``metadata_extra``: more METADATA header lines (e.g. ``Requires-External: rocm (>=6.2)``)."""
     dist = name.replace("-", "_")
     files: dict[str, bytes] = {
         f"{dist}/__init__.py": f"VERSION = {version!r}\n{payload}".encode(),
@@ -67,6 +69,7 @@ def make_wheel(
     meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
     if requires_python:
         meta += f"Requires-Python: {requires_python}\n"
+    meta += metadata_extra
     di = f"{dist}-{version}.dist-info"
     files[f"{di}/METADATA"] = meta.encode()
     files[f"{di}/WHEEL"] = (

@@ -89,16 +89,28 @@ def test_pages_render_in_chromium(tmp_path: Path) -> None:
         make_wheel(tmp_path / "w", "flash-attn", "2.8.3+rocm6.2.gfx942"),
         make_wheel(tmp_path / "w", "flash-attn", "2.8.2"),
         make_wheel(tmp_path / "w", "probe", "0.1"),
+        make_wheel(tmp_path / "w", "torch", "2.9.1+rocm6.2.gfx942",
+                   metadata_extra="Requires-External: rocm (>=6.2,<6.3)\n"),
     ]
     rocmbuild("publish", *map(str, w), "--index", str(index), check=True)
     root_url = (index / "stable" / "simple" / "index.html").as_uri()
     proj_url = (index / "stable" / "simple" / "flash-attn" / "index.html").as_uri()
+    view_url = (index / "stable" / "rocm6.2" / "simple" / "torch" / "index.html").as_uri()
 
     dom = chromium("--dump-dom", root_url)
     assert dom.returncode == 0, dom.stderr
     assert "Simple index: stable" in dom.stdout
     assert '<a href="flash-attn/">flash-attn</a>' in dom.stdout
     assert '<a href="probe/">probe</a>' in dom.stdout
+    assert '<a href="../rocm6.2/simple/">rocm6.2</a>' in dom.stdout  # the per-ROCm view
+
+    dom = chromium("--dump-dom", view_url)
+    assert dom.returncode == 0, dom.stderr
+    assert "Stage <b>stable / rocm6.2</b>" in dom.stdout
+    href = 'href="../../../files/torch-2.9.1%2Brocm6.2.gfx942-py3-none-any.whl#sha256='
+    assert href in dom.stdout
+    assert (index / "stable/rocm6.2/simple/torch/../../../files/"
+            "torch-2.9.1+rocm6.2.gfx942-py3-none-any.whl").is_file()
 
     dom = chromium("--dump-dom", proj_url)
     assert dom.returncode == 0, dom.stderr
@@ -109,7 +121,7 @@ def test_pages_render_in_chromium(tmp_path: Path) -> None:
     assert 'data-requires-python="&gt;=3.8"' in dom.stdout
     assert "2.8.3+rocm6.2.gfx942" in dom.stdout  # the version column
 
-    for name, url in (("root", root_url), ("project", proj_url)):
+    for name, url in (("root", root_url), ("project", proj_url), ("view", view_url)):
         png = tmp_path / f"{name}.png"
         shot = chromium(f"--screenshot={png}", url)
         assert shot.returncode == 0 and png.exists(), shot.stderr

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -280,3 +281,52 @@ def test_bad_input_one_line_error(tmp_path: Path, args: list[str], code: int, te
     assert proc.returncode == code, proc.stderr
     assert text in proc.stderr
     assert "hint:" in proc.stderr
+
+
+def test_rocm_views_hold_only_their_rocm(tmp_path: Path) -> None:
+    """A host-bound wheel (METADATA ``Requires-External: rocm (>=X.Y,<X.Y+1)``, as the tag stage
+    writes it) is listed in ``<stage>/rocmX.Y/simple/`` next to the all-wheels view, and only
+    there: pip on a ROCm 6.2 host, pointed at the rocm6.2 view, installs the 6.2 build although
+    the 6.4 build is the higher version in the all-wheels view. A wheel without a ROCm is in no
+    view; a later publish adds to a view without touching the other one's pages."""
+    index = tmp_path / "index"
+    w62 = make_wheel(tmp_path / "w", "hostbound", "1.0+rocm6.2.gfx942",
+                     metadata_extra="Requires-External: rocm (>=6.2,<6.3)\n")
+    w64 = make_wheel(tmp_path / "w", "hostbound", "1.0+rocm6.4.gfx942",
+                     metadata_extra="Requires-External: rocm (>=6.4,<6.5)\n")
+    plain = make_wheel(tmp_path / "w", "plain", "1.0")
+    res = rocmbuild("publish", str(w62), str(w64), str(plain), "--index", str(index),
+                    "--dry-run", "--json", check=True)
+    pages = json.loads(res.stdout)["pages"]
+    assert "rocm6.2/simple/hostbound/index.json" in pages and "rocm6.4/simple/index.html" in pages
+    assert not any(p.startswith("rocm") and "plain" in p for p in pages)
+    rocmbuild("publish", str(w62), str(w64), str(plain), "--index", str(index), check=True)
+    stage = index / "stable"
+    assert sorted(p.name for p in stage.iterdir()) == ["files", "rocm6.2", "rocm6.4", "simple"]
+    view = json.loads((stage / "rocm6.2/simple/hostbound/index.json").read_bytes())
+    assert [f["filename"] for f in view["files"]] == [w62.name]
+    page = stage / "rocm6.2/simple/hostbound"
+    link = urllib.parse.unquote(view["files"][0]["url"])
+    assert (page / link).resolve() == (stage / "files" / w62.name).resolve()
+    assert not (stage / "rocm6.2/simple/plain").exists()
+    root = json.loads((stage / "rocm6.2/simple/index.json").read_bytes())
+    assert [p["name"] for p in root["projects"]] == ["hostbound"]
+    assert 'href="../rocm6.2/simple/"' in (stage / "simple/index.html").read_text()
+
+    url = (stage / "rocm6.2/simple").as_uri() + "/"
+    proc = pip_install(url, tmp_path / "t62", "hostbound")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "rocm6.2" in (tmp_path / "t62/hostbound/__init__.py").read_text()
+    proc = pip_install((stage / "simple").as_uri() + "/", tmp_path / "tall", "hostbound")
+    assert proc.returncode == 0 and "rocm6.4" in (tmp_path / "tall/hostbound/__init__.py"
+                                                   ).read_text()
+    proc = pip_install(url, tmp_path / "tp", "plain")
+    assert proc.returncode != 0  # not in the ROCm view
+
+    kept = (stage / "rocm6.4/simple/hostbound/index.json").stat().st_ino
+    w62b = make_wheel(tmp_path / "w", "hostbound", "1.1+rocm6.2.gfx942",
+                      metadata_extra="Requires-External: rocm (>=6.2,<6.3)\n")
+    rocmbuild("publish", str(w62b), "--index", str(index), check=True)
+    assert (stage / "rocm6.4/simple/hostbound/index.json").stat().st_ino == kept
+    view = json.loads((stage / "rocm6.2/simple/hostbound/index.json").read_bytes())
+    assert [f["filename"] for f in view["files"]] == [w62.name, w62b.name]
