@@ -59,6 +59,8 @@ class Artifacts:
 
     tree: Path | None = None
     """fetch: the fresh source tree (patched in place by patch, hipify)."""
+    downloads: tuple[tuple[str, Path], ...] | None = None
+    """fetch: the plan's [[downloads]] as (variable, verified file or directory in the cache)."""
     raw_wheel: Path | None = None
     """build: the wheel as the backend made it."""
     build_log: Path | None = None

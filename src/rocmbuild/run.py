@@ -372,3 +372,47 @@ def run(
             log_path=str(lp) if lp else None,
         )
     return result
+
+
+@dataclass(frozen=True)
+class NoNetwork:
+    """How this machine runs a command without network (``no_network()``)."""
+
+    prefix: tuple[str, ...]
+    """Put before a command's argv; () when no way works here."""
+    how: str
+    """For people: which way (``unshare --net``, as root; or a user namespace)."""
+    why_not: str = ""
+    """When ``prefix`` is empty: what each way said."""
+
+
+_no_network: NoNetwork | None = None
+_no_network_lock = threading.Lock()
+
+
+def no_network() -> NoNetwork:
+    """A new network namespace for a command (only a loopback, down): ``unshare --net`` when
+    running as root, else ``unshare --net --map-root-user`` (an unprivileged user namespace).
+    Each way is tried once per process with ``true``; the first that works is kept."""
+    global _no_network
+    with _no_network_lock:
+        if _no_network is not None:
+            return _no_network
+        ways: list[tuple[tuple[str, ...], str]] = []
+        if os.geteuid() == 0:
+            ways.append((("unshare", "--net"), "unshare --net (root)"))
+        ways.append((("unshare", "--net", "--map-root-user"),
+                     "unshare --net --map-root-user (user namespace)"))
+        failed: list[str] = []
+        for prefix, how in ways:
+            try:
+                res = run([*prefix, "true"], capture=True, check=False, timeout=30)
+            except CommandFailed as exc:  # unshare is not installed
+                failed.append(f"{quote(prefix)}: {exc.message}")
+                continue
+            if res.returncode == 0:
+                _no_network = NoNetwork(prefix, how)
+                return _no_network
+            failed.append(f"{quote(prefix)}: {res.cause or res.output.strip() or res.returncode}")
+        _no_network = NoNetwork((), "", "; ".join(failed))
+        return _no_network

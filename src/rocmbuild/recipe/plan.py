@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rocmbuild.config import REPO_ROOT
-from rocmbuild.recipe.model import Patch, Source
+from rocmbuild.recipe.model import Download, Patch, Source
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,10 @@ class Plan:
     runtime_env: dict[str, str] = field(default_factory=dict)
     source_dir: str = ""
     """cmake backend: the CMakeLists.txt directory, relative to the fetched tree ("": its top)."""
+    offline: bool = False
+    """build.offline: the build's commands run in a network namespace without network."""
+    downloads: tuple[Download, ...] = ()
+    """The recipe's [[downloads]] whose ``when`` holds, all pinned by sha256."""
     cache_key: str = ""
 
     @property
@@ -136,6 +140,10 @@ class Plan:
     def patches_json(self) -> list[dict[str, str]]:
         return [{"file": str(display(p.file)), "sha256": p.sha256, "reason": p.reason,
                  "link": p.link} for p in self.patches]
+
+    def downloads_json(self) -> list[dict[str, Any]]:
+        return [{"name": d.name, "url": d.url, "sha256": d.sha256, "extract": d.extract,
+                 "env": d.env} for d in self.downloads]
 
     def to_json(self) -> dict[str, Any]:
         h = self.host
@@ -168,6 +176,8 @@ class Plan:
             "version": self.version,
             "runtime_env": dict(self.runtime_env),
             **({"source_dir": self.source_dir} if self.source_dir else {}),
+            "offline": self.offline,
+            **({"downloads": self.downloads_json()} if self.downloads else {}),
             "cache_key": self.cache_key,
         }
 

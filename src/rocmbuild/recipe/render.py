@@ -18,9 +18,9 @@ from pathlib import Path
 
 from rocmbuild import __version__, arch, jobs
 from rocmbuild.config import SOURCE_TREE_IGNORE
-from rocmbuild.errors import ToolchainError, UsageError
+from rocmbuild.errors import RecipeError, ToolchainError, UsageError
 from rocmbuild.host import Host
-from rocmbuild.recipe.model import Patch, Recipe, Source
+from rocmbuild.recipe.model import Download, Patch, Recipe, Source
 from rocmbuild.recipe.plan import BuildHost, CompilerPin, Plan, RocmTarget, ValidateSpec
 
 __all__ = ["Plan", "Target", "render", "uses_hip_compiler"]
@@ -48,8 +48,8 @@ def _fill(template: str, values: Mapping[str, str], where: str) -> str:
         ) from exc
 
 
-def _applies(patch: Patch, facts: Mapping[str, tuple[str, ...]]) -> bool:
-    return all(set(values) & set(facts[key]) for key, values in patch.when)
+def _applies(item: Patch | Download, facts: Mapping[str, tuple[str, ...]]) -> bool:
+    return all(set(values) & set(facts[key]) for key, values in item.when)
 
 
 def uses_hip_compiler(recipe: Recipe, variant: str | None = None) -> bool:
@@ -169,9 +169,19 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         "source": (target.source,),
         "arch": tuple(a.split(":")[0] for a in archs),  # gfx90a:xnack+ is a gfx90a
         "gpu_vendor": (target.gpu_vendor,),
+        "rocm": (".".join(rocm.version.split(".")[:2]),),
     }
     patches = tuple(replace(p, file=p.file.resolve()) for p in recipe.patches
                     if _applies(p, facts))
+    downloads = tuple(d for d in recipe.downloads if _applies(d, facts))
+    for i, d in enumerate(recipe.downloads):
+        if d in downloads and not d.sha256:
+            raise RecipeError(
+                [f"{recipe.path.name}: downloads[{i}].sha256: missing for {d.name!r}, which "
+                 f"this plan needs ({d.url})"],
+                hint="pin it: sha256sum the file from a trusted listing and set sha256 "
+                "(an unpinned download is never fetched)",
+            )
     hipify = tuple(_fill(a, values, f"{recipe.path.name}: build.hipify") for a in recipe.hipify)
     commands = _commands(recipe, values)
     if recipe.backend == "cmake":
@@ -217,6 +227,8 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         version=recipe.version,
         runtime_env=runtime_env,
         source_dir=recipe.source_dir if recipe.backend == "cmake" else "",
+        offline=recipe.offline,
+        downloads=downloads,
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
 
@@ -226,7 +238,8 @@ def _cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:
     with ``{jobs}`` unfilled), not where the recipe file lies, not how the ROCm version was
     found."""
     material = plan.to_json()
-    for volatile in ("jobs", "jobs_reason", "recipe_path", "cache_key"):
+    # offline: where the build ran decides nothing about the wheel's bytes
+    for volatile in ("jobs", "jobs_reason", "recipe_path", "cache_key", "offline"):
         material.pop(volatile)
     material["env"] = keyed_env
     material["rocm"].pop("version_from")
