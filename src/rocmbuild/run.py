@@ -220,6 +220,7 @@ def run(
     error: type[CommandFailed] = CommandFailed,
     hint: str | None = None,
     stdin: str | None = None,
+    wrap: Sequence[str] = (),
 ) -> Completed:
     """Run ``argv``; stdout and stderr are merged. ``env`` is the *full* environment
     (None: inherit). ``timeout`` (seconds) kills the command and its descendants even when it
@@ -228,18 +229,22 @@ def run(
     Raises ``error`` (a CommandFailed subclass) when the command exits non-zero or times out and
     ``check``, or when the program is missing. Whatever ends ``run`` early (an exception, a
     signal turned into one) kills the command's whole process group first.
+
+    ``wrap`` is put before ``argv`` when starting it (``no_network().prefix``); the log shows
+    it, messages name the command itself.
     """
     args = tuple(str(a) for a in argv)
+    started = (*wrap, *args)
     lp = Path(log_path) if log_path else None
     logf = None
     if lp is not None:
         lp.parent.mkdir(parents=True, exist_ok=True)
         logf = open(lp, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
-        logf.write(f"$ {redact(quote(args))}\n# cwd: {Path(cwd or '.').resolve()}\n")
+        logf.write(f"$ {redact(quote(started))}\n# cwd: {Path(cwd or '.').resolve()}\n")
         for k, v in env_diff(env).items():
             logf.write(f"# env: {k}={v}\n")
         logf.flush()
-    log.debug(f"$ {redact(quote(args))}" + (f"  (in {cwd})" if cwd else ""))
+    log.debug(f"$ {redact(quote(started))}" + (f"  (in {cwd})" if cwd else ""))
     tail: collections.deque[str] = collections.deque(maxlen=CAUSE_LINES)
     lines: list[str] = []
     start = time.monotonic()
@@ -247,7 +252,7 @@ def run(
     try:
         try:
             proc = subprocess.Popen(
-                args,
+                started,
                 cwd=cwd,
                 env=dict(env) if env is not None else None,
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,

@@ -310,7 +310,7 @@ def _patches(
         for wk, wvalues in values.get("when", ()):
             for v in wvalues:
                 if not valid[wk](v):
-                    c.bad(f"{key}.when.{wk}", f"{v!r} is not a known {wk.replace('_', ' ')}")
+                    c.bad(f"{key}.when.{wk}", _not_valid(wk, v))
         # Placeholders for missing required keys: those were reported, and load raises.
         out.append(Patch(**{"sha256": "", "reason": "", **values, "file": f}))
     return tuple(out)
@@ -326,6 +326,12 @@ def _when_checks(variants: dict[str, Variant | None], alternatives: dict[str, So
         "gpu_vendor": lambda v: v in GPU_VENDORS,
         "rocm": lambda v: re.fullmatch(r"\d+\.\d+", v) is not None,
     }
+
+
+def _not_valid(when_key: str, value: str) -> str:
+    if when_key == "rocm":
+        return f"{value!r} is not a ROCm major.minor version like 6.4"
+    return f"{value!r} is not a known {when_key.replace('_', ' ')}"
 
 
 def _downloads(c: Checker, items: Any, valid: dict[str, Callable[[str], bool]]
@@ -348,7 +354,7 @@ def _downloads(c: Checker, items: Any, valid: dict[str, Callable[[str], bool]]
         for wk, wvalues in values.get("when", ()):
             for v in wvalues:
                 if not valid[wk](v):
-                    c.bad(f"{key}.when.{wk}", f"{v!r} is not a known {wk.replace('_', ' ')}")
+                    c.bad(f"{key}.when.{wk}", _not_valid(wk, v))
         # Placeholders for missing required keys: those were reported, and load raises.
         out.append(Download(**{"name": "", "url": "", "env": "", **values}))
     return tuple(out)

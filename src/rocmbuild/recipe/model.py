@@ -293,7 +293,8 @@ class Download:
         "The build variable that receives the path. Downloads naming the same variable are "
         "extracted into one directory, in recipe order (a runtime and its kernel images).",
         '"AOTRITON_INSTALLED_PREFIX"', default="", required="", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
-        pattern_msg="must be an environment variable name, got %r",
+        pattern_msg="must name the variable that receives the path (e.g. "
+        "AOTRITON_INSTALLED_PREFIX), got %r",
     )
     when: tuple[tuple[str, tuple[str, ...]], ...] = toml(
         "when", "conditions",

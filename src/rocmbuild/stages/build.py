@@ -155,7 +155,7 @@ _NET_FAIL = re.compile(
     r"status_string: \"Couldn't|unable to access '", re.IGNORECASE)
 _HOST = (
     re.compile(r"host='([^']+)'"),                                   # urllib3 (pip)
-    re.compile(r"[Cc]ould(?: not|n't) resolve (?:host|proxy)(?: name)?:? '?([\w.-]+)"),
+    re.compile(r"[Cc]ould(?: not|n't) resolve (?:host|proxy): *'?([\w.-]+)"),  # git, curl
     re.compile(r"Failed to connect to ([\w.:-]+?) port"),             # curl, git over http
 )
 _URL_HOST = re.compile(r"\b[a-z][a-z0-9+.-]*://(?:[^@/\s'\"]+@)?(\[[^\]]+\]|[^/:\s'\"]+)")
@@ -255,7 +255,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
                 a.replace("{wheel_tmp}", str(out_dir)).replace("{stage_dir}", str(stage_dir))
                 for a in command
             ]
-            sh([*prefix, *argv], cwd=tree, env=env, log_path=log_path, on_line=progress)
+            sh(argv, cwd=tree, env=env, log_path=log_path, on_line=progress, wrap=prefix)
     except CommandFailed as exc:
         host = _tried_network(log_path) if prefix else None
         if host is not None:
@@ -266,7 +266,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
                 f"{exc.message}",
                 hint="fetch must get everything the build needs: declare the file as a "
                 "[[downloads]] entry of the recipe (url, sha256, env), or set offline = false "
-                f"in [build]; full log: {log_path}",
+                "in [build]",
                 detail=exc.detail,
             ) from exc
         raise BuildError(
