@@ -6,7 +6,9 @@ sdist. Nothing is faked. Skipped, with the reason, where no network namespace ca
 
 from __future__ import annotations
 
+import hashlib
 import http.server
+import io
 import json
 import shutil
 import subprocess
@@ -226,3 +228,76 @@ def test_flash_attn_triton_from_a_local_git_repository_builds_offline(
                                if n.endswith(".dist-info/rocmbuild.json")))
     assert prov["offline"] is True and prov["source"]["commit"] == pinned
     assert prov["source"]["url"] == str(repo)
+
+
+def _tgz(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+READ_PREFIX = """\
+p = os.environ["DEMO_PREFIX"]
+assert open(os.path.join(p, "lib/libdemo.so")).read() == "runtime", p
+assert open(os.path.join(p, "lib/images/gfx942/k.bin")).read() == "kernels", p
+assert open(os.environ["DEMO_TOOL"]).read() == "tool", os.environ["DEMO_TOOL"]
+"""
+
+
+def test_downloads_are_fetched_verified_merged_and_handed_over_offline(tmp_path: Path) -> None:
+    """Two archives naming one variable (a runtime and its kernel images, AOTriton's shape) and
+    one plain file, served from 127.0.0.1: fetch downloads and verifies them, extracts the
+    archives into one directory, and the offline build reads them through the variables. A
+    second cold build (new workdir, same cache) fetches nothing; the provenance lists them."""
+    files = {"/runtime.tar.gz": _tgz({"demo/lib/libdemo.so": b"runtime"}),
+             "/images.tar.gz": _tgz({"demo/lib/images/gfx942/k.bin": b"kernels"}),
+             "/tool": b"tool"}
+    hits: dict[str, int] = {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            hits[self.path] = hits.get(self.path, 0) + 1
+            body = files.get(self.path, b"")
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    try:
+        recipe = _recipe(tmp_path, READ_PREFIX, offline=True)
+        text = recipe.read_text()
+        for name, path, var, unpack in (("rt", "/runtime.tar.gz", "DEMO_PREFIX", True),
+                                        ("img", "/images.tar.gz", "DEMO_PREFIX", True),
+                                        ("other", "/images.tar.gz", "DEMO_PREFIX", True),
+                                        ("tool", "/tool", "DEMO_TOOL", False)):
+            sha = hashlib.sha256(files[path]).hexdigest()
+            when = '\nwhen = { arch = "gfx90a" }' if name == "other" else ""
+            text += (f'[[downloads]]\nname = "{name}"\nurl = "{url}{path}"\nsha256 = "{sha}"\n'
+                     f'extract = {str(unpack).lower()}\nenv = "{var}"{when}\n')
+        recipe.write_text(text)
+        first = _build(tmp_path, recipe, "w1")
+        assert first.returncode == 0, first.stderr
+        assert "3 download(s)" in first.stderr
+        assert hits == {"/runtime.tar.gz": 1, "/images.tar.gz": 1, "/tool": 1}
+        second = _build(tmp_path, recipe, "w2", "cache", "--force")
+        assert second.returncode == 0, second.stderr
+        assert hits == {"/runtime.tar.gz": 1, "/images.tar.gz": 1, "/tool": 1}
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    (wheel,) = (tmp_path / "w2" / "wheels").glob("netdemo-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        prov = json.loads(next(zf.read(n) for n in zf.namelist()
+                               if n.endswith(".dist-info/rocmbuild.json")))
+    assert [d["name"] for d in prov["downloads"]] == ["rt", "img", "tool"]
+    assert prov["plan"]["downloads"] == prov["downloads"]

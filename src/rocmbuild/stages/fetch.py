@@ -313,8 +313,7 @@ def _mirror(url: str, commit: str, cache: Path, env: dict[str, str], log_path: P
 
         def clone() -> int:
             shutil.rmtree(tmp, ignore_errors=True)  # a failed attempt leaves a partial clone
-            return git("-c", "protocol.file.allow=always", "clone", "--mirror", "--quiet", url,
-                       str(tmp))
+            return git("clone", "--mirror", "--quiet", url, str(tmp))
 
         log.info(f"  cloning {redact(url)} into the cache (once per URL; large repositories "
                  "take minutes)")
