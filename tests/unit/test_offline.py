@@ -80,6 +80,7 @@ def test_network_host_unnamed() -> None:
     ("https://github.com/ROCm/flash-attention.git/", "./sub", "https://github.com/ROCm/"
      "flash-attention.git/sub"),
     ("git@github.com:ROCm/flash-attention.git", "../ck.git", "git@github.com:ROCm/ck.git"),
+    ("git@github.com:ROCm/flash-attention.git", "../../ck.git", "git@github.com:ck.git"),
     ("/srv/git/main", "../sub", "/srv/git/sub"),
     ("/srv/git/main", "https://example.org/x.git", "https://example.org/x.git"),
 ])

@@ -358,7 +358,7 @@ def resolve_url(parent: str, url: str) -> str:
         if cut <= 0 or base[:cut].endswith(":/"):
             raise FetchError(f"{redact(url)}: a relative submodule URL that leaves "
                              f"{redact(parent)}", hint="fix the submodule URL in .gitmodules")
-        base = base[:cut]
+        base = base[:cut + 1] if base[cut] == ":" else base[:cut]  # host:path keeps its ':'
     sep = ":" if base.endswith(":") else "/"
     return f"{base.rstrip(':')}{sep}{rest}" if rest else base
 
