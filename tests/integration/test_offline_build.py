@@ -120,15 +120,31 @@ def test_the_same_build_with_network_reaches_the_server(
     assert hits.get("/x.bin", 0) >= 1  # setup.py runs for the metadata and for the wheel
 
 
-def test_offline_require_and_off(tmp_path: Path, server: tuple[str, dict[str, int]]) -> None:
+def test_offline_off_require_and_the_fallback(
+    tmp_path: Path, server: tuple[str, dict[str, int]]
+) -> None:
+    """ROCMBUILD_OFFLINE=off builds with network. Where no namespace can be made (here: a PATH
+    without unshare) the build warns once and runs with network; =require makes it an error."""
     url, hits = server
     recipe = _recipe(tmp_path, URLLIB.replace("{url}", url), offline=True)
     env = {"ROCMBUILD_WORKDIR": str(tmp_path / "w"), "ROCMBUILD_OFFLINE": "off"}
-    res = rocmbuild("build", str(recipe), "--arch", "gfx942", env=env)
+    res = rocmbuild("build", str(recipe), "--arch", "gfx942", "--force", env=env)
     assert res.returncode == 0 and hits.get("/x.bin", 0) >= 1, res.stderr
-    res = rocmbuild("build", str(recipe), "--arch", "gfx942",
-                    env={**env, "ROCMBUILD_OFFLINE": "sometimes"})
-    assert res.returncode == 2 and "ROCMBUILD_OFFLINE='sometimes'" in res.stderr, res.stderr
+    no_unshare = tmp_path / "bin"
+    no_unshare.mkdir()
+    env = {**env, "ROCMBUILD_OFFLINE": "require", "PATH": str(no_unshare)}
+    res = rocmbuild("build", str(recipe), "--arch", "gfx942", "--force", env=env)
+    assert res.returncode == 6, res.stderr
+    assert _error_line(res.stderr).startswith(
+        "build error: netdemo.toml: build.offline = true, but this machine cannot make a network "
+        "namespace (unshare --net: unshare: command not found"), res.stderr
+    assert "hint: allow unprivileged user namespaces" in res.stderr
+    hits.clear()
+    res = rocmbuild("build", str(recipe), "--arch", "gfx942", "--force",
+                    env={**env, "ROCMBUILD_OFFLINE": ""})
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.count("building WITH network") == 1, res.stderr
+    assert hits.get("/x.bin", 0) >= 1
 
 
 def git(*args: str, cwd: Path) -> str:
