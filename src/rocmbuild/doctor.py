@@ -29,6 +29,7 @@ from rocmbuild.errors import RocmbuildError
 from rocmbuild.host import Host
 from rocmbuild.jobs import GiB
 from rocmbuild.recipe.plan import Plan
+from rocmbuild.run import no_network
 
 DEFAULT_ARCHS = ("gfx90a", "gfx942")
 DEFAULT_MEM_PER_JOB_GB = 2.0
@@ -305,6 +306,15 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
     else:
         add(Check("hip-platform", "ok", f"HIP_PLATFORM={hp or 'unset'}, no /usr/local/cuda"
                   if not cuda.exists() else f"HIP_PLATFORM={hp}"))
+
+    # build.offline: can this machine take the network away from a build?
+    if real:
+        way = no_network()
+        add(Check("offline", "ok", f"builds run without network: {way.how}") if way.prefix else
+            Check("offline", "warn", f"no network namespace for offline builds ({way.why_not}): "
+                  "builds of offline recipes run WITH network after a warning",
+                  "allow unprivileged user namespaces (user.max_user_namespaces > 0) or build "
+                  "as root; ROCMBUILD_OFFLINE=require turns the fallback into an error"))
     return Report(archs, recipe, checks, h)
 
 

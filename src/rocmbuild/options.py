@@ -90,6 +90,9 @@ ENV: dict[str, str] = {
     "ROCMBUILD_VERBOSITY": "initial verbosity (0 quiet, 1 normal, 2 streams build output)",
     "ROCMBUILD_RETRY_BACKOFF": "seconds before the first retry of a download or clone "
                                "(default 2, doubling)",
+    "ROCMBUILD_OFFLINE": "builds of recipes with build.offline = true: 'recipe' (default: "
+                         "without network where a namespace can be made, else with a "
+                         "warning), 'require' (an error where it cannot), 'off' (with network)",
     "ROCMBUILD_INDEX_USER": "index server user (else TWINE_USERNAME, else the URL's)",
     "ROCMBUILD_INDEX_PASSWORD": "index server password (else TWINE_PASSWORD, else the URL's)",
     "TWINE_USERNAME": "index server user, as twine reads it",
@@ -131,6 +134,10 @@ def check_env() -> None:
     for name in ENV_KINDS:
         env(name)
     env_float("ROCMBUILD_RETRY_BACKOFF", 0.0)
+    offline = (env("ROCMBUILD_OFFLINE") or "").strip().lower()
+    if offline not in ("", "recipe", "require", "off"):
+        raise UsageError(f"ROCMBUILD_OFFLINE={offline!r}: expected recipe, require or off",
+                         hint="e.g. ROCMBUILD_OFFLINE=require, or unset it")
 
 
 def env_int(name: str, minimum: int = 1) -> int | None:

@@ -123,6 +123,8 @@ class Artifacts:
     """fetch: the fresh source tree (patched in place by patch, hipify)."""
     hipify: HipifyReport | None = None
     """hipify: the files it changed and the CUDA APIs it left."""
+    downloads: tuple[tuple[str, Path], ...] | None = None
+    """fetch: the plan's [[downloads]] as (variable, verified file or directory in the cache)."""
     raw_wheel: Path | None = None
     """build: the wheel as the backend made it."""
     build_log: Path | None = None

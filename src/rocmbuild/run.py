@@ -234,6 +234,7 @@ def run(
     error: type[CommandFailed] = CommandFailed,
     hint: str | None = None,
     stdin: str | None = None,
+    wrap: Sequence[str] = (),
 ) -> Completed:
     """Run ``argv``; stdout and stderr are merged. ``env`` is the *full* environment
     (None: inherit). ``timeout`` (seconds) kills the command and its descendants even when it
@@ -242,20 +243,24 @@ def run(
     Raises ``error`` (a CommandFailed subclass) when the command exits non-zero or times out and
     ``check``, or when the program is missing. Whatever ends ``run`` early (an exception, a
     signal turned into one) kills the command's whole process group first.
+
+    ``wrap`` is put before ``argv`` when starting it (``no_network().prefix``); the log shows
+    it, messages name the command itself.
     """
     args = tuple(str(a) for a in argv)
+    started = (*wrap, *args)
     lp = Path(log_path) if log_path else None
     logf = None
     if lp is not None:
         lp.parent.mkdir(parents=True, exist_ok=True)
         logf = open(lp, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
-        logf.write(f"$ {redact(quote(args))}\n# cwd: {Path(cwd or '.').resolve()}\n")
+        logf.write(f"$ {redact(quote(started))}\n# cwd: {Path(cwd or '.').resolve()}\n")
         for k, v in env_diff(env).items():
             logf.write(f"# env: {env_line(k, v)}\n")
         if withheld := env_withheld(env):
             logf.write(f"# env withheld: {' '.join(withheld)}\n")
         logf.flush()
-    log.debug(f"$ {redact(quote(args))}" + (f"  (in {cwd})" if cwd else ""))
+    log.debug(f"$ {redact(quote(started))}" + (f"  (in {cwd})" if cwd else ""))
     tail: collections.deque[str] = collections.deque(maxlen=CAUSE_LINES)
     lines: list[str] = []
     start = time.monotonic()
@@ -263,7 +268,7 @@ def run(
     try:
         try:
             proc = subprocess.Popen(
-                args,
+                started,
                 cwd=cwd,
                 env=dict(env) if env is not None else None,
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -388,3 +393,47 @@ def run(
             log_path=str(lp) if lp else None,
         )
     return result
+
+
+@dataclass(frozen=True)
+class NoNetwork:
+    """How this machine runs a command without network (``no_network()``)."""
+
+    prefix: tuple[str, ...]
+    """Put before a command's argv; () when no way works here."""
+    how: str
+    """For people: which way (``unshare --net``, as root; or a user namespace)."""
+    why_not: str = ""
+    """When ``prefix`` is empty: what each way said."""
+
+
+_no_network: NoNetwork | None = None
+_no_network_lock = threading.Lock()
+
+
+def no_network() -> NoNetwork:
+    """A new network namespace for a command (only a loopback, down): ``unshare --net`` when
+    running as root, else ``unshare --net --map-root-user`` (an unprivileged user namespace).
+    Each way is tried once per process with ``true``; the first that works is kept."""
+    global _no_network
+    with _no_network_lock:
+        if _no_network is not None:
+            return _no_network
+        ways: list[tuple[tuple[str, ...], str]] = []
+        if os.geteuid() == 0:
+            ways.append((("unshare", "--net"), "unshare --net (root)"))
+        ways.append((("unshare", "--net", "--map-root-user"),
+                     "unshare --net --map-root-user (user namespace)"))
+        failed: list[str] = []
+        for prefix, how in ways:
+            try:
+                res = run([*prefix, "true"], capture=True, check=False, timeout=30)
+            except CommandFailed as exc:  # unshare is not installed
+                failed.append(f"{quote(prefix)}: {exc.message}")
+                continue
+            if res.returncode == 0:
+                _no_network = NoNetwork(prefix, how)
+                return _no_network
+            failed.append(f"{quote(prefix)}: {res.cause or res.output.strip() or res.returncode}")
+        _no_network = NoNetwork((), "", "; ".join(failed))
+        return _no_network

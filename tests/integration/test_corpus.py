@@ -200,6 +200,7 @@ CLASS_DOC = {
     "rocmcheck": "host check: SDK / torch version ranges, ROCm components, saved hosts",
     "hipify": "recipes: the [hipify] table (tool, keys per tool, paths) and a missing hipify-perl",
     "envlabel": "build environment and labels: pass_env, label_torch, rocm_from, arch names",
+    "offline": "offline builds: [[downloads]] pins, build.offline, ROCMBUILD_OFFLINE",
 }
 
 

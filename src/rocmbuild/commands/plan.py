@@ -67,6 +67,9 @@ def _print(plan: object, seen: dict[str, Any]) -> None:
       + (f"  submodules={','.join(src.submodules)}" if src.submodules else ""), markup=False)
     for pt in plan.patches:
         p(f"patch    {display(pt.file)} ({pt.sha256[:12]}): {pt.reason}", markup=False)
+    for d in plan.downloads:
+        p(f"download {d.name} ({d.sha256[:12]}{', extracted' if d.extract else ''}) -> "
+          f"${d.env}: {d.url}", markup=False)
     p(f"MAX_JOBS {plan.jobs}: {plan.jobs_reason}", markup=False)
     p(f"ROCm     {plan.rocm.version} (from {plan.rocm.version_from})", markup=False)
     rt = plan.runtime
@@ -106,4 +109,7 @@ def _print(plan: object, seen: dict[str, Any]) -> None:
           + (" strict" if step.strict else ""), markup=False)
     for c in plan.commands:
         p(f"run      {shlex.join(c)}", markup=False)
+    p("network  " + ("none: the build runs offline (a network namespace)" if plan.offline
+                     else "the build may use the network (build.offline = false)"),
+      markup=False)
     p(f"cache    {plan.cache_key}")

@@ -8,6 +8,7 @@ this module reads the file and adds the rules that relate keys to each other or 
 from __future__ import annotations
 
 import hashlib
+import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -23,6 +24,7 @@ from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree
 from rocmbuild.recipe.model import (
     GPU_VENDORS,
     SOURCE_KINDS,
+    Download,
     Hipify,
     Key,
     Patch,
@@ -125,6 +127,8 @@ def load(path: Path) -> Recipe:
         )
     patches = _patches(c, lookup(data, key_of(Recipe, "patches").toml), path, variants,
                        alternatives)
+    downloads = _downloads(c, lookup(data, key_of(Recipe, "downloads").toml),
+                           _when_checks(variants, alternatives))
     _variant_submodules(c, source, alternatives, variants)
     _cmake_args(c, fields.get("cmake_args", ()))
     hipify_step = _hipify(c, data, fields.get("hipify", ()))
@@ -148,6 +152,7 @@ def load(path: Path) -> Recipe:
         alternatives={k: v for k, v in alternatives.items() if v is not None},
         variants={k: v for k, v in variants.items() if v is not None},
         patches=patches,
+        downloads=downloads,
         raw_sha256=hashlib.sha256(raw).hexdigest(),
         hipify_step=hipify_step,
         **fields,
@@ -322,12 +327,7 @@ def _patches(
     if not isinstance(items, list):
         return ()  # reported by walk
     out: list[Patch] = []
-    valid: dict[str, Callable[[str], bool]] = {
-        "variant": lambda v: v in variants,
-        "source": lambda v: v == "default" or v in alternatives,
-        "arch": lambda v: v in KNOWN_ARCHS,
-        "gpu_vendor": lambda v: v in GPU_VENDORS,
-    }
+    valid = _when_checks(variants, alternatives)
     for i, item in enumerate(items):
         key = f"patches[{i}]"
         if not isinstance(item, dict):
@@ -346,9 +346,53 @@ def _patches(
         for wk, wvalues in values.get("when", ()):
             for v in wvalues:
                 if not valid[wk](v):
-                    c.bad(f"{key}.when.{wk}", f"{v!r} is not a known {wk.replace('_', ' ')}")
+                    c.bad(f"{key}.when.{wk}", _not_valid(wk, v))
         # Placeholders for missing required keys: those were reported, and load raises.
         out.append(Patch(**{"sha256": "", "reason": "", **values, "file": f}))
+    return tuple(out)
+
+
+def _when_checks(variants: dict[str, Variant | None], alternatives: dict[str, Source | None]
+                 ) -> dict[str, Callable[[str], bool]]:
+    """What each ``when`` key of a patch or download accepts."""
+    return {
+        "variant": lambda v: v in variants,
+        "source": lambda v: v == "default" or v in alternatives,
+        "arch": lambda v: v in KNOWN_ARCHS,
+        "gpu_vendor": lambda v: v in GPU_VENDORS,
+        "rocm": lambda v: re.fullmatch(r"\d+\.\d+", v) is not None,
+    }
+
+
+def _not_valid(when_key: str, value: str) -> str:
+    if when_key == "rocm":
+        return f"{value!r} is not a ROCm major.minor version like 6.4"
+    return f"{value!r} is not a known {when_key.replace('_', ' ')}"
+
+
+def _downloads(c: Checker, items: Any, valid: dict[str, Callable[[str], bool]]
+               ) -> tuple[Download, ...]:
+    if not isinstance(items, list):
+        return ()  # absent, or reported by walk
+    out: list[Download] = []
+    names: set[str] = set()
+    for i, item in enumerate(items):
+        key = f"downloads[{i}]"
+        if not isinstance(item, dict):
+            c.bad(key, key_of(Recipe, "downloads").item_msg)
+            continue
+        c.walk(item, tree(Download), key + ".")
+        values = c.read(Download, item, key + ".")
+        name = values.get("name", "")
+        if name in names:
+            c.bad(f"{key}.name", f"{name!r} is named twice (each download needs its own name)")
+        names.add(name)
+        for wk, wvalues in values.get("when", ()):
+            for v in wvalues:
+                if not valid[wk](v):
+                    c.bad(f"{key}.when.{wk}", _not_valid(wk, v))
+        # Placeholders for missing required keys: those were reported, and load raises.
+        out.append(Download(**{"name": "", "url": "", "env": "", **values}))
     return tuple(out)
 
 

@@ -44,8 +44,9 @@ def split_requirement(text: str) -> tuple[str, str]:
 ROCM_COMPONENTS = tuple(COMPONENTS)
 """What ``build.rocm_components`` may name (``rocmbuild.components.COMPONENTS``)."""
 
-WHEN_KEYS = ("variant", "source", "arch", "gpu_vendor")
-"""Keys of a patch's ``when`` table; each value is a string or a list of strings (any matches)."""
+WHEN_KEYS = ("variant", "source", "arch", "gpu_vendor", "rocm")
+"""Keys of a patch's or download's ``when`` table; each value is a string or a list of strings
+(any matches). ``rocm`` is the plan's ROCm version (major.minor, as in the local label)."""
 
 GPU_VENDORS = ("amd", "nvidia")
 
@@ -291,13 +292,55 @@ class Patch:
     when: tuple[tuple[str, tuple[str, ...]], ...] = toml(
         "when", "conditions",
         "Conditions, all of which must hold (empty: always). Keys: variant, source (an "
-        "alternative's name or default), arch, gpu_vendor (amd or nvidia); each value is a "
+        "alternative's name or default), arch, gpu_vendor (amd or nvidia), rocm (the plan's ROCm "
+        "major.minor); each value is a "
         "string or a list of strings, any of which matches.",
         '{ variant = "triton", gpu_vendor = "nvidia" }', default=(), choices=WHEN_KEYS,
         noun="condition",
     )
     link: str = toml("link", "string", "The upstream issue or PR it works around.",
                      '"https://github.com/ROCm/flash-attention/issues/1"', default="")
+
+
+@dataclass(frozen=True)
+class Download:
+    name: str = toml(
+        "name", "string", "A name for messages, the plan and the provenance.", '"aotriton"',
+        default="", required="", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        pattern_msg="must be a name of letters, digits, '.', '_' or '-', got %r",
+    )
+    url: str = toml(
+        "url", "string", "Where fetch downloads it (https://, http:// or file://).",
+        '"https://github.com/ROCm/aotriton/releases/download/0.11b/aotriton-0.11b-....tar.gz"',
+        default="", required="", pattern=r"^(https?|file)://",
+        pattern_msg="expected an https://, http:// or file:// URL, got %r",
+    )
+    sha256: str = toml(
+        "sha256", "string",
+        "Its sha256, checked before it is used; the download is cached under it. A recipe may "
+        "leave it out until it is known, but a plan that needs the download is "
+        "then refused.", '"c7f319dd7448cbbbab81889dd8a37d47dbc25ebcbd89760f09e6a0904e556393"',
+        default="", pattern=r"^([0-9a-f]{64})?$",
+        pattern_msg="must be the file's 64-hex sha256 (`sha256sum <file>`), got %r",
+    )
+    extract: bool = toml(
+        "extract", "boolean",
+        "Extract the archive (tar or zip, its single top directory stripped) and hand over "
+        "the directory; else the file itself.", "true", default=False,
+    )
+    env: str = toml(
+        "env", "string",
+        "The build variable that receives the path. Downloads naming the same variable are "
+        "extracted into one directory, in recipe order (a runtime and its kernel images).",
+        '"AOTRITON_INSTALLED_PREFIX"', default="", required="", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        pattern_msg="must name the variable that receives the path (e.g. "
+        "AOTRITON_INSTALLED_PREFIX), got %r",
+    )
+    when: tuple[tuple[str, tuple[str, ...]], ...] = toml(
+        "when", "conditions",
+        "Conditions, all of which must hold (empty: always), as for patches.",
+        '{ arch = "gfx942" }', default=(), choices=WHEN_KEYS, noun="condition",
+    )
 
 
 @dataclass(frozen=True)
@@ -618,6 +661,22 @@ class Recipe:
         "variants", "tables",
         "Named build variants, chosen with ``--variant <name>``; each adds to or overrides "
         "[build].", "", item=Variant, factory=dict, item_msg="expected a table",
+    )
+    offline: bool = toml(
+        "build.offline", "boolean",
+        "Run the build's commands without network: in a new network namespace "
+        "(``unshare --net`` as root, ``unshare --net --map-root-user`` otherwise). Everything "
+        "the build needs comes from fetch (the source, its submodules, [[downloads]]); a build "
+        "that still tries to download fails naming the host. Where no namespace can be made, "
+        "the build runs with network after a warning (``ROCMBUILD_OFFLINE=require`` makes "
+        "that an error).", "true", default=True,
+    )
+    downloads: tuple[Download, ...] = toml(
+        "downloads", "array",
+        "Extra files the build needs (prebuilt libraries such as AOTriton), fetched and "
+        "verified by fetch, cached by sha256 and handed to the build through a variable.", "",
+        item=Download, default=(),
+        item_msg="expected a table ([[downloads]] with name, url, sha256, env)",
     )
     patches: tuple[Patch, ...] = toml(
         "patches", "array",

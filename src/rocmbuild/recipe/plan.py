@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rocmbuild.config import REPO_ROOT
-from rocmbuild.recipe.model import Hipify, Patch, Source
+from rocmbuild.recipe.model import Download, Hipify, Patch, Source
 
 
 @dataclass(frozen=True)
@@ -142,6 +142,10 @@ class Plan:
     label_torch: bool = False
     """target.label_torch: the tag stage puts ``torch<X.Y>.cxx11abi<true|false>`` from the
     build's torch after the ROCm part of ``local_version``."""
+    offline: bool = False
+    """build.offline: the build's commands run in a network namespace without network."""
+    downloads: tuple[Download, ...] = ()
+    """The recipe's [[downloads]] whose ``when`` holds, all pinned by sha256."""
     cache_key: str = ""
 
     @property
@@ -180,6 +184,9 @@ class Plan:
                 "includes": list(step.includes), "ignores": list(step.ignores),
                 "header_include_dirs": list(step.header_include_dirs),
                 "out_of_place": step.out_of_place, "strict": step.strict}
+    def downloads_json(self) -> list[dict[str, Any]]:
+        return [{"name": d.name, "url": d.url, "sha256": d.sha256, "extract": d.extract,
+                 "env": d.env} for d in self.downloads]
 
     def to_json(self) -> dict[str, Any]:
         h = self.host
@@ -218,6 +225,8 @@ class Plan:
             "pass_env": list(self.pass_env),
             "label_torch": self.label_torch,
             "rocm_runtime": self.runtime.to_json(),
+            "offline": self.offline,
+            **({"downloads": self.downloads_json()} if self.downloads else {}),
             "cache_key": self.cache_key,
         }
 

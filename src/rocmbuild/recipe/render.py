@@ -18,9 +18,9 @@ from pathlib import Path
 
 from rocmbuild import __version__, arch, jobs, label
 from rocmbuild.config import SOURCE_TREE_IGNORE
-from rocmbuild.errors import ToolchainError, UsageError
+from rocmbuild.errors import RecipeError, ToolchainError, UsageError
 from rocmbuild.host import Host
-from rocmbuild.recipe.model import ROCM_LIBS, Patch, Recipe, Source
+from rocmbuild.recipe.model import ROCM_LIBS, Download, Patch, Recipe, Source
 from rocmbuild.recipe.plan import (
     BuildHost,
     CompilerPin,
@@ -55,8 +55,8 @@ def _fill(template: str, values: Mapping[str, str], where: str) -> str:
         ) from exc
 
 
-def _applies(patch: Patch, facts: Mapping[str, tuple[str, ...]]) -> bool:
-    return all(set(values) & set(facts[key]) for key, values in patch.when)
+def _applies(item: Patch | Download, facts: Mapping[str, tuple[str, ...]]) -> bool:
+    return all(set(values) & set(facts[key]) for key, values in item.when)
 
 
 def uses_hip_compiler(recipe: Recipe, variant: str | None = None) -> bool:
@@ -186,6 +186,7 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         "source": (target.source,),
         "arch": tuple(a.split(":")[0] for a in archs),  # gfx90a:xnack+ is a gfx90a
         "gpu_vendor": (target.gpu_vendor,),
+        "rocm": (".".join(rocm.version.split(".")[:2]),),
     }
     patches = tuple(replace(p, file=p.file.resolve()) for p in recipe.patches
                     if _applies(p, facts))
@@ -197,6 +198,15 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
     if step is not None and step.tool == "torch" and "torch" not in host_requires:
         host_requires = (*host_requires, "torch")  # torch.utils.hipify runs in the build's Python
     hipify = step.command if step is not None else ()
+    downloads = tuple(d for d in recipe.downloads if _applies(d, facts))
+    for i, d in enumerate(recipe.downloads):
+        if d in downloads and not d.sha256:
+            raise RecipeError(
+                [f"{recipe.path.name}: downloads[{i}].sha256: missing for {d.name!r}, which "
+                 f"this plan needs ({d.url})"],
+                hint="pin it: sha256sum the file from a trusted listing and set sha256 "
+                "(an unpinned download is never fetched)",
+            )
     commands = _commands(recipe, values)
     if recipe.backend == "cmake":
         env["CMAKE_BUILD_PARALLEL_LEVEL"] = values["jobs"]
@@ -250,6 +260,8 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         pass_env=recipe.pass_env,
         label_torch=(variant.label_torch if variant and variant.label_torch is not None
                      else recipe.label_torch),
+        offline=recipe.offline,
+        downloads=downloads,
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
 
@@ -265,7 +277,9 @@ def _cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:
     with ``{jobs}`` unfilled), not where the recipe file lies, not how the ROCm version was
     found."""
     material = plan.to_json()
-    for volatile in ("jobs", "jobs_reason", "recipe_path", "cache_key", "host_requires_reason"):
+    # offline: where the build ran decides nothing about the wheel's bytes
+    for volatile in ("jobs", "jobs_reason", "recipe_path", "cache_key", "host_requires_reason",
+                     "offline"):
         material.pop(volatile)
     material["env"] = keyed_env
     material["rocm"].pop("version_from")

@@ -23,6 +23,7 @@ from rocmbuild.recipe.model import (
     SCHEMA_VERSION,
     SOURCE_KINDS,
     TABLES,
+    Download,
     Key,
     Patch,
     Recipe,
@@ -34,7 +35,7 @@ from rocmbuild.recipe.model import (
 
 DOCS = Path("docs/recipes.md")
 JSON_SCHEMA = Path("schemas/recipe.schema.json")
-_DEFS = {Source: "source", Variant: "variant", Patch: "patch"}
+_DEFS = {Source: "source", Variant: "variant", Patch: "patch", Download: "download"}
 
 
 # ----------------------------------------------------------------------------- JSON Schema
@@ -56,6 +57,7 @@ def json_schema() -> dict[str, Any]:
             "source": {**_object(tree(Source), Source), **_kind_rules()},
             "variant": _object(tree(Variant), Variant),
             "patch": _object(tree(Patch), Patch),
+            "download": _object(tree(Download), Download),
         },
     }
 

@@ -1,6 +1,9 @@
 """Build: run the plan's commands in the patched tree with the plan's environment, stream the
 output to ``<workdir>/logs/<recipe>/<key>/build.log``, show ninja's ``[N/M]`` progress with an
-ETA, and hand back the one wheel produced. On failure: the last 30 lines, then the log path."""
+ETA, and hand back the one wheel produced. On failure: the last 30 lines, then the log path.
+
+With ``build.offline`` the commands run in a new network namespace (``run.no_network``); a
+build that then fails after trying to reach the network is reported naming the host it tried."""
 
 from __future__ import annotations
 
@@ -17,11 +20,12 @@ from typing import TYPE_CHECKING
 
 from wheel.wheelfile import WheelFile
 
-from rocmbuild import hostenv, log
+from rocmbuild import hostenv, log, options
 from rocmbuild.errors import BuildError, CommandFailed
 from rocmbuild.host import Host
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, StageResult, Status, TorchBuild
+from rocmbuild.run import no_network, redact
 from rocmbuild.run import run as sh
 from rocmbuild.stages import Context, need
 
@@ -141,6 +145,84 @@ def _check_source_dir(plan: Plan, tree: Path) -> None:
         )
 
 
+_warned = False
+
+# What a download that cannot reach the network prints (pip/urllib3, git, curl, cmake, Python).
+_NET_FAIL = re.compile(
+    r"Failed to establish a new connection|Temporary failure in name resolution|"
+    r"Name or service not known|No address associated with hostname|"
+    r"Could(?: not|n't) resolve (?:host|proxy)|Failed to connect to|Network is unreachable|"
+    r"Couldn't connect to server|getaddrinfo failed|Connection refused|"
+    r"status_string: \"Couldn't|unable to access '", re.IGNORECASE)
+_HOST = (
+    re.compile(r"host='([^']+)'"),                                   # urllib3 (pip)
+    re.compile(r"[Cc]ould(?: not|n't) resolve (?:host|proxy): *'?([\w.-]+)"),  # git, curl
+    re.compile(r"Failed to connect to ([\w.:-]+?) port"),             # curl, git over http
+)
+_URL_HOST = re.compile(r"\b[a-z][a-z0-9+.-]*://(?:[^@/\s'\"]+@)?(\[[^\]]+\]|[^/:\s'\"]+)")
+_SCAN_BYTES = 4 << 20  # the end of a long build log is where the failure is
+
+
+def network_host(text: str) -> str | None:
+    """When a build's output shows a failed attempt to reach the network: the host it tried
+    (from the failing line, else the nearest URL above it), or "" when none is named; None when
+    nothing in ``text`` is a network failure."""
+    lines = text.splitlines()
+    first = next((i for i, ln in enumerate(lines) if _NET_FAIL.search(ln)), None)
+    if first is None:
+        return None
+    for ln in lines[first:first + 20]:
+        if not _NET_FAIL.search(ln):
+            continue
+        for pattern in _HOST:
+            m = pattern.search(ln)
+            if m:
+                return m.group(1)
+        m = _URL_HOST.search(ln)
+        if m:
+            return m.group(1)
+    for ln in reversed(lines[:first]):
+        found = _URL_HOST.findall(ln)
+        if found:
+            return str(found[-1])
+    return ""
+
+
+def _offline_prefix(plan: Plan) -> tuple[str, ...]:
+    """The argv prefix that takes the network away (``()``: build with network), per
+    build.offline and ROCMBUILD_OFFLINE."""
+    global _warned
+    mode = (options.env("ROCMBUILD_OFFLINE") or "recipe").strip().lower() or "recipe"
+    if not plan.offline or mode == "off":
+        return ()
+    way = no_network()
+    if way.prefix:
+        log.debug(f"build without network: {way.how}")
+        return way.prefix
+    what = f"{plan.recipe_path.name}: build.offline = true, but this machine cannot make a " \
+        f"network namespace ({way.why_not})"
+    hint = ("allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1 / "
+            "user.max_user_namespaces) or run as root; ROCMBUILD_OFFLINE=off builds with network")
+    if mode == "require":
+        raise BuildError(what, hint=hint)
+    if not _warned:
+        log.warn(f"{what}; building WITH network (ROCMBUILD_OFFLINE=require makes this an "
+                 "error)")
+        _warned = True
+    return ()
+
+
+def _tried_network(log_path: Path) -> str | None:
+    """``network_host`` of the end of the build log (None: no network failure, or no log)."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - _SCAN_BYTES))
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    return network_host(text)
+
+
 def run(plan: Plan, ctx: Context) -> StageResult:
     start = time.monotonic()
     tree = need(ctx.artifacts.tree, "source tree", "build")
@@ -153,6 +235,9 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     # The host's environment only through the allow-list (hostenv.PASS_ENV + build.pass_env).
     env = hostenv.child_env(os.environ, {"PATH": path, **plan.env}, plan.pass_env)
+    for var, where in ctx.artifacts.downloads or ():
+        env[var] = str(where)  # [[downloads]]: fetched, verified, cached by fetch
+    prefix = _offline_prefix(plan)
     log_path = ctx.log_dir / "build.log"
     if plan.backend == "cmake":
         _check_source_dir(plan, tree)
@@ -173,8 +258,20 @@ def run(plan: Plan, ctx: Context) -> StageResult:
                 a.replace("{wheel_tmp}", str(out_dir)).replace("{stage_dir}", str(stage_dir))
                 for a in command
             ]
-            sh(argv, cwd=tree, env=env, log_path=log_path, on_line=progress)
+            sh(argv, cwd=tree, env=env, log_path=log_path, on_line=progress, wrap=prefix)
     except CommandFailed as exc:
+        host = _tried_network(log_path) if prefix else None
+        if host is not None:
+            tried = f"tried to reach {redact(host)}" if host else "tried to reach the network"
+            raise BuildError(
+                f"{plan.recipe} ({plan.variant}) failed to build: it {tried}, but the build "
+                f"runs offline (build.offline = true, no network in its namespace): "
+                f"{exc.message}",
+                hint="fetch must get everything the build needs: declare the file as a "
+                "[[downloads]] entry of the recipe (url, sha256, env), or set offline = false "
+                "in [build]",
+                detail=exc.detail,
+            ) from exc
         raise BuildError(
             f"{plan.recipe} ({plan.variant}) failed to build: {exc.message}",
             hint=f"the last lines are above; full log: {log_path}",

@@ -145,8 +145,9 @@ def _retry(what: str, fn: Callable[[], T], where: Path) -> T:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def download(url: str, sha256: str, cache: Path) -> Path:
-    """The verified archive in the cache, downloading it if needed."""
+def download(url: str, sha256: str, cache: Path, what: str = "source.sdist.url") -> Path:
+    """The verified archive in the cache, downloading it if needed. ``what``: the recipe key
+    that names the URL, for messages."""
     name = url.rsplit("/", 1)[-1].split("?")[0] or "source.tar.gz"
     dest = cache / "downloads" / sha256 / name
     if dest.is_file():
@@ -193,7 +194,7 @@ def download(url: str, sha256: str, cache: Path) -> Path:
                 tmp.unlink()
 
     try:
-        return _retry(f"download {url} (source.sdist.url)", attempt, dest.parent)
+        return _retry(f"download {url} ({what})", attempt, dest.parent)
     except _Mismatch as exc:
         raise FetchError(
             f"{url}: sha256 mismatch: the recipe pins {sha256}, the download is {exc.actual}",
@@ -292,12 +293,16 @@ def _git_env() -> dict[str, str]:
     return env
 
 
-def git_checkout(
-    url: str, commit: str, submodules: tuple[str, ...], cache: Path, dest: Path, log_path: Path
-) -> Path:
-    """A fresh checkout of ``commit`` at ``dest``, from a per-URL mirror in the cache."""
-    mirror = cache / "git" / hashlib.sha256(url.encode()).hexdigest()[:16]
-    env = _git_env()
+def mirror_path(url: str, cache: Path) -> Path:
+    """The cached bare mirror of ``url``: one per URL, shared by every recipe and submodule."""
+    return cache / "git" / hashlib.sha256(url.encode()).hexdigest()[:16]
+
+
+def _mirror(url: str, commit: str, cache: Path, env: dict[str, str], log_path: Path,
+            what: str) -> Path:
+    """The mirror of ``url`` holding ``commit``: cloned once, fetched again only when the commit
+    is not in it yet. ``what`` names the recipe key for messages (``source.url``)."""
+    mirror = mirror_path(url, cache)
 
     def git(*args: str, check: bool = True) -> int:
         return sh(["git", *args], env=env, log_path=log_path, check=check).returncode
@@ -313,7 +318,7 @@ def git_checkout(
         log.info(f"  cloning {redact(url)} into the cache (once per URL; large repositories "
                  "take minutes)")
         try:
-            _retry(f"git clone {url} (source.url)", clone, mirror.parent)
+            _retry(f"git clone {url} ({what})", clone, mirror.parent)
             os.replace(tmp, mirror)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -323,14 +328,53 @@ def git_checkout(
 
     if not present():
         log.info(f"  fetching {redact(url)}: {commit[:12]} is not in the cached mirror yet")
-        _retry(f"git fetch {url} (source.url)",
+        _retry(f"git fetch {url} ({what})",
                lambda: git("-C", str(mirror), "fetch", "--quiet", "origin", "+refs/*:refs/*"),
                mirror)
         if not present():
             raise FetchError(
                 f"{url}: commit {commit} not found",
-                hint="check source.commit in the recipe (a full 40-hex sha that exists upstream)",
+                hint="check source.commit in the recipe (a full 40-hex sha that exists upstream)"
+                if what == "source.url" else
+                "the superproject pins a submodule commit its URL does not have; check "
+                "source.commit and the submodule's URL in .gitmodules",
             )
+    return mirror
+
+
+def resolve_url(parent: str, url: str) -> str:
+    """A submodule URL from .gitmodules, a relative one (``../x.git``, ``./x``) resolved against
+    the superproject's URL as git does (each ``../`` drops one path component)."""
+    if not url.startswith(("./", "../")):
+        return url
+    base = parent.rstrip("/")
+    rest = url
+    while rest.startswith(("./", "../")):
+        if rest.startswith("./"):
+            rest = rest[2:]
+            continue
+        rest = rest[3:]
+        cut = max(base.rfind("/"), base.rfind(":") if "://" not in base else -1)
+        if cut <= 0 or base[:cut].endswith(":/"):
+            raise FetchError(f"{redact(url)}: a relative submodule URL that leaves "
+                             f"{redact(parent)}", hint="fix the submodule URL in .gitmodules")
+        base = base[:cut + 1] if base[cut] == ":" else base[:cut]  # host:path keeps its ':'
+    sep = ":" if base.endswith(":") else "/"
+    return f"{base.rstrip(':')}{sep}{rest}" if rest else base
+
+
+def git_checkout(
+    url: str, commit: str, submodules: tuple[str, ...], cache: Path, dest: Path, log_path: Path
+) -> Path:
+    """A fresh checkout of ``commit`` at ``dest``, from a per-URL mirror in the cache; each
+    submodule (recursively for ``*``) from its own per-URL mirror in the same cache. The tree
+    is left without ``.git`` (see ``_export``)."""
+    env = _git_env()
+
+    def git(*args: str, check: bool = True) -> int:
+        return sh(["git", *args], env=env, log_path=log_path, check=check).returncode
+
+    mirror = _mirror(url, commit, cache, env, log_path, "source.url")
     git("clone", "--quiet", "--no-checkout", str(mirror), str(dest))
     git("-C", str(dest), "remote", "set-url", "origin", url)
     git("-C", str(dest), "-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach",
@@ -345,29 +389,75 @@ def git_checkout(
                     f"commit (its .gitmodules has: {', '.join(known) or 'none'})",
                     hint="fix source.submodules (or the variant's submodules) in the recipe",
                 )
-        log.info(f"  updating submodules ({which}) from their upstreams")
-        args = ["-C", str(dest), "-c", "protocol.file.allow=always", "submodule", "update",
-                "--init", "--quiet"]
-        args += ["--recursive"] if "*" in submodules else ["--", *submodules]
+        log.info(f"  updating submodules ({which}) from their cached mirrors")
+        _submodules(dest, url, None if "*" in submodules else submodules, cache, env, log_path,
+                    f"{url} @ {commit[:12]}")
+    _export(dest)
+    return dest
+
+
+def _submodules(tree: Path, parent_url: str, only: tuple[str, ...] | None, cache: Path,
+                env: dict[str, str], log_path: Path, where: str) -> None:
+    """Check out the submodules of ``tree`` (``only`` these paths; None: all, recursively), each
+    from the mirror of its URL: the superproject's ``submodule.<name>.url`` is pointed at the
+    mirror for the update, so nothing is fetched from upstream once the mirror holds the
+    pinned commit (a cut network then still builds)."""
+
+    def git(*args: str) -> str:
+        return sh(["git", *args], env=env, log_path=log_path, capture=True).output
+
+    for name, path, raw_url in _gitmodule_entries(tree, env, log_path):
+        if only is not None and path not in only:
+            continue
+        line = git("-C", str(tree), "ls-tree", "HEAD", "--", path).split()
+        if len(line) < 3 or line[1] != "commit":
+            continue  # listed in .gitmodules but no gitlink at this commit: git skips it too
+        pinned = line[2]
+        url = resolve_url(parent_url, raw_url)
         try:
-            _retry(f"git submodule update ({which})", lambda: git(*args), dest)
+            mirror = _mirror(url, pinned, cache, env, log_path, f"submodule {path}")
         except FetchError as exc:
-            urls = ", ".join(f"{p} from {u}" for p, u in known.items()
-                             if "*" in submodules or p in submodules)
             raise FetchError(
-                f"{url} @ {commit[:12]}: submodule fetch failed ({urls}): "
-                f"{exc.message.split('last error: ', 1)[-1]}",
+                f"{where}: submodule {path} from {redact(url)}: {exc.message}",
                 hint="check that the submodule URL is reachable (a mirror must carry it), or "
                 "build a variant that does not need it: a variant's `submodules = [...]` "
                 "narrows the source's list",
             ) from exc
-    return dest
+        git("-C", str(tree), "config", f"submodule.{name}.url", str(mirror))
+        git("-C", str(tree), "-c", "protocol.file.allow=always", "submodule", "update",
+            "--init", "--quiet", "--", path)
+        git("-C", str(tree), "config", f"submodule.{name}.url", url)
+        if only is None:
+            _submodules(tree / path, url, None, cache, env, log_path, where)
+
+
+def _export(tree: Path) -> None:
+    """Drop ``.git`` from the checkout and its submodules: the build tree is a plain tree, like
+    an sdist. A build that sees ``.git`` may run git against the network (flash-attn's setup.py
+    runs ``git submodule update --init`` for CK and cutlass when the tree has one); the pin is
+    in the plan and the provenance instead."""
+    for root, dirs, files in os.walk(tree):
+        if ".git" in dirs:
+            dirs.remove(".git")
+            git_dir = os.path.join(root, ".git")
+            if os.path.islink(git_dir):
+                os.unlink(git_dir)
+            else:
+                shutil.rmtree(git_dir)
+        if ".git" in files:  # a submodule's gitfile ("gitdir: ../.git/modules/x")
+            os.unlink(os.path.join(root, ".git"))
 
 
 def _gitmodules(tree: Path, env: dict[str, str], log_path: Path) -> dict[str, str]:
-    """Submodule path -> URL, from the checked-out .gitmodules (empty when it has none)."""
+    """Submodule path -> URL (user:password masked), from the checked-out .gitmodules."""
+    return {path: redact(url) for _, path, url in _gitmodule_entries(tree, env, log_path)}
+
+
+def _gitmodule_entries(tree: Path, env: dict[str, str], log_path: Path
+                       ) -> list[tuple[str, str, str]]:
+    """(name, path, url) of each submodule in the checked-out .gitmodules (none without one)."""
     if not (tree / ".gitmodules").is_file():
-        return {}
+        return []
     res = sh(["git", "-C", str(tree), "config", "-f", ".gitmodules", "--get-regexp",
               r"^submodule\..*\.(path|url)$"], env=env, log_path=log_path, capture=True,
              check=False)
@@ -376,9 +466,8 @@ def _gitmodules(tree: Path, env: dict[str, str], log_path: Path) -> dict[str, st
         key, _, value = line.partition(" ")
         name, _, what = key[len("submodule."):].rpartition(".")
         names.setdefault(name, {})[what] = value
-    # a URL's user:password@ never reaches a message
-    return {v["path"]: redact(v.get("url", "?"))
-            for v in names.values() if "path" in v}
+    return [(name, v["path"], v.get("url", "")) for name, v in names.items()
+            if "path" in v and v.get("url")]
 
 
 def _discard(dest: Path) -> None:
@@ -396,6 +485,42 @@ def _discard(dest: Path) -> None:
                 shutil.rmtree(p, ignore_errors=True)
 
         threading.Thread(target=remove, daemon=True).start()
+
+
+def fetch_downloads(plan: Plan, cache: Path) -> tuple[tuple[str, Path], ...]:
+    """The plan's [[downloads]], verified and cached by sha256: variable -> path. A single
+    download that is not extracted is handed over as the file; otherwise the downloads naming
+    one variable are extracted (or copied) into one directory, in recipe order, cached under
+    ``<cache>/extracted/<digest of their sha256s>`` (made aside and renamed into place)."""
+    groups: dict[str, list[tuple[int, Path, bool]]] = {}
+    for i, d in enumerate(plan.downloads):
+        f = download(d.url, d.sha256, cache, f"downloads {d.name}: url")
+        groups.setdefault(d.env, []).append((i, f, d.extract))
+    out: list[tuple[str, Path]] = []
+    for var, items in groups.items():
+        if len(items) == 1 and not items[0][2]:
+            out.append((var, items[0][1]))
+            continue
+        key = hashlib.sha256("\0".join(
+            f"{plan.downloads[i].sha256}:{int(x)}" for i, _, x in items).encode()).hexdigest()
+        dest = cache / "extracted" / key[:32]
+        if not dest.is_dir():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            work = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{key[:12]}-"))
+            try:
+                merged = work / "tree"
+                merged.mkdir()
+                for i, f, unpack in items:
+                    if unpack:
+                        part = extract(f, work / f"part{i}")
+                        shutil.copytree(part, merged, symlinks=True, dirs_exist_ok=True)
+                    else:
+                        shutil.copy2(f, merged / f.name)
+                os.replace(merged, dest)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+        out.append((var, dest))
+    return tuple(out)
 
 
 def run(plan: Plan, ctx: Context) -> StageResult:
@@ -421,5 +546,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
             ignore=shutil.ignore_patterns(*SOURCE_TREE_IGNORE),
         )
         reason = f"path {origin}"
+    got = fetch_downloads(plan, ctx.ws.cache) if plan.downloads else None
+    if got:
+        reason += f"; {len(plan.downloads)} download(s)"
     return StageResult(Status.SUCCESS, time.monotonic() - start, reason, log_path,
-                       Artifacts(tree=dest))
+                       Artifacts(tree=dest, downloads=got))

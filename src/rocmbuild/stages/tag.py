@@ -145,6 +145,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         "python_tag": plan.host.python_tag,
         "source": plan.source_json(),
         "patches": [{"file": p["file"], "sha256": p["sha256"]} for p in plan.patches_json()],
+        "downloads": plan.downloads_json(),
+        "offline": plan.offline,
         "torch": ctx.artifacts.torch.to_json() if ctx.artifacts.torch else {},
         "toolchain": {
             "rocm": plan.rocm.to_json(),

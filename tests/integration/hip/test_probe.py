@@ -22,6 +22,24 @@ def test_probe_two_archs_audit_exact(probe_wheel_2):
     assert so.archs == ["gfx90a", "gfx942"]
 
 
+def test_probe_builds_without_network(probe_wheel_2):
+    """The probe recipe says offline = true: its build ran in a network namespace (unless this
+    machine cannot make one: then the build warned, and this test says so)."""
+    import json
+    import zipfile
+
+    from rocmbuild.run import no_network
+
+    if not no_network().prefix:
+        pytest.skip(f"no network namespace here: {no_network().why_not}")
+    (log,) = (probe_wheel_2.parent / "work" / "logs" / "hip-attention-probe").glob("*/build.log")
+    assert log.read_text().startswith("$ unshare --net ")
+    with zipfile.ZipFile(probe_wheel_2) as zf:
+        prov = json.loads(next(zf.read(n) for n in zf.namelist()
+                               if n.endswith(".dist-info/rocmbuild.json")))
+    assert prov["offline"] is True and prov["plan"]["offline"] is True
+
+
 def test_probe_wheel_imports(probe_wheel_2, tmp_path):
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
