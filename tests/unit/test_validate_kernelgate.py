@@ -181,3 +181,70 @@ def test_faulty_kernel_fails(on_cpu, fault):
 def test_dropped_causal_mask_fails(on_cpu):
     r = reference.run_case(adapters.FaultAdapter(_MathKernel(), "no-causal"), CASES[2], on_cpu)
     assert r.status == "failed" and r.errors["out"] > 0.1
+
+
+def test_row_error_finds_the_worst_row():
+    ref = torch.ones(2, 5, 3, 4)
+    out = ref.clone()
+    assert reference.row_error(out, ref) == (0.0, [0, 0, 0])
+    out[1, 3, 2] = 0.0
+    err, idx = reference.row_error(out, ref)
+    assert err == pytest.approx(1.0) and idx == [1, 3, 2]
+    # the global metric dilutes the same row by sqrt(rows): 1/sqrt(30)
+    assert reference.rel_error(out, ref) == pytest.approx(30**-0.5)
+    # a row whose reference is ~0 is judged on the tensor's RMS row norm, not its own
+    ref2 = ref.clone()
+    ref2[0, 0, 0] = 0.0
+    out2 = ref2.clone()
+    out2[0, 0, 0] = 1e-3
+    err2, idx2 = reference.row_error(out2, ref2)
+    assert idx2 == [0, 0, 0] and err2 < 2e-3  # 2e-3 / ~2, not 2e-3 / 0
+    nan = ref.clone()
+    nan[0, 1, 1, 2] = float("nan")
+    assert reference.row_error(nan, ref) == (math.inf, [0, 1, 1])
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_correct_kernel_passes_per_row(on_cpu, case):
+    r = reference.run_case(_MathKernel(), case, on_cpu)
+    assert set(r.row_errors) == {"out", "dq", "dk", "dv"}
+    assert all(0 < e < r.row_tolerance[n] for n, e in r.row_errors.items()), r.row_errors
+    assert r.row_tolerance["out"] == reference.ROW_TOL_FACTOR * r.tolerance["out"]
+
+
+class _MathForward(_MathKernel):
+    """The same kernel, forward only (the long cases: the fp64 backward is slow on 2 cores)."""
+
+    has_backward = False
+
+
+ROW_FAULTS = ["zero-row", "softmax-shift", "head-swap"]
+# The harness's own cases (forward and backward) plus longer ones, forward only, where one row is
+# diluted most: many rows, batch > 1, MQA, causal, varlen.
+ROW_CASES = [(c, _MathKernel) for c in CASES] + [
+    (matrix.Case("bf16", 64, False, 2, 512, 512, 8, 1), _MathForward),
+    (matrix.Case("bf16", 64, True, 1, 1024, 1024, 4, 2), _MathForward),
+    (matrix.Case("fp16", 64, True, 4, 300, 300, 4, 4, (1, 127, 600, 300)), _MathForward)]
+
+
+@pytest.mark.parametrize("fault", ROW_FAULTS)
+@pytest.mark.parametrize("case,kernel", ROW_CASES, ids=lambda c: getattr(c, "name", ""))
+def test_one_bad_row_fails(on_cpu, case, kernel, fault):
+    """One corrupted row (of thousands) fails the case whenever it changes the output, though
+    the global norm alone would pass it; the worst row's index points at the row hit."""
+    r = reference.run_case(adapters.FaultAdapter(kernel(), fault), case, on_cpu)
+    assert r.fault_changed is not None
+    if not r.fault_changed:
+        pytest.skip(f"{fault} does not change {case.name}")
+    assert r.status == "failed", r
+    assert r.row_errors["out"] > r.row_tolerance["out"]
+    assert "out row [" in r.reason
+
+
+def test_single_row_faults_are_invisible_to_the_global_norm(on_cpu):
+    """Why the row check exists: on a long MQA case the zeroed row stays under the global
+    bound."""
+    case = matrix.Case("bf16", 64, False, 1, 2048, 2048, 4, 1)
+    r = reference.run_case(adapters.FaultAdapter(_MathForward(), "zero-row"), case, on_cpu)
+    assert r.errors["out"] < r.tolerance["out"] < r.row_errors["out"]
+    assert r.worst_row["out"] == [0, 1024, 2]

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from rocmbuild.commands import common
+from rocmbuild.validate.kernelgate import FAULTS
 
 
 def register(sub: common.Subparsers) -> None:
@@ -27,7 +28,7 @@ def register(sub: common.Subparsers) -> None:
                    help="kernel under test; auto: flash-attn when a wheel provides it, plus the "
                    "hipattn probe on AMD hosts; sdpa checks the harness itself")
     p.add_argument("--quick", action="store_true", help="small correctness/throughput subset")
-    p.add_argument("--inject-fault", choices=["scale", "no-causal", "nan"], default=None,
+    p.add_argument("--inject-fault", choices=list(FAULTS), default=None,
                    help="self-test: wrap the kernel with a deliberate error; the gate must fail")
     p.add_argument("--cross-check", action="store_true",
                    help="also time every call with triton.testing.do_bench")
