@@ -34,6 +34,19 @@ def register(sub: common.Subparsers) -> None:
                    help="also time every call with triton.testing.do_bench")
     p.add_argument("--baseline", default=None, help="JSON report of the last good run on this "
                    "host/arch; fail on a throughput drop beyond max(10%%, 3x run-to-run spread)")
+    p.add_argument("--upstream-tests", type=int, default=10, metavar="N",
+                   help="run a seeded sample of N cases per test function of the package's own "
+                   "tests (the recipe's upstream_tests, from the cached source tree); 0: off "
+                   "[default 10]")
+    p.add_argument("--upstream-time", type=float, default=600.0, metavar="SECONDS",
+                   help="time cap of the upstream-test run; cases not reached are reported "
+                   "[default 600]")
+    p.add_argument("--upstream-src", default=None, metavar="DIR",
+                   help="the source tree holding the upstream tests [default: the one the "
+                   "build left in the workspace]")
+    p.add_argument("--baseline-store", action=argparse.BooleanOptionalAction, default=True,
+                   help="compare throughput with, and record passing runs into, the "
+                   "workspace's baseline store (<workdir>/baselines/) [default on]")
     common.add_json(p, "the report")
     p.add_argument("--json-file", default=None, metavar="FILE",
                    help="write the JSON report here")
@@ -76,7 +89,9 @@ def run(args: argparse.Namespace) -> int:
         inject_fault=args.inject_fault, cross_check=args.cross_check,
         baseline=path(args.baseline), json_out=path(args.json_file), md_out=path(args.md),
         html_out=path(args.html), move_broken=not args.keep_broken, keep_venv=args.keep_venv,
-        with_requirements=tuple(args.with_requirements))
+        with_requirements=tuple(args.with_requirements),
+        upstream_tests=max(0, args.upstream_tests), upstream_time_s=args.upstream_time,
+        upstream_src=path(args.upstream_src), baseline_store=args.baseline_store)
     rep = validate.run([Path(w) for w in args.wheels], parse_archs(arch) if arch else (), opts)
     if args.json:
         common.print_json(rep.to_json())

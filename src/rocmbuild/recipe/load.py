@@ -130,6 +130,15 @@ def load(path: Path) -> Recipe:
         problem = requirement_problem(req)
         if problem:
             c.bad(f"{key_of(Recipe, 'validate_requires').toml}[{i}]", problem)
+    tests_at = {key_of(Recipe, "validate_upstream_tests").toml: fields.get(
+        "validate_upstream_tests", ())}
+    tests_at |= {f"variants.{n}.upstream_tests": v.upstream_tests or ()
+                 for n, v in variants.items() if v is not None}
+    for at, tests in tests_at.items():
+        for i, rel in enumerate(tests):
+            parts = rel.replace("\\", "/").split("/")
+            if not rel or rel.startswith("/") or ".." in parts:
+                c.bad(f"{at}[{i}]", f"must be a relative path inside the source tree, got {rel!r}")
     if fields.get("backend") == "cmake" and not fields.get("version"):
         c.bad(key_of(Recipe, "version").toml, "missing (the cmake backend needs the wheel version, "
               "e.g. version = \"1.0.0\")")

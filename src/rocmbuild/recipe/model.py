@@ -296,6 +296,16 @@ class Variant:
         "none). A build of this variant then fetches only these, so a mirror without the "
         "others still works.", "[]", default=None, default_text="source.submodules",
     )
+    upstream_tests: tuple[str, ...] | None = toml(
+        "upstream_tests", "strings", "Overrides validate.upstream_tests for this variant.",
+        '["tests/test_flash_attn_triton_amd.py"]', default=None,
+        default_text="validate.upstream_tests",
+    )
+    upstream_env: tuple[tuple[str, str], ...] | None = toml(
+        "upstream_env", "env", "Overrides validate.upstream_env for this variant.",
+        '{ FLASH_ATTENTION_TRITON_AMD_ENABLE = "TRUE" }', default=None,
+        default_text="validate.upstream_env",
+    )
 
 
 TABLES = {
@@ -441,6 +451,19 @@ class Recipe:
         "index / find-links (pip's own config and ``PIP_*`` variables), e.g. a runtime "
         "dependency the wheel does not declare. ``validate --with`` adds more.", '["triton"]',
         default=(),
+    )
+    validate_upstream_tests: tuple[str, ...] = toml(
+        "validate.upstream_tests", "strings",
+        "The package's own test files (paths relative to the source tree's top) that "
+        "``rocmbuild validate`` runs on a GPU: copied from the cached source tree, a seeded "
+        "sample of ``--upstream-tests N`` cases per test function, run with pytest in the "
+        "validation venv under a time cap; a failing case fails the wheel. Recorded in "
+        "rocmbuild.json as ``validate_upstream``.", '["tests/test_flash_attn_ck.py"]',
+        default=(),
+    )
+    validate_upstream_env: tuple[tuple[str, str], ...] = toml(
+        "validate.upstream_env", "env", "Environment the upstream tests need (on top of the "
+        "variant's runtime_env).", '{ PYTORCH_NO_CUDA_MEMORY_CACHING = "1" }', default=(),
     )
     validate_kernel: str = toml(
         "validate.kernel", "string",

@@ -42,6 +42,9 @@ class Device:
     hip: str | None = None
     cuda: str | None = None
     peak_tflops: float | None = None  # dense bf16/fp16 matrix peak, None when unknown
+    model: str | None = None  # identified model (kernelgate.timing.identify), None: unknown
+    peak_source: str = ""  # where the peak comes from, or why none is shown
+    peak_estimated: bool = False  # no vendor data sheet behind the peak
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Device:
@@ -50,13 +53,16 @@ class Device:
                    multiprocessors=_opt_int(d.get("multiprocessors")),
                    l2_bytes=_opt_int(d.get("l2_bytes")), torch=d.get("torch"),
                    hip=d.get("hip"), cuda=d.get("cuda"),
-                   peak_tflops=_opt_float(d.get("peak_tflops")))
+                   peak_tflops=_opt_float(d.get("peak_tflops")),
+                   model=d.get("model"), peak_source=str(d.get("peak_source") or ""),
+                   peak_estimated=bool(d.get("peak_estimated", False)))
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "arch": self.arch, "memory_gib": self.memory_gib,
                 "multiprocessors": self.multiprocessors, "l2_bytes": self.l2_bytes,
                 "torch": self.torch, "hip": self.hip, "cuda": self.cuda,
-                "peak_tflops": self.peak_tflops}
+                "peak_tflops": self.peak_tflops, "model": self.model,
+                "peak_source": self.peak_source, "peak_estimated": self.peak_estimated}
 
 
 @dataclass(frozen=True)

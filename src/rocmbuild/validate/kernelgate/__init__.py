@@ -20,4 +20,4 @@ from __future__ import annotations
 # ``--inject-fault`` wraps them with. Here so rocmbuild can check options without torch.
 ADAPTER_NAMES: tuple[str, ...] = ("flash-attn", "sdpa", "hipattn")
 FAULTS: tuple[str, ...] = ("scale", "no-causal", "nan", "zero-row", "softmax-shift",
-                           "head-swap")
+                           "head-swap", "slow")

@@ -130,7 +130,8 @@ class FaultAdapter(Adapter):
     the middle token), the middle query position, head H // 2. ``zero-row`` zeroes it;
     ``softmax-shift`` recomputes it with its attention probabilities moved one key along (cyclic
     over the keys it may see); ``head-swap`` exchanges heads h and h - 1 at that position.
-    ``changed`` says whether the last call's fault changed the output at all.
+    ``changed`` says whether the last call's fault changed the output at all. ``slow`` computes
+    the forward three times (right, but 3x slower: only a baseline catches it).
     """
 
     def __init__(self, inner: Adapter, fault: str) -> None:
@@ -177,6 +178,9 @@ class FaultAdapter(Adapter):
     def forward(self, q: Any, k: Any, v: Any, causal: bool) -> Any:
         if self.fault == "no-causal":
             causal = False
+        if self.fault == "slow":
+            self.inner.forward(q, k, v, causal)
+            self.inner.forward(q, k, v, causal)
         b, s = q.shape[0] - 1, q.shape[1] // 2
 
         def keys() -> tuple[Any, Any, Any]:

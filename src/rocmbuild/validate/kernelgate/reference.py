@@ -21,10 +21,10 @@ DTYPE_EPS = {"fp16": 2.0**-10, "bf16": 2.0**-7}
 FWD_TOL_EPS = 2.0  # fp16: 1.95e-3, bf16: 1.56e-2
 BWD_TOL_EPS = 4.0  # fp16: 3.91e-3, bf16: 3.13e-2
 # Per row (one query position and head of out/dq; one key position and KV head of dk/dv), next to
-# the global norm: a single bad row is diluted by sqrt(rows) in the global metric. The row error
-# is ||out_r - ref_r|| / max(||ref_r||, RMS of the row norms), so the global metric is the RMS of the
-# row errors of rows at least RMS-sized; its bound is ROW_TOL_FACTOR x the global bound (the
-# largest of many rows sits above their RMS).
+# the global norm: a single bad row is diluted by sqrt(rows) in the global metric. The row
+# error is ||out_r - ref_r|| / max(||ref_r||, RMS of the row norms), so the global metric is
+# the RMS of the row errors of rows at least RMS-sized; its bound is ROW_TOL_FACTOR x the
+# global bound (the largest of many rows sits above their RMS).
 ROW_TOL_FACTOR = 4.0  # fwd fp16 7.8e-3, bf16 6.3e-2; bwd fp16 1.6e-2, bf16 1.25e-1
 
 
