@@ -55,7 +55,7 @@ def test_adapter_names_match_the_adapters():
     with pytest.raises(ValueError, match="unknown kernel"):
         adapters.make_adapter("xformers")
     with pytest.raises(ValueError, match="unknown fault"):
-        adapters.make_adapter("sdpa", "slow")
+        adapters.make_adapter("sdpa", "sluggish")
 
 
 def test_flops_non_causal_and_causal():

@@ -83,5 +83,5 @@ def test_options_are_checked_against_the_gate():
     kernels.check_options(ValidateOptions(kernel="hipattn", inject_fault="nan"))
     with pytest.raises(UsageError, match="unknown kernel 'xformers'"):
         kernels.check_options(ValidateOptions(kernel="xformers"))
-    with pytest.raises(UsageError, match="unknown fault 'slow'"):
-        kernels.check_options(ValidateOptions(inject_fault="slow"))
+    with pytest.raises(UsageError, match="unknown fault 'sluggish'"):
+        kernels.check_options(ValidateOptions(inject_fault="sluggish"))
