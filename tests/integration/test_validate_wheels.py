@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import shutil
 import sys
 import textwrap
@@ -183,6 +184,33 @@ def test_h200_report_chart_renders(tmp_path, chromium):
     orange = sum(1 for p in px if abs(p[0] - 0xFF) < 10 and abs(p[1] - 0x7F) < 10
                  and abs(p[2] - 0x0E) < 10)
     assert blue > 2000 and orange > 2000  # this-run and SDPA bars are drawn
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed")
+def test_h200_failed_report_shows_fix_gridlines_and_unwrapped_numbers(tmp_path, chromium):
+    """The zero-row fault run recorded on the H200 (docs/validate-h200/issue14): the failed
+    step's fix is on the page, the chart has labelled gridlines, numbers sit in no-wrap cells."""
+    from rocmbuild.config import REPO_ROOT
+    from rocmbuild.validate import report
+
+    raw = json.loads((REPO_ROOT / "docs/validate-h200/issue14/zero-row.json").read_text())
+    page = tmp_path / "fault.html"
+    page.write_text(report.to_html(raw))
+    png = tmp_path / "fault.png"
+    dom = chromium(page, png, "1000,2200")
+    assert "<th>fix</th>" in dom and "class=\"fix\"" in dom
+    assert "wrong results: see the correctness table" in dom and "What to do" in dom
+    assert "the worst row" in dom and "out [1, 63, 2]" in dom  # the zeroed row, found
+    # gridlines at 0, 100, 200, 300 TFLOP/s, each labelled under the axis
+    labels = re.findall(r'<text class="tick"[^>]*>([^<]*)</text>', dom)
+    assert labels == ["0", "100", "200", "300"] and dom.count('class="grid"') == 4
+    # every number of the tables sits in a no-wrap cell ("3.9e-/03" cannot happen)
+    assert "td.num{white-space:nowrap" in dom.replace(" ", "")
+    assert "<td class=\"num\">out 3.6e-02<br>" in dom
+    # and on the picture: a 1000 px window still draws light-grey gridlines across the chart
+    px = _pixels(png)
+    grid = sum(1 for p in px if p == (0xDD, 0xDD, 0xDD))
+    assert grid > 200
 
 
 # ----------------------------------------------------------------------------- the pipeline stage
