@@ -105,7 +105,7 @@ def test_good_wheel_passes_and_stays(validated):
     w = validated["wheels"]["rbgood"]
     st = {k: v["status"] for k, v in w["steps"].items()}
     assert st == {"install": "success", "guard": "success", "import": "success",
-                  "audit": "skipped"}
+                  "audit": "skipped", "upstream": "skipped"}
     assert w["moved_to"] is None and validated["paths"]["good"].exists()
 
 

@@ -21,7 +21,7 @@ from rocmbuild.errors import UsageError
 from rocmbuild.results import Status
 from rocmbuild.run import run as run_cmd
 from rocmbuild.validate import install as inst
-from rocmbuild.validate.kernels import GATE_MODULE
+from rocmbuild.validate.kernels import GATE_MODULE, install_gate
 
 PLUGIN = f"{GATE_MODULE}.upstream_plugin"
 
@@ -166,6 +166,7 @@ def run_upstream(venv: inst.Venv, tree: Path, spec: UpstreamSpec, per_function: 
         return Status.FAILED, (f"upstream tests: none collected from {', '.join(rel)} (pytest "
                                f"exit {collect.returncode}: {tail})"), {"seed": seed}
     chosen = sample(node_ids, per_function, seed)
+    install_gate(venv)  # the pytest plugin lives in the gate package
     log = workdir / "upstream.jsonl"
     log.unlink(missing_ok=True)
     t0 = time.monotonic()
@@ -183,6 +184,11 @@ def run_upstream(venv: inst.Venv, tree: Path, spec: UpstreamSpec, per_function: 
     counts = (f"{total['passed']} passed, {total['failed']} failed, {total['skipped']} skipped, "
               f"{total['not_reached']} not reached of {len(chosen)} sampled ({len(node_ids)} "
               f"cases, seed {seed})")
+    if not any(getattr(x, k) for x in rows for k in ("passed", "failed", "skipped")) and (
+            r.returncode not in (0, 1, 5)):
+        tail = "; ".join(r.output.strip().splitlines()[-3:])
+        return Status.FAILED, (f"upstream tests: pytest exited {r.returncode} without running "
+                               f"a case: {tail}"), detail
     if total["failed"]:
         first = next(f for x in rows for f in x.failures)
         return Status.FAILED, (f"upstream tests: {counts}; first failure: {first}; rerun in "
