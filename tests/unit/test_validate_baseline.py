@@ -147,3 +147,42 @@ def test_an_unreadable_store_names_itself(tmp_path):
     with pytest.raises(UsageError, match="baseline store .*throughput.json: unreadable") as e:
         baseline.read_store(path)
     assert "--no-baseline-store" in e.value.hint
+
+
+# ---------------------------------------------------------------- the recipe's floors per arch
+
+
+def _with_sdpa(fwd, bwd, sdpa_fwd, sdpa_bwd, arch="gfx942"):
+    return KernelRun.from_json({
+        "kernel": "flash-attn", "status": "passed", "device": {"name": "X", "arch": arch},
+        "throughput": [
+            {"shape": "B4 S4096", "role": "test", "fwd": {"tflops": fwd, "ms": 1.0},
+             "bwd": {"tflops": bwd, "ms": 1.0}},
+            {"shape": "B4 S4096", "role": "sdpa", "fwd": {"tflops": sdpa_fwd, "ms": 1.0},
+             "bwd": {"tflops": sdpa_bwd, "ms": 1.0}}]})
+
+
+def test_floor_tflops_and_sdpa_fraction():
+    floor = {"fwd_tflops": 200.0, "bwd_tflops": 80.0, "sdpa_fraction": 0.5}
+    assert baseline.check_floor(_with_sdpa(300, 150, 330, 290), floor) == []
+    probs = baseline.check_floor(_with_sdpa(150, 150, 330, 400), floor)
+    assert len(probs) == 3
+    assert "B4 S4096 fwd: 150.0 TFLOP/s is below the recipe's floor for gfx942 (200" in probs[0]
+    assert "45% of torch SDPA's 330.0" in probs[1] and "sdpa_fraction" in probs[1]
+    assert "bwd" in probs[2]
+
+
+def test_floor_read_from_rocmbuild_json():
+    prov = {"validate_floor": {"gfx942": {"fwd_tflops": 200, "junk": 1},
+                               "gfx90a": "not a table"}}
+    assert baseline.floor_for(prov, "gfx942") == {"fwd_tflops": 200.0}
+    assert baseline.floor_for(prov, "gfx90a") == {} and baseline.floor_for(None, "x") == {}
+
+
+def test_a_run_below_the_floor_fails_even_on_its_first_run():
+    from rocmbuild.validate import kernels
+
+    res = kernels.with_baseline(_with_sdpa(50, 150, 330, 290), None, {}, "triton",
+                                {"fwd_tflops": 100.0})
+    assert res.status is Status.FAILED and "below the recipe's floor" in res.failures[0]
+    assert res.baseline is not None and res.baseline.reason == baseline.FIRST_RUN

@@ -23,6 +23,7 @@ from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree
 from rocmbuild.recipe.model import (
     GPU_VENDORS,
     SOURCE_KINDS,
+    Floor,
     Key,
     Patch,
     Recipe,
@@ -114,6 +115,7 @@ def load(path: Path) -> Recipe:
     if lookup(data, f"{alts.toml}.default") is not MISSING:
         c.bad(f"{alts.toml}.default", "'default' is reserved for [source]")
     variants = _tables(c, data, key_of(Recipe, "variants"), lambda v, key: _variant(c, v, key))
+    floors = _tables(c, data, key_of(Recipe, "validate_floor"), lambda v, key: _floor(c, v, key))
     default_variant = fields.get("default_variant") or next(iter(variants), "default")
     if variants and default_variant not in variants:
         c.bad(
@@ -154,6 +156,7 @@ def load(path: Path) -> Recipe:
         source=source,
         alternatives={k: v for k, v in alternatives.items() if v is not None},
         variants={k: v for k, v in variants.items() if v is not None},
+        validate_floor={k: v for k, v in floors.items() if v is not None},
         patches=patches,
         raw_sha256=hashlib.sha256(raw).hexdigest(),
         **fields,
@@ -283,6 +286,11 @@ def _cmake_args(c: Checker, args: tuple[str, ...]) -> None:
 def _variant(c: Checker, data: dict[str, Any], key: str) -> Variant:
     c.walk(data, tree(Variant), key + ".")
     return Variant(name=key.rsplit(".", 1)[1], **c.read(Variant, data, key + "."))
+
+
+def _floor(c: Checker, data: dict[str, Any], key: str) -> Floor:
+    c.walk(data, tree(Floor), key + ".")
+    return Floor(name=key.rsplit(".", 1)[1], **c.read(Floor, data, key + "."))
 
 
 def _patches(

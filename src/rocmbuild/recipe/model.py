@@ -308,6 +308,24 @@ class Variant:
     )
 
 
+@dataclass(frozen=True)
+class Floor:
+    name: str
+    """The gfx arch (or sm_XY) in ``[validate.floor.<arch>]``."""
+    fwd_tflops: float | None = toml(
+        "fwd_tflops", "number", "Forward TFLOP/s every throughput shape must reach on this arch.",
+        "150", default=None, positive=True,
+    )
+    bwd_tflops: float | None = toml(
+        "bwd_tflops", "number", "Backward TFLOP/s every throughput shape must reach.", "60",
+        default=None, positive=True,
+    )
+    sdpa_fraction: float | None = toml(
+        "sdpa_fraction", "number", "Each shape and direction must reach this fraction of torch "
+        "SDPA's TFLOP/s on the same device in the same run.", "0.5", default=None, positive=True,
+    )
+
+
 TABLES = {
     "package": "What the recipe builds.",
     "target": "Facts about the target platform.",
@@ -464,6 +482,14 @@ class Recipe:
     validate_upstream_env: tuple[tuple[str, str], ...] = toml(
         "validate.upstream_env", "env", "Environment the upstream tests need (on top of the "
         "variant's runtime_env).", '{ PYTORCH_NO_CUDA_MEMORY_CACHING = "1" }', default=(),
+    )
+    validate_floor: dict[str, Floor] = toml(
+        "validate.floor", "tables",
+        "Absolute throughput floors per arch (``[validate.floor.gfx942]``), checked by the kernel "
+        "gate on every run on that arch, also the first one on a new machine (before the "
+        "workspace's baseline store has figures). Recorded in rocmbuild.json as "
+        "``validate_floor``.", "", item=Floor, factory=dict, item_msg="expected a table "
+        "([validate.floor.<arch>] with fwd_tflops, bwd_tflops, sdpa_fraction)",
     )
     validate_kernel: str = toml(
         "validate.kernel", "string",

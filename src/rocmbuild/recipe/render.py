@@ -217,7 +217,11 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
             recipe.validate_upstream_tests if variant is None or variant.upstream_tests is None
             else variant.upstream_tests,
             recipe.validate_upstream_env if variant is None or variant.upstream_env is None
-            else variant.upstream_env),
+            else variant.upstream_env,
+            tuple((arch, tuple((k, float(v)) for k in ("fwd_tflops", "bwd_tflops",
+                                                      "sdpa_fraction")
+                               if (v := getattr(f, k)) is not None))
+                  for arch, f in sorted(recipe.validate_floor.items()))),
         version=recipe.version,
         runtime_env=runtime_env,
         source_dir=recipe.source_dir if recipe.backend == "cmake" else "",

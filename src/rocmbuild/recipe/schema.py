@@ -21,6 +21,7 @@ from rocmbuild.recipe.model import (
     SCHEMA_VERSION,
     SOURCE_KINDS,
     TABLES,
+    Floor,
     Key,
     Patch,
     Recipe,
@@ -32,7 +33,7 @@ from rocmbuild.recipe.model import (
 
 DOCS = Path("docs/recipes.md")
 JSON_SCHEMA = Path("schemas/recipe.schema.json")
-_DEFS = {Source: "source", Variant: "variant", Patch: "patch"}
+_DEFS = {Source: "source", Variant: "variant", Patch: "patch", Floor: "floor"}
 
 
 # ----------------------------------------------------------------------------- JSON Schema
@@ -54,6 +55,7 @@ def json_schema() -> dict[str, Any]:
             "source": {**_object(tree(Source), Source), **_kind_rules()},
             "variant": _object(tree(Variant), Variant),
             "patch": _object(tree(Patch), Patch),
+            "floor": _object(tree(Floor), Floor),
         },
     }
 

@@ -191,3 +191,43 @@ def record(path: Path, runs: Sequence[KernelRun], variant: str, created: str) ->
         write_atomic(path, json.dumps({"version": STORE_VERSION, "entries": store},
                                       indent=1, sort_keys=True))
     return added
+
+
+# ---------------------------------------------------------------- the recipe's floors per arch
+
+
+def floor_for(provenance: Mapping[str, Any] | None, arch: str) -> dict[str, float]:
+    """The wheel's recorded [validate.floor.<arch>] for the device's arch ({} when none)."""
+    floors = (provenance or {}).get("validate_floor") or {}
+    got = floors.get(arch) if isinstance(floors, Mapping) else None
+    if not isinstance(got, Mapping):
+        return {}
+    return {str(k): float(v) for k, v in got.items()
+            if k in ("fwd_tflops", "bwd_tflops", "sdpa_fraction") and isinstance(v, int | float)}
+
+
+def check_floor(run: KernelRun, floor: Mapping[str, float]) -> list[str]:
+    """Each throughput shape of the kernel under test against the recipe's absolute floors:
+    fwd/bwd TFLOP/s, and a fraction of torch SDPA's on the same shape in the same run."""
+    problems: list[str] = []
+    sdpa = {(e.shape, d): t.tflops for e in run.throughput if e.role == "sdpa"
+            for d in ("fwd", "bwd") if (t := e.timing(d)) is not None}
+    arch = run.device.arch if run.device else "?"
+    for e in run.throughput:
+        if e.role != "test":
+            continue
+        for d in ("fwd", "bwd"):
+            t = e.timing(d)
+            if t is None:
+                continue
+            need = floor.get(f"{d}_tflops")
+            if need and t.tflops < need:
+                problems.append(f"{e.shape} {d}: {t.tflops:.1f} TFLOP/s is below the recipe's "
+                                f"floor for {arch} ({need:g}, [validate.floor.{arch}] "
+                                f"{d}_tflops)")
+            frac, ref = floor.get("sdpa_fraction"), sdpa.get((e.shape, d))
+            if frac and ref and t.tflops < frac * ref:
+                problems.append(f"{e.shape} {d}: {t.tflops:.1f} TFLOP/s is {t.tflops / ref:.0%} "
+                                f"of torch SDPA's {ref:.1f} on this device, below the recipe's "
+                                f"floor of {frac:.0%} ([validate.floor.{arch}] sdpa_fraction)")
+    return problems

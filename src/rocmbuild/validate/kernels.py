@@ -86,9 +86,13 @@ def run_one(venv: inst.Venv, kernel: str, opts: ValidateOptions, env: Mapping[st
 
 def with_baseline(run: KernelRun, baseline: Sequence[KernelRun] | None,
                   store: Mapping[str, list[dict[str, Any]]] | None = None,
-                  variant: str = "") -> KernelRun:
+                  variant: str = "", floor: Mapping[str, float] | None = None) -> KernelRun:
     """``run`` with its baseline comparison (the ``--baseline`` file's runs, else the
-    workspace's store); a failed comparison fails the run."""
+    workspace's store) and the recipe's floor for its arch; a failed comparison or a shape
+    below the floor fails the run."""
+    below = baseline_cmp.check_floor(run, floor) if floor else []
+    if below:
+        run = dataclasses.replace(run, status=Status.FAILED, failures=(*run.failures, *below))
     if baseline is not None:
         cmp = baseline_cmp.compare(run, baseline)
     elif store is not None:
@@ -119,7 +123,8 @@ def run_kernels(venv: inst.Venv, names: Sequence[str], opts: ValidateOptions,
                 env: Mapping[str, str], workdir: Path,
                 baseline: Sequence[KernelRun] | None,
                 store: Mapping[str, list[dict[str, Any]]] | None = None,
-                variant: str = "") -> KernelsSummary:
+                variant: str = "",
+                floors: Mapping[str, Mapping[str, float]] | None = None) -> KernelsSummary:
     """Gate each kernel in ``names`` in the (installed) venv, each against ``baseline`` (the
     --baseline file) or else the baseline ``store``."""
     if names:
@@ -128,6 +133,7 @@ def run_kernels(venv: inst.Venv, names: Sequence[str], opts: ValidateOptions,
     for k in names:
         res = run_one(venv, k, opts, env, workdir)
         if res.status is not Status.SKIPPED:
-            res = with_baseline(res, baseline, store, variant)
+            arch = res.device.arch if res.device else ""
+            res = with_baseline(res, baseline, store, variant, (floors or {}).get(arch))
         runs.append(res)
     return summarize(runs)

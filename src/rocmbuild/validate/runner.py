@@ -84,6 +84,15 @@ def _raise_if_host_lacks(infos: Sequence[WheelInfo], imports: Mapping[str, Any])
                     "not moved to broken/")
 
 
+def _floors(infos: Sequence[WheelInfo]) -> dict[str, dict[str, float]]:
+    """The wheels' recorded [validate.floor.<arch>] tables, by arch."""
+    out: dict[str, dict[str, float]] = {}
+    for w in infos:
+        for arch in ((w.provenance or {}).get("validate_floor") or {}):
+            out.setdefault(str(arch), {}).update(baseline_cmp.floor_for(w.provenance, str(arch)))
+    return out
+
+
 def _source_tree(src_root: Path, prov: Mapping[str, Any] | None) -> Path | None:
     """Where the build of this wheel left its source tree: <workdir>/src/<recipe>/<key[:16]>."""
     recipe, key = (prov or {}).get("recipe"), (prov or {}).get("cache_key")
@@ -183,7 +192,7 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
         else:
             kernels = kernel_step.run_kernels(
                 venv, kernel_step.pick(opts, infos, env_torch), opts, env_extra, tmp, baseline,
-                store, variant)
+                store, variant, _floors(infos))
         for i, w in enumerate(infos):
             if not installed:
                 steps[w.path]["upstream"] = Step(Status.SKIPPED, "install failed")
