@@ -195,6 +195,7 @@ CLASS_DOC = {
     "submodules": "recipes outside this repo: submodules narrowed per variant",
     "cmake": "recipes outside this repo: cmake source_dir and cmake_args",
     "hostdeps": "recipes outside this repo: validation requirements (requires, --with)",
+    "gate": "kernel gate: upstream tests, floors, faults, baseline store",
 }
 
 
