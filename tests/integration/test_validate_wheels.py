@@ -249,7 +249,8 @@ def test_stage_passes_a_good_wheel_and_writes_reports(tmp_path):
     assert data["status"] == "success" and data["archs"] == ["gfx942"]  # the plan's archs
     steps = {k: Status(s["status"]) for k, s in data["wheels"][0]["steps"].items()}
     assert steps == {"install": Status.SUCCESS, "guard": Status.SUCCESS,
-                     "import": Status.SUCCESS, "audit": Status.SUCCESS}
+                     "import": Status.SUCCESS, "audit": Status.SUCCESS,
+                     "upstream": Status.SKIPPED}
     assert "| rbpure-1.0-py3-none-any.whl | success | success | success | success |" in (
         stem.with_suffix(".md").read_text())
     assert stem.with_suffix(".html").is_file()
