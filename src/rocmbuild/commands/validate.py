@@ -74,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
         if problem:
             raise UsageError(f"--with: {problem}",
                              hint='one PEP 508 requirement per --with, e.g. --with "triton>=3.0"')
+    if not args.upstream_time > 0:  # also NaN
+        raise UsageError(f"--upstream-time: must be a number of seconds > 0, got "
+                         f"{args.upstream_time}", hint="e.g. --upstream-time 600; "
+                         "--upstream-tests 0 turns the step off")
     if not args.wheels and args.kernel == "auto":
         raise UsageError("validate: no wheels given",
                          hint="pass .whl files, or --kernel sdpa to check the harness alone")
