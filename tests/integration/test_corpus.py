@@ -201,6 +201,7 @@ CLASS_DOC = {
     "hipify": "recipes: the [hipify] table (tool, keys per tool, paths) and a missing hipify-perl",
     "envlabel": "build environment and labels: pass_env, label_torch, rocm_from, arch names",
     "offline": "offline builds: [[downloads]] pins, build.offline, ROCMBUILD_OFFLINE",
+    "gate": "kernel gate: upstream tests, floors, faults, baseline store",
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import shutil
 import sys
 import textwrap
@@ -104,7 +105,7 @@ def test_good_wheel_passes_and_stays(validated):
     w = validated["wheels"]["rbgood"]
     st = {k: v["status"] for k, v in w["steps"].items()}
     assert st == {"install": "success", "guard": "success", "import": "success",
-                  "audit": "skipped"}
+                  "audit": "skipped", "upstream": "skipped"}
     assert w["moved_to"] is None and validated["paths"]["good"].exists()
 
 
@@ -185,6 +186,33 @@ def test_h200_report_chart_renders(tmp_path, chromium):
     assert blue > 2000 and orange > 2000  # this-run and SDPA bars are drawn
 
 
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed")
+def test_h200_failed_report_shows_fix_gridlines_and_unwrapped_numbers(tmp_path, chromium):
+    """The zero-row fault run recorded on the H200 (docs/validate-h200/issue14): the failed
+    step's fix is on the page, the chart has labelled gridlines, numbers sit in no-wrap cells."""
+    from rocmbuild.config import REPO_ROOT
+    from rocmbuild.validate import report
+
+    raw = json.loads((REPO_ROOT / "docs/validate-h200/issue14/zero-row.json").read_text())
+    page = tmp_path / "fault.html"
+    page.write_text(report.to_html(raw))
+    png = tmp_path / "fault.png"
+    dom = chromium(page, png, "1000,2200")
+    assert "<th>fix</th>" in dom and "class=\"fix\"" in dom
+    assert "wrong results: see the correctness table" in dom and "What to do" in dom
+    assert "the worst row" in dom and "out [1, 63, 2]" in dom  # the zeroed row, found
+    # gridlines at 0, 100, 200, 300 TFLOP/s, each labelled under the axis
+    labels = re.findall(r'<text class="tick"[^>]*>([^<]*)</text>', dom)
+    assert labels == ["0", "100", "200", "300"] and dom.count('class="grid"') == 4
+    # every number of the tables sits in a no-wrap cell ("3.9e-/03" cannot happen)
+    assert "td.num{white-space:nowrap" in dom.replace(" ", "")
+    assert "<td class=\"num\">out 3.6e-02<br>" in dom
+    # and on the picture: a 1000 px window still draws light-grey gridlines across the chart
+    px = _pixels(png)
+    grid = sum(1 for p in px if p == (0xDD, 0xDD, 0xDD))
+    assert grid > 200
+
+
 # ----------------------------------------------------------------------------- the pipeline stage
 
 
@@ -221,7 +249,8 @@ def test_stage_passes_a_good_wheel_and_writes_reports(tmp_path):
     assert data["status"] == "success" and data["archs"] == ["gfx942"]  # the plan's archs
     steps = {k: Status(s["status"]) for k, s in data["wheels"][0]["steps"].items()}
     assert steps == {"install": Status.SUCCESS, "guard": Status.SUCCESS,
-                     "import": Status.SUCCESS, "audit": Status.SUCCESS}
+                     "import": Status.SUCCESS, "audit": Status.SUCCESS,
+                     "upstream": Status.SKIPPED}
     assert "| rbpure-1.0-py3-none-any.whl | success | success | success | success |" in (
         stem.with_suffix(".md").read_text())
     assert stem.with_suffix(".html").is_file()

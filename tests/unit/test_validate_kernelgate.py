@@ -6,6 +6,7 @@ package is self-contained (stdlib and, inside functions, torch; never rocmbuild)
 from __future__ import annotations
 
 import ast
+import json
 import math
 import sys
 from pathlib import Path
@@ -54,7 +55,7 @@ def test_adapter_names_match_the_adapters():
     with pytest.raises(ValueError, match="unknown kernel"):
         adapters.make_adapter("xformers")
     with pytest.raises(ValueError, match="unknown fault"):
-        adapters.make_adapter("sdpa", "slow")
+        adapters.make_adapter("sdpa", "sluggish")
 
 
 def test_flops_non_causal_and_causal():
@@ -97,12 +98,51 @@ def test_median_and_spread():
     assert timing.median_and_spread([[2.0, 4.0]]) == (3.0, 0.0)
 
 
-def test_peak_table():
-    assert timing.peak_tflops("NVIDIA H200") == 989.0
-    assert timing.peak_tflops("AMD Instinct MI300X", "gfx942") == 1307.0
-    assert timing.peak_tflops("", "gfx90a") == 191.5
-    assert timing.peak_tflops("AMD Instinct MI355X") == 2500.0
-    assert timing.peak_tflops("Some GPU", "sm_80") is None
+DEVICE_FIXTURES = json.loads((Path(__file__).parents[1] / "fixtures" / "devices"
+                              / "torch_device_properties.json").read_text())["devices"]
+
+
+@pytest.mark.parametrize("props", DEVICE_FIXTURES,
+                         ids=lambda p: f"{p['name'] or '(no name)'}-{p['multi_processor_count']}")
+def test_device_table_identifies_recorded_devices(props):
+    """Each device by name and CU count from torch's device properties; a device the table does
+    not know (or only guesses at) gets no peak and says so."""
+    gcn = props["gcnArchName"]
+    arch = gcn.split(":")[0] if gcn else f"sm_{props['major']}{props['minor']}"
+    facts = timing.device_facts(props["name"], arch, props["multi_processor_count"],
+                                props["total_memory"], props["L2_cache_size"], "2.x",
+                                "6.4" if gcn else None, None if gcn else "12.8")
+    assert facts["model"] == props["expect"]["model"]
+    assert facts["peak_tflops"] == props["expect"]["peak_tflops"]
+    if facts["peak_tflops"] is None:
+        assert facts["peak_source"] == "unknown device: % of peak not shown"
+    else:
+        assert facts["peak_source"]
+    if arch in ("gfx942", "gfx950"):  # the input rotation must outgrow the Infinity Cache
+        assert facts["llc_bytes"] == 256 << 20
+
+
+def test_every_table_row_has_a_source_and_its_arithmetic():
+    """peak = CUs x dense fp16 FLOP per clock per CU x peak clock, as the data sheets state it,
+    within 0.1 %; every AMD model the issue names has a row."""
+    models = {d.model for d in timing.DEVICES}
+    assert {"MI210", "MI250", "MI250X", "MI300A", "MI300X", "MI308X", "MI325X", "MI350X",
+            "MI355X"} <= models
+    for d in timing.DEVICES:
+        assert d.source and (d.source.startswith(("AMD", "NVIDIA")) or d.estimated), d
+        if d.check:
+            cus, per_clk, mhz = d.check
+            assert cus == d.cus
+            assert cus * per_clk * mhz * 1e6 / 1e12 == pytest.approx(d.peak_tflops, rel=1e-3)
+
+
+def test_rotation_outgrows_l2_and_infinity_cache():
+    mib = 1 << 20
+    # B2 S1024 H16 D64 fp16: q, k, v, dout = 16 MiB a set; MI300X: 4 MiB L2 + 256 MiB IC
+    assert timing.rotation_sets(16 * mib, 260 * mib) == 33
+    assert timing.rotation_sets(16 * mib, 60 * mib) == 8  # H200: 60 MiB L2
+    assert timing.rotation_sets(512 * mib, 260 * mib) == 2  # at least two sets
+    assert timing.rotation_sets(1 * mib, 260 * mib) == timing.MAX_INPUT_SETS
 
 
 def test_matrix_covers_the_required_space():
@@ -181,3 +221,70 @@ def test_faulty_kernel_fails(on_cpu, fault):
 def test_dropped_causal_mask_fails(on_cpu):
     r = reference.run_case(adapters.FaultAdapter(_MathKernel(), "no-causal"), CASES[2], on_cpu)
     assert r.status == "failed" and r.errors["out"] > 0.1
+
+
+def test_row_error_finds_the_worst_row():
+    ref = torch.ones(2, 5, 3, 4)
+    out = ref.clone()
+    assert reference.row_error(out, ref) == (0.0, [0, 0, 0])
+    out[1, 3, 2] = 0.0
+    err, idx = reference.row_error(out, ref)
+    assert err == pytest.approx(1.0) and idx == [1, 3, 2]
+    # the global metric dilutes the same row by sqrt(rows): 1/sqrt(30)
+    assert reference.rel_error(out, ref) == pytest.approx(30**-0.5)
+    # a row whose reference is ~0 is judged on the tensor's RMS row norm, not its own
+    ref2 = ref.clone()
+    ref2[0, 0, 0] = 0.0
+    out2 = ref2.clone()
+    out2[0, 0, 0] = 1e-3
+    err2, idx2 = reference.row_error(out2, ref2)
+    assert idx2 == [0, 0, 0] and err2 < 2e-3  # 2e-3 / ~2, not 2e-3 / 0
+    nan = ref.clone()
+    nan[0, 1, 1, 2] = float("nan")
+    assert reference.row_error(nan, ref) == (math.inf, [0, 1, 1])
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_correct_kernel_passes_per_row(on_cpu, case):
+    r = reference.run_case(_MathKernel(), case, on_cpu)
+    assert set(r.row_errors) == {"out", "dq", "dk", "dv"}
+    assert all(0 < e < r.row_tolerance[n] for n, e in r.row_errors.items()), r.row_errors
+    assert r.row_tolerance["out"] == reference.ROW_TOL_FACTOR * r.tolerance["out"]
+
+
+class _MathForward(_MathKernel):
+    """The same kernel, forward only (the long cases: the fp64 backward is slow on 2 cores)."""
+
+    has_backward = False
+
+
+ROW_FAULTS = ["zero-row", "softmax-shift", "head-swap"]
+# The harness's own cases (forward and backward) plus longer ones, forward only, where one row is
+# diluted most: many rows, batch > 1, MQA, causal, varlen.
+ROW_CASES = [(c, _MathKernel) for c in CASES] + [
+    (matrix.Case("bf16", 64, False, 2, 512, 512, 8, 1), _MathForward),
+    (matrix.Case("bf16", 64, True, 1, 1024, 1024, 4, 2), _MathForward),
+    (matrix.Case("fp16", 64, True, 4, 300, 300, 4, 4, (1, 127, 600, 300)), _MathForward)]
+
+
+@pytest.mark.parametrize("fault", ROW_FAULTS)
+@pytest.mark.parametrize("case,kernel", ROW_CASES, ids=lambda c: getattr(c, "name", ""))
+def test_one_bad_row_fails(on_cpu, case, kernel, fault):
+    """One corrupted row (of thousands) fails the case whenever it changes the output, though
+    the global norm alone would pass it; the worst row's index points at the row hit."""
+    r = reference.run_case(adapters.FaultAdapter(kernel(), fault), case, on_cpu)
+    assert r.fault_changed is not None
+    if not r.fault_changed:
+        pytest.skip(f"{fault} does not change {case.name}")
+    assert r.status == "failed", r
+    assert r.row_errors["out"] > r.row_tolerance["out"]
+    assert "out row [" in r.reason
+
+
+def test_single_row_faults_are_invisible_to_the_global_norm(on_cpu):
+    """Why the row check exists: on a long MQA case the zeroed row stays under the global
+    bound."""
+    case = matrix.Case("bf16", 64, False, 1, 2048, 2048, 4, 1)
+    r = reference.run_case(adapters.FaultAdapter(_MathForward(), "zero-row"), case, on_cpu)
+    assert r.errors["out"] < r.tolerance["out"] < r.row_errors["out"]
+    assert r.worst_row["out"] == [0, 1024, 2]

@@ -83,5 +83,24 @@ def test_options_are_checked_against_the_gate():
     kernels.check_options(ValidateOptions(kernel="hipattn", inject_fault="nan"))
     with pytest.raises(UsageError, match="unknown kernel 'xformers'"):
         kernels.check_options(ValidateOptions(kernel="xformers"))
-    with pytest.raises(UsageError, match="unknown fault 'slow'"):
-        kernels.check_options(ValidateOptions(inject_fault="slow"))
+    with pytest.raises(UsageError, match="unknown fault 'sluggish'"):
+        kernels.check_options(ValidateOptions(inject_fault="sluggish"))
+
+
+def test_issue14_reports_carry_rows_device_and_store():
+    """The H200 runs of issue 14: per-row errors with the worst row's index, the identified
+    model and its peak's source, the store comparison; all round-trip."""
+    base = REPO_ROOT / "docs/validate-h200/issue14"
+    first = KernelRun.from_json(json.loads((base / "first.json").read_text())["kernels"]["runs"][0])
+    assert first.device is not None and first.device.model == "H200"
+    assert first.device.peak_tflops == 989.4 and "NVIDIA H200" in first.device.peak_source
+    assert first.baseline is not None and first.baseline.reason == (
+        "first run on this device: baseline recorded")
+    fault = KernelRun.from_json(
+        json.loads((base / "zero-row.json").read_text())["kernels"]["runs"][0])
+    assert all(c.status is Status.FAILED and c.fault_changed for c in fault.correctness)
+    c = fault.correctness[0]
+    assert c.worst_row["out"] == (1, 63, 2) and c.row_errors["out"] == pytest.approx(1.0)
+    assert c.worst is not None and c.worst > 100  # the row, not the diluted global norm
+    for run in (first, fault):
+        assert KernelRun.from_json(run.to_json()) == run

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from rocmbuild.commands import common
+from rocmbuild.validate.kernelgate import FAULTS
 
 
 def register(sub: common.Subparsers) -> None:
@@ -27,12 +28,25 @@ def register(sub: common.Subparsers) -> None:
                    help="kernel under test; auto: flash-attn when a wheel provides it, plus the "
                    "hipattn probe on AMD hosts; sdpa checks the harness itself")
     p.add_argument("--quick", action="store_true", help="small correctness/throughput subset")
-    p.add_argument("--inject-fault", choices=["scale", "no-causal", "nan"], default=None,
+    p.add_argument("--inject-fault", choices=list(FAULTS), default=None,
                    help="self-test: wrap the kernel with a deliberate error; the gate must fail")
     p.add_argument("--cross-check", action="store_true",
                    help="also time every call with triton.testing.do_bench")
     p.add_argument("--baseline", default=None, help="JSON report of the last good run on this "
                    "host/arch; fail on a throughput drop beyond max(10%%, 3x run-to-run spread)")
+    p.add_argument("--upstream-tests", type=int, default=10, metavar="N",
+                   help="run a seeded sample of N cases per test function of the package's own "
+                   "tests (the recipe's upstream_tests, from the cached source tree); 0: off "
+                   "[default 10]")
+    p.add_argument("--upstream-time", type=float, default=600.0, metavar="SECONDS",
+                   help="time cap of the upstream-test run; cases not reached are reported "
+                   "[default 600]")
+    p.add_argument("--upstream-src", default=None, metavar="DIR",
+                   help="the source tree holding the upstream tests [default: the one the "
+                   "build left in the workspace]")
+    p.add_argument("--baseline-store", action=argparse.BooleanOptionalAction, default=True,
+                   help="compare throughput with, and record passing runs into, the "
+                   "workspace's baseline store (<workdir>/baselines/) [default on]")
     common.add_json(p, "the report")
     p.add_argument("--json-file", default=None, metavar="FILE",
                    help="write the JSON report here")
@@ -60,6 +74,10 @@ def run(args: argparse.Namespace) -> int:
         if problem:
             raise UsageError(f"--with: {problem}",
                              hint='one PEP 508 requirement per --with, e.g. --with "triton>=3.0"')
+    if not args.upstream_time > 0:  # also NaN
+        raise UsageError(f"--upstream-time: must be a number of seconds > 0, got "
+                         f"{args.upstream_time}", hint="e.g. --upstream-time 600; "
+                         "--upstream-tests 0 turns the step off")
     if not args.wheels and args.kernel == "auto":
         raise UsageError("validate: no wheels given",
                          hint="pass .whl files, or --kernel sdpa to check the harness alone")
@@ -75,7 +93,9 @@ def run(args: argparse.Namespace) -> int:
         inject_fault=args.inject_fault, cross_check=args.cross_check,
         baseline=path(args.baseline), json_out=path(args.json_file), md_out=path(args.md),
         html_out=path(args.html), move_broken=not args.keep_broken, keep_venv=args.keep_venv,
-        with_requirements=tuple(args.with_requirements))
+        with_requirements=tuple(args.with_requirements),
+        upstream_tests=max(0, args.upstream_tests), upstream_time_s=args.upstream_time,
+        upstream_src=path(args.upstream_src), baseline_store=args.baseline_store)
     rep = validate.run([Path(w) for w in args.wheels], parse_archs(arch) if arch else (), opts)
     if args.json:
         common.print_json(rep.to_json())

@@ -25,6 +25,7 @@ from rocmbuild.recipe.model import (
     GPU_VENDORS,
     SOURCE_KINDS,
     Download,
+    Floor,
     Hipify,
     Key,
     Patch,
@@ -117,6 +118,7 @@ def load(path: Path) -> Recipe:
     if lookup(data, f"{alts.toml}.default") is not MISSING:
         c.bad(f"{alts.toml}.default", "'default' is reserved for [source]")
     variants = _tables(c, data, key_of(Recipe, "variants"), lambda v, key: _variant(c, v, key))
+    floors = _tables(c, data, key_of(Recipe, "validate_floor"), lambda v, key: _floor(c, v, key))
     default_variant = fields.get("default_variant") or next(iter(variants), "default")
     if variants and default_variant not in variants:
         c.bad(
@@ -136,6 +138,15 @@ def load(path: Path) -> Recipe:
         problem = requirement_problem(req)
         if problem:
             c.bad(f"{key_of(Recipe, 'validate_requires').toml}[{i}]", problem)
+    tests_at = {key_of(Recipe, "validate_upstream_tests").toml: fields.get(
+        "validate_upstream_tests", ())}
+    tests_at |= {f"variants.{n}.upstream_tests": v.upstream_tests or ()
+                 for n, v in variants.items() if v is not None}
+    for at, tests in tests_at.items():
+        for i, rel in enumerate(tests):
+            parts = rel.replace("\\", "/").split("/")
+            if not rel or rel.startswith("/") or ".." in parts:
+                c.bad(f"{at}[{i}]", f"must be a relative path inside the source tree, got {rel!r}")
     if fields.get("backend") == "cmake" and not fields.get("version"):
         c.bad(key_of(Recipe, "version").toml, "missing (the cmake backend needs the wheel version, "
               "e.g. version = \"1.0.0\")")
@@ -151,6 +162,7 @@ def load(path: Path) -> Recipe:
         source=source,
         alternatives={k: v for k, v in alternatives.items() if v is not None},
         variants={k: v for k, v in variants.items() if v is not None},
+        validate_floor={k: v for k, v in floors.items() if v is not None},
         patches=patches,
         downloads=downloads,
         raw_sha256=hashlib.sha256(raw).hexdigest(),
@@ -315,6 +327,11 @@ def _hipify(c: Checker, data: dict[str, Any], legacy: tuple[str, ...]) -> Hipify
 def _variant(c: Checker, data: dict[str, Any], key: str) -> Variant:
     c.walk(data, tree(Variant), key + ".")
     return Variant(name=key.rsplit(".", 1)[1], **c.read(Variant, data, key + "."))
+
+
+def _floor(c: Checker, data: dict[str, Any], key: str) -> Floor:
+    c.walk(data, tree(Floor), key + ".")
+    return Floor(name=key.rsplit(".", 1)[1], **c.read(Floor, data, key + "."))
 
 
 def _patches(

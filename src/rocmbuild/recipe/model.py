@@ -394,6 +394,17 @@ class Variant:
         "bound to one torch's ABI).", "false", default=None, default_text="target.label_torch",
     )
 
+    upstream_tests: tuple[str, ...] | None = toml(
+        "upstream_tests", "strings", "Overrides validate.upstream_tests for this variant.",
+        '["tests/test_flash_attn_triton_amd.py"]', default=None,
+        default_text="validate.upstream_tests",
+    )
+    upstream_env: tuple[tuple[str, str], ...] | None = toml(
+        "upstream_env", "env", "Overrides validate.upstream_env for this variant.",
+        '{ FLASH_ATTENTION_TRITON_AMD_ENABLE = "TRUE" }', default=None,
+        default_text="validate.upstream_env",
+    )
+
 
 _RELATIVE = r"^(?!/)(?!.*(^|/)\.\.(/|$))"
 _RELATIVE_MSG = "must be a relative path inside the source tree (no leading / and no ..), got %r"
@@ -452,6 +463,23 @@ class Hipify:
         "Fail the build when a translated file still uses a CUDA API (``cuda*``, ``cu*``, "
         "``CU*``, cuBLAS/cuRAND/... names, ``cuda*`` headers) that the tool could not map, "
         "naming file, line and symbol; false: they are only logged.", "true", default=False,
+    )
+
+@dataclass(frozen=True)
+class Floor:
+    name: str
+    """The gfx arch (or sm_XY) in ``[validate.floor.<arch>]``."""
+    fwd_tflops: float | None = toml(
+        "fwd_tflops", "number", "Forward TFLOP/s every throughput shape must reach on this arch.",
+        "150", default=None, positive=True,
+    )
+    bwd_tflops: float | None = toml(
+        "bwd_tflops", "number", "Backward TFLOP/s every throughput shape must reach.", "60",
+        default=None, positive=True,
+    )
+    sdpa_fraction: float | None = toml(
+        "sdpa_fraction", "number", "Each shape and direction must reach this fraction of torch "
+        "SDPA's TFLOP/s on the same device in the same run.", "0.5", default=None, positive=True,
     )
 
 
@@ -694,6 +722,27 @@ class Recipe:
         "index / find-links (pip's own config and ``PIP_*`` variables), e.g. a runtime "
         "dependency the wheel does not declare. ``validate --with`` adds more.", '["triton"]',
         default=(),
+    )
+    validate_upstream_tests: tuple[str, ...] = toml(
+        "validate.upstream_tests", "strings",
+        "The package's own test files (paths relative to the source tree's top) that "
+        "``rocmbuild validate`` runs on a GPU: copied from the cached source tree, a seeded "
+        "sample of ``--upstream-tests N`` cases per test function, run with pytest in the "
+        "validation venv under a time cap; a failing case fails the wheel. Recorded in "
+        "rocmbuild.json as ``validate_upstream``.", '["tests/test_flash_attn_ck.py"]',
+        default=(),
+    )
+    validate_upstream_env: tuple[tuple[str, str], ...] = toml(
+        "validate.upstream_env", "env", "Environment the upstream tests need (on top of the "
+        "variant's runtime_env).", '{ PYTORCH_NO_CUDA_MEMORY_CACHING = "1" }', default=(),
+    )
+    validate_floor: dict[str, Floor] = toml(
+        "validate.floor", "tables",
+        "Absolute throughput floors per arch (``[validate.floor.gfx942]``), checked by the kernel "
+        "gate on every run on that arch, also the first one on a new machine (before the "
+        "workspace's baseline store has figures). Recorded in rocmbuild.json as "
+        "``validate_floor``.", "", item=Floor, factory=dict, item_msg="expected a table "
+        "([validate.floor.<arch>] with fwd_tflops, bwd_tflops, sdpa_fraction)",
     )
     validate_kernel: str = toml(
         "validate.kernel", "string",

@@ -72,12 +72,29 @@ class ValidateSpec:
     kernel: str = ""
     requires: tuple[str, ...] = ()
     """[validate] requires: extra packages for the validation venv."""
+    upstream_tests: tuple[str, ...] = ()
+    """The package's own test files (the variant's, else [validate]'s)."""
+    upstream_env: tuple[tuple[str, str], ...] = ()
+    floors: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
+    """[validate.floor.<arch>]: (arch, ((key, value), ...)), the keys that are set."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"imports": list(self.imports), "kernel": self.kernel}
         if self.requires:
             out["requires"] = list(self.requires)
+        if self.upstream_tests:
+            out["upstream"] = self.upstream_json()
+        if self.floors:
+            out["floor"] = self.floor_json()
         return out
+
+    def floor_json(self) -> dict[str, dict[str, float]]:
+        """rocmbuild.json's ``validate_floor``."""
+        return {arch: dict(kv) for arch, kv in self.floors}
+
+    def upstream_json(self) -> dict[str, Any]:
+        """rocmbuild.json's ``validate_upstream``."""
+        return {"tests": list(self.upstream_tests), "env": dict(self.upstream_env)}
 
 
 @dataclass(frozen=True)

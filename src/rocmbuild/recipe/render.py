@@ -248,8 +248,16 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         host=BuildHost(python=host.python, python_tag=host.python_tag, platform=host.platform,
                        torch=host.torch.version or None, torch_hip=host.torch.hip,
                        torch_kind=host.torch.kind),
-        validate=ValidateSpec(recipe.validate_imports, recipe.validate_kernel,
-                              recipe.validate_requires),
+        validate=ValidateSpec(
+            recipe.validate_imports, recipe.validate_kernel, recipe.validate_requires,
+            recipe.validate_upstream_tests if variant is None or variant.upstream_tests is None
+            else variant.upstream_tests,
+            recipe.validate_upstream_env if variant is None or variant.upstream_env is None
+            else variant.upstream_env,
+            tuple((arch, tuple((k, float(v)) for k in ("fwd_tflops", "bwd_tflops",
+                                                      "sdpa_fraction")
+                               if (v := getattr(f, k)) is not None))
+                  for arch, f in sorted(recipe.validate_floor.items()))),
         version=recipe.version,
         runtime_env=runtime_env,
         source_dir=recipe.source_dir if recipe.backend == "cmake" else "",

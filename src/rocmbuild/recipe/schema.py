@@ -24,6 +24,7 @@ from rocmbuild.recipe.model import (
     SOURCE_KINDS,
     TABLES,
     Download,
+    Floor,
     Key,
     Patch,
     Recipe,
@@ -35,7 +36,8 @@ from rocmbuild.recipe.model import (
 
 DOCS = Path("docs/recipes.md")
 JSON_SCHEMA = Path("schemas/recipe.schema.json")
-_DEFS = {Source: "source", Variant: "variant", Patch: "patch", Download: "download"}
+_DEFS = {Source: "source", Variant: "variant", Patch: "patch", Download: "download",
+         Floor: "floor"}
 
 
 # ----------------------------------------------------------------------------- JSON Schema
@@ -58,6 +60,7 @@ def json_schema() -> dict[str, Any]:
             "variant": _object(tree(Variant), Variant),
             "patch": _object(tree(Patch), Patch),
             "download": _object(tree(Download), Download),
+            "floor": _object(tree(Floor), Floor),
         },
     }
 

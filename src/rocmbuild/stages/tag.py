@@ -141,6 +141,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         "local_version": local,
         "runtime_env": plan.runtime_env,
         "validate_requires": list(plan.validate.requires),
+        "validate_upstream": plan.validate.upstream_json(),
+        "validate_floor": plan.validate.floor_json(),
         "cache_key": plan.cache_key,
         "python_tag": plan.host.python_tag,
         "source": plan.source_json(),

@@ -8,10 +8,12 @@ where the spread is the larger of this run's and the baseline's. Any correctness
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from rocmbuild.errors import UsageError
+from rocmbuild.fsutil import write_atomic
 from rocmbuild.results import Status
 from rocmbuild.validate.kernelrun import BaselineComparison, BaselineRow, KernelRun, Timing
 
@@ -94,3 +96,138 @@ def compare(current: KernelRun, baseline: Sequence[KernelRun]) -> BaselineCompar
                                 Status.FAILED if failed else Status.SUCCESS, drop, limit))
     return BaselineComparison(Status.FAILED if problems else Status.SUCCESS, tuple(problems),
                               tuple(rows))
+
+
+# ------------------------------------------------------------------ the workspace's baseline store
+# <workdir>/baselines/throughput.json: for each device, kernel (with the wheel's variant), shape
+# and direction, the figures of the last STORE_KEEP accepted (passing) validations. The next
+# validation on the same device compares with the best of them automatically; --baseline FILE
+# overrides. `build --validate` and nightly rebuilds go through the same validate.run, so they
+# share the store.
+
+STORE_KEEP = 5
+STORE_VERSION = 1
+FIRST_RUN = "first run on this device: baseline recorded"
+
+
+def store_path(workdir: Path) -> Path:
+    return workdir / "baselines" / "throughput.json"
+
+
+def _store_key(device: str, kernel: str, variant: str, shape: str, direction: str,
+               role: str) -> str:
+    return " | ".join((device, f"{kernel}:{variant}" if variant else kernel, role, shape,
+                       direction))
+
+
+def read_store(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The store's entries; a missing file is empty; an unreadable one is a UsageError naming
+    it (it is never silently replaced)."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"baseline store {path}: unreadable ({exc})",
+                         hint="move the file away (the next passing run starts a new store), "
+                         "or pass --no-baseline-store") from exc
+    entries = data.get("entries") if isinstance(data, dict) else None
+    if not isinstance(entries, dict):
+        raise UsageError(f"baseline store {path}: key 'entries' missing",
+                         hint="move the file away, or pass --no-baseline-store")
+    return {str(k): [e for e in v if isinstance(e, dict)] for k, v in entries.items()
+            if isinstance(v, list)}
+
+
+def compare_store(current: KernelRun, store: Mapping[str, list[dict[str, Any]]],
+                  variant: str) -> BaselineComparison:
+    """This run against the best of the last accepted runs on the same device, per shape and
+    direction. SKIPPED with FIRST_RUN when the store has nothing for this device and kernel."""
+    device = current.device.name if current.device else ""
+    if not device or current.status is Status.SKIPPED:
+        return BaselineComparison(Status.SKIPPED, reason="no device: nothing to compare")
+    problems: list[str] = []
+    rows: list[BaselineRow] = []
+    found = False
+    for (role, shape, d), now in _entries(current).items():
+        hist = store.get(_store_key(device, current.kernel, variant, shape, d, role)) or []
+        best = max(hist, key=lambda e: float(e.get("tflops") or 0.0), default=None)
+        if best is None or not best.get("tflops"):
+            rows.append(BaselineRow(shape, d, role, now.tflops, None, Status.SKIPPED))
+            continue
+        found = True
+        b_tflops, b_spread = float(best["tflops"]), float(best.get("spread") or 0.0)
+        drop = (b_tflops - now.tflops) / b_tflops
+        limit = allowed_drop(now.spread, b_spread)
+        failed = role == "test" and drop > limit
+        if failed:
+            problems.append(f"{shape} {d}: {now.tflops:.1f} TFLOP/s is {drop:.1%} below the "
+                            f"best of the last {len(hist)} accepted run(s) on this device "
+                            f"({b_tflops:.1f}, allowed {limit:.1%})")
+        rows.append(BaselineRow(shape, d, role, now.tflops, b_tflops,
+                                Status.FAILED if failed else Status.SUCCESS, drop, limit))
+    if not found:
+        return BaselineComparison(Status.SKIPPED, rows=tuple(rows), reason=FIRST_RUN)
+    return BaselineComparison(Status.FAILED if problems else Status.SUCCESS, tuple(problems),
+                              tuple(rows), reason="against the workspace's baseline store")
+
+
+def record(path: Path, runs: Sequence[KernelRun], variant: str, created: str) -> int:
+    """Add the figures of an accepted validation (every run passed) to the store, keeping the
+    last STORE_KEEP per key; returns how many figures were added."""
+    store = read_store(path)
+    added = 0
+    for run in runs:
+        if run.status is not Status.SUCCESS or not run.device or run.fault:
+            continue
+        for (role, shape, d), t in _entries(run).items():
+            key = _store_key(run.device.name, run.kernel, variant, shape, d, role)
+            hist = [*store.get(key, []), {"tflops": t.tflops, "spread": t.spread,
+                                          "ms": t.ms, "created": created}]
+            store[key] = hist[-STORE_KEEP:]
+            added += 1
+    if added:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps({"version": STORE_VERSION, "entries": store},
+                                      indent=1, sort_keys=True))
+    return added
+
+
+# ---------------------------------------------------------------- the recipe's floors per arch
+
+
+def floor_for(provenance: Mapping[str, Any] | None, arch: str) -> dict[str, float]:
+    """The wheel's recorded [validate.floor.<arch>] for the device's arch ({} when none)."""
+    floors = (provenance or {}).get("validate_floor") or {}
+    got = floors.get(arch) if isinstance(floors, Mapping) else None
+    if not isinstance(got, Mapping):
+        return {}
+    return {str(k): float(v) for k, v in got.items()
+            if k in ("fwd_tflops", "bwd_tflops", "sdpa_fraction") and isinstance(v, int | float)}
+
+
+def check_floor(run: KernelRun, floor: Mapping[str, float]) -> list[str]:
+    """Each throughput shape of the kernel under test against the recipe's absolute floors:
+    fwd/bwd TFLOP/s, and a fraction of torch SDPA's on the same shape in the same run."""
+    problems: list[str] = []
+    sdpa = {(e.shape, d): t.tflops for e in run.throughput if e.role == "sdpa"
+            for d in ("fwd", "bwd") if (t := e.timing(d)) is not None}
+    arch = run.device.arch if run.device else "?"
+    for e in run.throughput:
+        if e.role != "test":
+            continue
+        for d in ("fwd", "bwd"):
+            t = e.timing(d)
+            if t is None:
+                continue
+            need = floor.get(f"{d}_tflops")
+            if need and t.tflops < need:
+                problems.append(f"{e.shape} {d}: {t.tflops:.1f} TFLOP/s is below the recipe's "
+                                f"floor for {arch} ({need:g}, [validate.floor.{arch}] "
+                                f"{d}_tflops)")
+            frac, ref = floor.get("sdpa_fraction"), sdpa.get((e.shape, d))
+            if frac and ref and t.tflops < frac * ref:
+                problems.append(f"{e.shape} {d}: {t.tflops:.1f} TFLOP/s is {t.tflops / ref:.0%} "
+                                f"of torch SDPA's {ref:.1f} on this device, below the recipe's "
+                                f"floor of {frac:.0%} ([validate.floor.{arch}] sdpa_fraction)")
+    return problems

@@ -222,6 +222,7 @@ try:
         "cuda": getattr(torch.version, "cuda", None),
         "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI),
         "path": torch.__file__,
+        "gpu": bool(torch.cuda.is_available()),
     }
 except Exception as exc:
     res["torch_error"] = f"{type(exc).__name__}: {exc}"

@@ -42,6 +42,9 @@ class Device:
     hip: str | None = None
     cuda: str | None = None
     peak_tflops: float | None = None  # dense bf16/fp16 matrix peak, None when unknown
+    model: str | None = None  # identified model (kernelgate.timing.identify), None: unknown
+    peak_source: str = ""  # where the peak comes from, or why none is shown
+    peak_estimated: bool = False  # no vendor data sheet behind the peak
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Device:
@@ -50,13 +53,16 @@ class Device:
                    multiprocessors=_opt_int(d.get("multiprocessors")),
                    l2_bytes=_opt_int(d.get("l2_bytes")), torch=d.get("torch"),
                    hip=d.get("hip"), cuda=d.get("cuda"),
-                   peak_tflops=_opt_float(d.get("peak_tflops")))
+                   peak_tflops=_opt_float(d.get("peak_tflops")),
+                   model=d.get("model"), peak_source=str(d.get("peak_source") or ""),
+                   peak_estimated=bool(d.get("peak_estimated", False)))
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "arch": self.arch, "memory_gib": self.memory_gib,
                 "multiprocessors": self.multiprocessors, "l2_bytes": self.l2_bytes,
                 "torch": self.torch, "hip": self.hip, "cuda": self.cuda,
-                "peak_tflops": self.peak_tflops}
+                "peak_tflops": self.peak_tflops, "model": self.model,
+                "peak_source": self.peak_source, "peak_estimated": self.peak_estimated}
 
 
 @dataclass(frozen=True)
@@ -156,12 +162,20 @@ class CaseRun:
     errors: dict[str, float] = field(default_factory=dict)  # out, dq, dk, dv
     tolerance: dict[str, float] = field(default_factory=dict)
     finite: bool = True
+    row_errors: dict[str, float] = field(default_factory=dict)  # the worst row of each tensor
+    row_tolerance: dict[str, float] = field(default_factory=dict)
+    worst_row: dict[str, tuple[int, ...]] = field(default_factory=dict)  # [b, s, h] / [t, h]
+    fault_changed: bool | None = None  # --inject-fault: the fault changed this case's output
 
     @property
     def worst(self) -> float | None:
-        """The largest error / tolerance ratio (> 1 fails), None when nothing was measured."""
-        return max((e / self.tolerance[n] for n, e in self.errors.items()
-                    if self.tolerance.get(n)), default=None)
+        """The largest error / tolerance ratio, global or per row (> 1 fails), None when
+        nothing was measured."""
+        ratios = [e / self.tolerance[n] for n, e in self.errors.items()
+                  if self.tolerance.get(n)]
+        ratios += [e / self.row_tolerance[n] for n, e in self.row_errors.items()
+                   if self.row_tolerance.get(n)]
+        return max(ratios, default=None)
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> CaseRun:
@@ -169,12 +183,28 @@ class CaseRun:
                    status=Status.parse(d["status"]), reason=str(d.get("reason") or ""),
                    errors={str(k): float(v) for k, v in (d.get("errors") or {}).items()},
                    tolerance={str(k): float(v) for k, v in (d.get("tolerance") or {}).items()},
-                   finite=bool(d.get("finite", True)))
+                   finite=bool(d.get("finite", True)),
+                   row_errors={str(k): float(v)
+                               for k, v in (d.get("row_errors") or {}).items()},
+                   row_tolerance={str(k): float(v)
+                                  for k, v in (d.get("row_tolerance") or {}).items()},
+                   worst_row={str(k): tuple(int(i) for i in v)
+                              for k, v in (d.get("worst_row") or {}).items()},
+                   fault_changed=None if d.get("fault_changed") is None
+                   else bool(d["fault_changed"]))
 
     def to_json(self) -> dict[str, Any]:
-        return {"case": self.case, "dtype": self.dtype, "status": self.status.value,
-                "reason": self.reason, "errors": dict(self.errors),
-                "tolerance": dict(self.tolerance), "finite": self.finite}
+        out: dict[str, Any] = {
+            "case": self.case, "dtype": self.dtype, "status": self.status.value,
+            "reason": self.reason, "errors": dict(self.errors),
+            "tolerance": dict(self.tolerance), "finite": self.finite}
+        if self.row_errors:
+            out |= {"row_errors": dict(self.row_errors),
+                    "row_tolerance": dict(self.row_tolerance),
+                    "worst_row": {k: list(v) for k, v in self.worst_row.items()}}
+        if self.fault_changed is not None:
+            out["fault_changed"] = self.fault_changed
+        return out
 
 
 @dataclass(frozen=True)

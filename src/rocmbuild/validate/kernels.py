@@ -84,9 +84,21 @@ def run_one(venv: inst.Venv, kernel: str, opts: ValidateOptions, env: Mapping[st
                          f"the kernel gate wrote an unreadable report {out}: {exc}")
 
 
-def with_baseline(run: KernelRun, baseline: Sequence[KernelRun]) -> KernelRun:
-    """``run`` with its baseline comparison; a failed comparison fails the run."""
-    cmp = baseline_cmp.compare(run, baseline)
+def with_baseline(run: KernelRun, baseline: Sequence[KernelRun] | None,
+                  store: Mapping[str, list[dict[str, Any]]] | None = None,
+                  variant: str = "", floor: Mapping[str, float] | None = None) -> KernelRun:
+    """``run`` with its baseline comparison (the ``--baseline`` file's runs, else the
+    workspace's store) and the recipe's floor for its arch; a failed comparison or a shape
+    below the floor fails the run."""
+    below = baseline_cmp.check_floor(run, floor) if floor else []
+    if below:
+        run = dataclasses.replace(run, status=Status.FAILED, failures=(*run.failures, *below))
+    if baseline is not None:
+        cmp = baseline_cmp.compare(run, baseline)
+    elif store is not None:
+        cmp = baseline_cmp.compare_store(run, store, variant)
+    else:
+        return run
     if cmp.status.failed:
         return dataclasses.replace(run, status=Status.FAILED, baseline=cmp,
                                    failures=(*run.failures, *cmp.problems))
@@ -109,14 +121,19 @@ def summarize(runs: Sequence[KernelRun]) -> KernelsSummary:
 
 def run_kernels(venv: inst.Venv, names: Sequence[str], opts: ValidateOptions,
                 env: Mapping[str, str], workdir: Path,
-                baseline: Sequence[KernelRun] | None) -> KernelsSummary:
-    """Gate each kernel in ``names`` in the (installed) venv."""
+                baseline: Sequence[KernelRun] | None,
+                store: Mapping[str, list[dict[str, Any]]] | None = None,
+                variant: str = "",
+                floors: Mapping[str, Mapping[str, float]] | None = None) -> KernelsSummary:
+    """Gate each kernel in ``names`` in the (installed) venv, each against ``baseline`` (the
+    --baseline file) or else the baseline ``store``."""
     if names:
         install_gate(venv)
     runs = []
     for k in names:
         res = run_one(venv, k, opts, env, workdir)
-        if baseline is not None and res.status is not Status.SKIPPED:
-            res = with_baseline(res, baseline)
+        if res.status is not Status.SKIPPED:
+            arch = res.device.arch if res.device else ""
+            res = with_baseline(res, baseline, store, variant, (floors or {}).get(arch))
         runs.append(res)
     return summarize(runs)

@@ -12,7 +12,7 @@ from rocmbuild.results import StageResult, Status
 from rocmbuild.validate.kernelrun import KernelRun
 
 # The per-wheel steps, in the order they run and are shown.
-STEPS = ("install", "guard", "import", "audit", "kernels")
+STEPS = ("install", "guard", "import", "audit", "kernels", "upstream")
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,10 @@ class ValidateOptions:
     move_broken: bool = True
     keep_venv: bool = False
     with_requirements: tuple[str, ...] = ()  # validate --with: extra packages for the venv
+    upstream_tests: int = 10  # cases sampled per upstream test function (0: off)
+    upstream_time_s: float = 600.0  # time cap of the upstream-test run
+    upstream_src: Path | None = None  # source tree holding them (default: the workspace's)
+    baseline_store: bool = True  # compare with and record into <workdir>/baselines/
 
     @property
     def outputs(self) -> tuple[Path, ...]:

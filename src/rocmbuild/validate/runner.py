@@ -19,6 +19,7 @@ from rocmbuild.validate import baseline as baseline_cmp
 from rocmbuild.validate import install as inst
 from rocmbuild.validate import kernels as kernel_step
 from rocmbuild.validate import report as render
+from rocmbuild.validate import upstream
 from rocmbuild.validate.model import (
     Environment,
     KernelsSummary,
@@ -83,6 +84,23 @@ def _raise_if_host_lacks(infos: Sequence[WheelInfo], imports: Mapping[str, Any])
                     "not moved to broken/")
 
 
+def _floors(infos: Sequence[WheelInfo]) -> dict[str, dict[str, float]]:
+    """The wheels' recorded [validate.floor.<arch>] tables, by arch."""
+    out: dict[str, dict[str, float]] = {}
+    for w in infos:
+        for arch in ((w.provenance or {}).get("validate_floor") or {}):
+            out.setdefault(str(arch), {}).update(baseline_cmp.floor_for(w.provenance, str(arch)))
+    return out
+
+
+def _source_tree(src_root: Path, prov: Mapping[str, Any] | None) -> Path | None:
+    """Where the build of this wheel left its source tree: <workdir>/src/<recipe>/<key[:16]>."""
+    recipe, key = (prov or {}).get("recipe"), (prov or {}).get("cache_key")
+    if not recipe or not key or not upstream.safe_relative(f"{recipe}/{key}"):
+        return None
+    return src_root / str(recipe) / str(key)[:16]
+
+
 def _install_step(installed: bool, out: str, venv: inst.Venv) -> Step:
     if not installed:
         return Step(Status.FAILED, "pip install failed", "\n".join(out.splitlines()[-20:]))
@@ -141,6 +159,11 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
     baseline = baseline_cmp.load_baseline(opts.baseline) if opts.baseline else None
     infos = [inst.read_wheel(Path(w)) for w in wheels]
     ws = config.workspace(opts.workdir)
+    store_file = baseline_cmp.store_path(ws.root)
+    store = (baseline_cmp.read_store(store_file)
+             if opts.baseline_store and baseline is None else None)
+    variant = next((str(w.provenance.get("variant")) for w in infos
+                    if w.provenance and w.provenance.get("variant")), "")
     stamp = time.strftime("%Y%m%d-%H%M%S")
     ws.root.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f"validate-{stamp}-", dir=ws.root))
@@ -168,7 +191,17 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
             kernels = KernelsSummary(Status.SKIPPED, "install failed")
         else:
             kernels = kernel_step.run_kernels(
-                venv, kernel_step.pick(opts, infos, env_torch), opts, env_extra, tmp, baseline)
+                venv, kernel_step.pick(opts, infos, env_torch), opts, env_extra, tmp, baseline,
+                store, variant, _floors(infos))
+        for i, w in enumerate(infos):
+            if not installed:
+                steps[w.path]["upstream"] = Step(Status.SKIPPED, "install failed")
+                continue
+            tree = opts.upstream_src or _source_tree(ws.src, w.provenance)
+            st, why, detail = upstream.step(
+                venv, w.provenance, tree, opts.upstream_tests, opts.upstream_time_s,
+                tmp / f"upstream-{i}", env_extra, bool((env_torch or {}).get("gpu")))
+            steps[w.path]["upstream"] = Step(st, why, detail)
     finally:
         if not opts.keep_venv:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -191,6 +224,8 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
             runtime_env=env_extra, venv_torch_from=venv.torch_from, log=logf),
         created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         duration_s=time.monotonic() - t0, paths=opts.outputs)
+    if report.ok and opts.baseline_store and not opts.inject_fault:
+        baseline_cmp.record(store_file, kernels.runs, variant, report.created)
     write_reports(report, opts)
     return report
 

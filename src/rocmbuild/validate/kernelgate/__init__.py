@@ -19,4 +19,5 @@ from __future__ import annotations
 # The kernels under test (adapters.ADAPTERS has one class per name) and the deliberate faults
 # ``--inject-fault`` wraps them with. Here so rocmbuild can check options without torch.
 ADAPTER_NAMES: tuple[str, ...] = ("flash-attn", "sdpa", "hipattn")
-FAULTS: tuple[str, ...] = ("scale", "no-causal", "nan")
+FAULTS: tuple[str, ...] = ("scale", "no-causal", "nan", "zero-row", "softmax-shift",
+                           "head-swap", "slow")

@@ -2,10 +2,12 @@
 flash-attn: ``flash-attn`` (flash_attn_func and flash_attn_varlen_func from the wheel under test),
 ``sdpa`` (torch SDPA, flash backend: the harness's own control) and ``hipattn`` (our HIP probe;
 AMD hosts only). ``FaultAdapter`` wraps any of them with a deliberate error (scaled output,
-dropped causal mask, a NaN) to prove the gate fails."""
+dropped causal mask, a NaN, and single-row faults: one output row zeroed, one row's softmax
+shifted by a key, two heads swapped at one query position) to prove the gate fails."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -122,7 +124,15 @@ class HipAttnAdapter(Adapter):
 
 
 class FaultAdapter(Adapter):
-    """Wraps an adapter with a deliberate error, to prove the gate catches it."""
+    """Wraps an adapter with a deliberate error, to prove the gate catches it.
+
+    The single-row faults hit one row in the middle of the output: the last batch entry (varlen:
+    the middle token), the middle query position, head H // 2. ``zero-row`` zeroes it;
+    ``softmax-shift`` recomputes it with its attention probabilities moved one key along (cyclic
+    over the keys it may see); ``head-swap`` exchanges heads h and h - 1 at that position.
+    ``changed`` says whether the last call's fault changed the output at all. ``slow`` computes
+    the forward three times (right, but 3x slower: only a baseline catches it).
+    """
 
     def __init__(self, inner: Adapter, fault: str) -> None:
         self.inner = inner
@@ -130,29 +140,71 @@ class FaultAdapter(Adapter):
         self.name = f"{inner.name}+fault:{fault}"
         self.has_varlen = inner.has_varlen
         self.has_backward = inner.has_backward
+        self.changed: bool | None = None
 
     def available(self) -> str | None:
         return self.inner.available()
 
-    def _apply(self, o: Any) -> Any:
+    def _apply(self, o: Any, row: tuple[int, ...], keys: Callable[[], tuple[Any, Any, Any]]
+               ) -> Any:
+        """``o`` with the fault; ``row`` indexes the row to hit (without the head), ``keys``
+        gives that row's q (heads, D) and the keys and values it may see (n, heads_kv, D)."""
+        import torch
+
+        before = o
         if self.fault == "scale":
-            return o * 1.05
-        if self.fault == "nan":
+            o = o * 1.05
+        elif self.fault == "nan":
             o = o.contiguous().clone()
             o.view(-1)[o.numel() // 2] = float("nan")
-            return o
+        elif self.fault in ("zero-row", "softmax-shift", "head-swap"):
+            heads = o.shape[-2]
+            h = heads // 2
+            o = o.clone()
+            if self.fault == "zero-row":
+                o[(*row, h)] = 0
+            elif self.fault == "head-swap":
+                idx = torch.tensor([h, h - 1], device=o.device)
+                o[row] = o[row].index_copy(0, idx, o[row][[h - 1, h]])
+            else:
+                q, k, v = keys()
+                hk = h // (heads // k.shape[1])
+                logits = (k[:, hk].float() @ q[h].float()) / math.sqrt(q.shape[-1])
+                p = torch.softmax(logits, dim=0).roll(1)
+                o[(*row, h)] = (p @ v[:, hk].float()).to(o.dtype)
+        self.changed = not bool(torch.equal(before, o))
         return o
 
     def forward(self, q: Any, k: Any, v: Any, causal: bool) -> Any:
         if self.fault == "no-causal":
             causal = False
-        return self._apply(self.inner.forward(q, k, v, causal))
+        if self.fault == "slow":
+            self.inner.forward(q, k, v, causal)
+            self.inner.forward(q, k, v, causal)
+        b, s = q.shape[0] - 1, q.shape[1] // 2
+
+        def keys() -> tuple[Any, Any, Any]:
+            n = k.shape[1] if not causal else min(k.shape[1], s + 1 + k.shape[1] - q.shape[1])
+            return q[b, s], k[b, :n], v[b, :n]
+
+        return self._apply(self.inner.forward(q, k, v, causal), (b, s), keys)
 
     def forward_varlen(self, q: Any, k: Any, v: Any, cu_q: Any, cu_k: Any, max_q: int,
                        max_k: int, causal: bool) -> Any:
         if self.fault == "no-causal":
             causal = False
-        return self._apply(self.inner.forward_varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal))
+        t = q.shape[0] // 2
+
+        def keys() -> tuple[Any, Any, Any]:
+            starts_q, starts_k = cu_q.tolist(), cu_k.tolist()
+            i = max(j for j in range(len(starts_q) - 1) if starts_q[j] <= t)
+            s, lq = t - starts_q[i], starts_q[i + 1] - starts_q[i]
+            k0, lk = starts_k[i], starts_k[i + 1] - starts_k[i]
+            n = lk if not causal else min(lk, s + 1 + lk - lq)
+            return q[t], k[k0:k0 + n], v[k0:k0 + n]
+
+        return self._apply(
+            self.inner.forward_varlen(q, k, v, cu_q, cu_k, max_q, max_k, causal), (t,), keys)
 
 
 # One class per name in ADAPTER_NAMES (a unit test holds them equal).

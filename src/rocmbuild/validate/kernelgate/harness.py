@@ -36,6 +36,9 @@ def gate(kernel: str, *, fault: str | None = None, quick: bool = False,
         return {**result, "status": "skipped", "reason": why}
     dev = timing.device_info()
     result["device"] = dev
+    if dev["peak_tflops"] is None:
+        result["notes"] = [f"{dev['name']} ({dev['arch']}, {dev['multiprocessors']} CUs): "
+                           f"{timing.UNKNOWN}"]
     seed = time.time_ns() % (2**63)
     result["seed"] = seed
     gen = torch.Generator(device="cuda").manual_seed(seed)
@@ -47,7 +50,8 @@ def gate(kernel: str, *, fault: str | None = None, quick: bool = False,
                 [adapters.SdpaAdapter()] if compare_sdpa and kernel != "sdpa" else [])
             for a in [adapter, *others]:
                 try:
-                    e = timing.measure_shape(a, shape, gen, repeats, rounds, cross_check)
+                    e = timing.measure_shape(a, shape, gen, repeats, rounds, cross_check,
+                                             (dev["l2_bytes"] or 0) + dev["llc_bytes"])
                 except NotImplementedError as exc:
                     e = {"shape": shape.name, "kernel": a.name, "skipped": str(exc)}
                 except Exception as exc:  # noqa: BLE001 - a crash is a failure with its text

@@ -20,6 +20,12 @@ DTYPE_EPS = {"fp16": 2.0**-10, "bf16": 2.0**-7}
 # gets a wider band. Measured on an H200 (docs/benchmarks.md): fp16 fwd ~3e-4, bf16 fwd ~2e-3.
 FWD_TOL_EPS = 2.0  # fp16: 1.95e-3, bf16: 1.56e-2
 BWD_TOL_EPS = 4.0  # fp16: 3.91e-3, bf16: 3.13e-2
+# Per row (one query position and head of out/dq; one key position and KV head of dk/dv), next to
+# the global norm: a single bad row is diluted by sqrt(rows) in the global metric. The row
+# error is ||out_r - ref_r|| / max(||ref_r||, RMS of the row norms), so the global metric is
+# the RMS of the row errors of rows at least RMS-sized; its bound is ROW_TOL_FACTOR x the
+# global bound (the largest of many rows sits above their RMS).
+ROW_TOL_FACTOR = 4.0  # fwd fp16 7.8e-3, bf16 6.3e-2; bwd fp16 1.6e-2, bf16 1.25e-1
 
 
 def tolerance(dtype: str, direction: str) -> float:
@@ -45,6 +51,29 @@ def rel_error(out: Any, ref: Any) -> float:
     if den == 0.0:
         return 0.0 if num == 0.0 else math.inf
     return num / den
+
+
+def row_error(out: Any, ref: Any) -> tuple[float, list[int]]:
+    """The worst row's error and its index. Rows are the last dimension (head_dim): for a
+    (batch, seqlen, heads, head_dim) tensor the index is [b, s, h]; varlen (total, heads,
+    head_dim): [t, h]. A row's error is ||out_r - ref_r|| / max(||ref_r||, RMS row norm of ref),
+    so a row whose reference is near zero (a causal first query's dq) is judged on the tensor's
+    scale, not on its own. NaN counts as infinite."""
+    import torch
+
+    o = out.detach().double()
+    r = ref.detach().double()
+    diff = (o - r).norm(dim=-1)
+    norms = r.norm(dim=-1)
+    rms = float(norms.pow(2).mean().sqrt()) if norms.numel() else 0.0
+    if rms == 0.0:
+        err = torch.where(diff == 0, 0.0, math.inf)
+    else:
+        err = diff / norms.clamp(min=rms)
+    err = torch.nan_to_num(err, nan=math.inf)
+    flat = int(err.argmax())
+    idx = [int(i) for i in torch.unravel_index(torch.tensor(flat), err.shape)]
+    return float(err.reshape(-1)[flat]), idx
 
 
 def torch_dtype(name: str) -> Any:
@@ -86,6 +115,10 @@ class CaseResult:
     errors: dict[str, float] = field(default_factory=dict)  # out, dq, dk, dv
     tolerance: dict[str, float] = field(default_factory=dict)
     finite: bool = True
+    row_errors: dict[str, float] = field(default_factory=dict)  # the worst row of each tensor
+    row_tolerance: dict[str, float] = field(default_factory=dict)
+    worst_row: dict[str, list[int]] = field(default_factory=dict)  # its index ([b, s, h])
+    fault_changed: bool | None = None  # --inject-fault: did the fault change this case's output
 
 
 def _finite(*ts: Any) -> bool:
@@ -100,6 +133,14 @@ def _cumsum(xs: tuple[int, ...]) -> list[int]:
         s += x
         out.append(s)
     return out
+
+
+def _judge_tensor(res: CaseResult, name: str, got: Any, ref: Any, tol: float) -> None:
+    """Record the global and the worst row's error of one tensor, and their bounds."""
+    res.errors[name] = rel_error(got, ref)
+    res.tolerance[name] = tol
+    res.row_errors[name], res.worst_row[name] = row_error(got, ref)
+    res.row_tolerance[name] = ROW_TOL_FACTOR * tol
 
 
 def run_case(adapter: Adapter, case: Case, gen: Any) -> CaseResult:
@@ -144,8 +185,8 @@ def run_case(adapter: Adapter, case: Case, gen: Any) -> CaseResult:
         return CaseResult(case.name, case.dtype, "failed",
                           f"output shape {tuple(out.shape)} != expected {tuple(ref.shape)}")
     res.finite = _finite(out)
-    res.errors["out"] = rel_error(out, ref)
-    res.tolerance["out"] = tolerance(case.dtype, "fwd")
+    _judge_tensor(res, "out", out, ref, tolerance(case.dtype, "fwd"))
+    res.fault_changed = getattr(adapter, "changed", None)
     if adapter.has_backward:
         q.grad = k.grad = v.grad = None  # gradients must be produced by this call
         out.backward(dout)
@@ -153,10 +194,15 @@ def run_case(adapter: Adapter, case: Case, gen: Any) -> CaseResult:
         res.finite = res.finite and _finite(q.grad, k.grad, v.grad)
         for nm, g, rg in (("dq", q.grad, qd.grad), ("dk", k.grad, kd.grad),
                           ("dv", v.grad, vd.grad)):
-            res.errors[nm] = rel_error(g, rg) if g is not None else math.inf
-            res.tolerance[nm] = tolerance(case.dtype, "bwd")
+            if g is None:
+                res.errors[nm], res.tolerance[nm] = math.inf, tolerance(case.dtype, "bwd")
+            else:
+                _judge_tensor(res, nm, g, rg, tolerance(case.dtype, "bwd"))
     bad = [f"{nm} rel err {res.errors[nm]:.2e} > {res.tolerance[nm]:.2e}"
            for nm in res.errors if not judge(res.errors[nm], res.tolerance[nm], True)]
+    bad += [f"{nm} row {res.worst_row[nm]} rel err {res.row_errors[nm]:.2e} > "
+            f"{res.row_tolerance[nm]:.2e}" for nm in res.row_errors
+            if not judge(res.row_errors[nm], res.row_tolerance[nm], True)]
     if not res.finite:
         bad.insert(0, "NaN/Inf in output or gradients")
     if bad:
