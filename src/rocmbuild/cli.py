@@ -37,7 +37,7 @@ from rocmbuild.errors import INTERNAL_ERROR_EXIT, RocmbuildError, UsageError
 COMMANDS = (build, plan, recipes, doctor, audit, validate, publish, promote)
 
 # Global options that take a value (needed to find the first positional for the shorthand).
-_GLOBAL_VALUE_OPTS = {"--workdir", "--cache-dir"}
+_GLOBAL_VALUE_OPTS = {"--workdir", "--cache-dir", "--recipes"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -140,6 +140,7 @@ def _main(raw: list[str]) -> int:
         base = options.env_int("ROCMBUILD_VERBOSITY", minimum=0)
         log.set_level(max(0, (1 if base is None else base) + args.verbose - args.quiet))
         options.check_env()
+        config.use_recipe_dirs(args.recipes)
         if not getattr(args, "handler", None):
             parser.print_help(sys.stderr)
             return 2
