@@ -1,7 +1,7 @@
 """Command line: the parser and the one place that turns errors into exit codes.
 
     rocmbuild <recipe> [--arch ...]          same as `rocmbuild build <recipe> ...`
-    rocmbuild build|plan|recipes|doctor|audit|validate|publish|promote ...
+    rocmbuild build|plan|recipes|doctor|audit|validate|publish|promote|completion ...
 
 Each command is one module in ``rocmbuild.commands``: the route from here into the house is the
 COMMANDS tuple below.
@@ -25,6 +25,7 @@ from rocmbuild.commands import (
     audit,
     build,
     common,
+    completion,
     doctor,
     plan,
     promote,
@@ -34,10 +35,10 @@ from rocmbuild.commands import (
 )
 from rocmbuild.errors import INTERNAL_ERROR_EXIT, RocmbuildError, UsageError
 
-COMMANDS = (build, plan, recipes, doctor, audit, validate, publish, promote)
+COMMANDS = (build, plan, recipes, doctor, audit, validate, publish, promote, completion)
 
 # Global options that take a value (needed to find the first positional for the shorthand).
-_GLOBAL_VALUE_OPTS = {"--workdir", "--cache-dir"}
+_GLOBAL_VALUE_OPTS = {"--workdir", "--cache-dir", "--recipes"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -140,6 +141,7 @@ def _main(raw: list[str]) -> int:
         base = options.env_int("ROCMBUILD_VERBOSITY", minimum=0)
         log.set_level(max(0, (1 if base is None else base) + args.verbose - args.quiet))
         options.check_env()
+        config.use_recipe_dirs(args.recipes)
         if not getattr(args, "handler", None):
             parser.print_help(sys.stderr)
             return 2

@@ -4,8 +4,13 @@
   ``./build``): src/, logs/, wheels/, index/, reports/, broken/
 - cache: ``--cache-dir`` / ``ROCMBUILD_CACHE_DIR`` (default ``<workdir>/cache``): downloads,
   git mirrors, built wheels keyed by content
-- recipes: ``ROCMBUILD_RECIPE_PATH`` (``os.pathsep``-separated) then the repository's
-  ``recipes/``
+- recipes: ``--recipes DIR`` (repeatable), then ``ROCMBUILD_RECIPE_PATH``
+  (``os.pathsep``-separated), then the shipped ``recipes/``
+
+The shipped recipes, patches, probes and schemas (``DATA_ROOT``) are the repository's top-level
+directories in a checkout; a built wheel carries the same directories as package data in
+``rocmbuild/data/`` (setup.py copies them there), so a checkout and an installed tool find the
+same files, and the recipes' relative paths (``../patches/...``) hold in both.
 """
 
 from __future__ import annotations
@@ -18,6 +23,18 @@ from rocmbuild import options
 from rocmbuild.errors import UsageError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _data_root() -> Path:
+    """rocmbuild/data/ in an installed wheel, else the checkout's root."""
+    packaged = Path(__file__).resolve().parent / "data"
+    return packaged if (packaged / "recipes").is_dir() else REPO_ROOT
+
+
+DATA_ROOT = _data_root()
+"""Where ``recipes/``, ``patches/``, ``probes/`` and ``schemas/`` are."""
+
+_flag_recipe_dirs: tuple[Path, ...] = ()
 
 # What a `path` source's copy leaves out, and so what its cache key must ignore too: build
 # outputs of earlier local builds, which are not source.
@@ -61,11 +78,22 @@ def workspace(workdir: str | None = None, cache_dir: str | None = None) -> Works
     return Workspace(root=root, cache=cache)
 
 
+def use_recipe_dirs(dirs: list[str]) -> None:
+    """The ``--recipes DIR`` flags (the command layer calls this once, after parsing)."""
+    global _flag_recipe_dirs
+    for d in dirs:
+        if not Path(d).is_dir():
+            raise UsageError(f"--recipes: {d} is not a directory",
+                             hint="give a directory holding <name>.toml recipes")
+    _flag_recipe_dirs = tuple(Path(d) for d in dirs)
+
+
 def recipe_dirs() -> list[Path]:
+    """Where recipe names are looked up, first match wins: --recipes, ROCMBUILD_RECIPE_PATH,
+    the shipped recipes."""
     dirs = [Path(p) for p in (options.env("ROCMBUILD_RECIPE_PATH") or "").split(os.pathsep) if p]
     for d in dirs:
         if not d.is_dir():
             raise UsageError(f"ROCMBUILD_RECIPE_PATH: {d} is not a directory",
                              hint=f"list existing recipe directories, separated by {os.pathsep!r}")
-    dirs.append(REPO_ROOT / "recipes")
-    return dirs
+    return [*_flag_recipe_dirs, *dirs, DATA_ROOT / "recipes"]

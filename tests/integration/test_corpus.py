@@ -202,6 +202,7 @@ CLASS_DOC = {
     "envlabel": "build environment and labels: pass_env, label_torch, rocm_from, arch names",
     "offline": "offline builds: [[downloads]] pins, build.offline, ROCMBUILD_OFFLINE",
     "gate": "kernel gate: upstream tests, floors, faults, baseline store",
+    "tool": "your own recipe directories (--recipes, ROCMBUILD_RECIPE_PATH) and completion",
 }
 
 

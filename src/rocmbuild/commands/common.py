@@ -44,6 +44,9 @@ def add_global_options(p: argparse.ArgumentParser, top: bool) -> None:
                    help="workspace for sources, logs, wheels " + env_help("workdir", "./build"))
     p.add_argument("--cache-dir", default=d(None), help="download and wheel cache "
                    + env_help("cache_dir", "<workdir>/cache"))
+    p.add_argument("--recipes", action="append", default=d([]), metavar="DIR",
+                   help="a directory of your own <name>.toml recipes, searched before "
+                   "ROCMBUILD_RECIPE_PATH and the shipped ones (repeatable)")
 
 
 def add_target_options(p: argparse.ArgumentParser) -> None:

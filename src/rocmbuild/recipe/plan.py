@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.config import REPO_ROOT
+from rocmbuild.config import DATA_ROOT, REPO_ROOT
 from rocmbuild.recipe.model import Download, Hipify, Patch, Source
 
 
@@ -249,8 +249,11 @@ class Plan:
 
 
 def display(p: Path) -> Path:
-    """A path inside this repository, relative to it (stable across checkouts); else as is."""
-    try:
-        return p.resolve().relative_to(REPO_ROOT)
-    except ValueError:
-        return p
+    """A path among the shipped data (recipes/, patches/, probes/) or inside this repository,
+    relative to it (stable across checkouts and installs); else as is."""
+    for root in (DATA_ROOT, REPO_ROOT):
+        try:
+            return p.resolve().relative_to(root)
+        except ValueError:
+            continue
+    return p

@@ -232,8 +232,9 @@ reason, and measure `mem_per_job_gb` (it sets MAX_JOBS) rather than copying a se
 
 ## Recipes kept outside this repository
 
-A recipe may live anywhere (`rocmbuild build ~/recipes/mine.toml`, or a directory on
-`ROCMBUILD_RECIPE_PATH`). Every relative path in it resolves against **the recipe file's
+A recipe may live anywhere (`rocmbuild build ~/recipes/mine.toml`, or a directory named by
+`--recipes DIR` or on `ROCMBUILD_RECIPE_PATH`, searched in that order before the shipped
+recipes). Every relative path in it resolves against **the recipe file's
 directory**, whatever the current directory: a local git repository (`git = "../flash-attention"`,
 `git = "file://../flash-attention"`; `/abs/path` and `file:///abs/path` as they are), a `path`
 source and each patch `file`. A missing one is reported when the recipe is loaded.
