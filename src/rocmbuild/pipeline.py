@@ -5,7 +5,7 @@ preflight -> [cache hit? deliver] -> fetch -> patch -> hipify -> build -> tag ->
 
 A hit is verified (entry.json's shape, the wheel's sha256; a bad entry is discarded and
 rebuilt) and delivered as a copy. The entry records the validation outcome: a wheel that fails
-validation (the stage moves it to broken/ and raises) is kept in the cache recorded as failed;
+validation (the stage copies it to broken/ and raises) is kept in the cache recorded as failed;
 a later ``build`` of it fails with exit 8 naming the report (it is not delivered), and a later
 ``build --validate`` re-validates it and records the new outcome.
 """
@@ -101,10 +101,12 @@ def _run_stages(plan: Plan, ctx: Context, stages: tuple[tuple[str, Stage], ...],
                 first: int = 1, total: int | None = None) -> dict[str, StageResult]:
     results: dict[str, StageResult] = {}
     for i, (name, stage) in enumerate(stages, first):
-        log.info(f"[bold]\\[{i}/{total or len(stages)}] {name}[/bold]")
-        with fsutil.os_errors(STAGE_ERRORS[name], name, ctx.ws.root,
-                              fsutil.WORKDIR_HINT):
-            res = stage(plan, ctx)
+        with log.group(f"[{i}/{total or len(stages)}] {name}"):
+            if not log.github():  # there the group's title says it
+                log.info(f"[bold]\\[{i}/{total or len(stages)}] {name}[/bold]")
+            with fsutil.os_errors(STAGE_ERRORS[name], name, ctx.ws.root,
+                                  fsutil.WORKDIR_HINT):
+                res = stage(plan, ctx)
         results[name] = res
         ctx.artifacts = ctx.artifacts.merged(res.artifacts)
         ctx.timings[name] = res.duration
@@ -204,7 +206,7 @@ def _build_locked(plan: Plan, ctx: Context, start: float, validate: bool) -> Bui
         try:
             more, record = _validate(plan, ctx, len(STAGES))
         except ValidationError:
-            # the stage moved the wheel to broken/: keep a copy in the cache recorded as failed,
+            # the stage copied the wheel to broken/: keep a copy in the cache recorded as failed,
             # so the next build says so instead of rebuilding it (hours for some recipes)
             moved = ctx.ws.broken / wheel.name
             if moved.is_file():

@@ -63,7 +63,7 @@ def test_missing_runtime_module_is_the_hosts_problem(wheels: dict[str, Path],
     errs = [ln for ln in res.stderr.splitlines() if ln.startswith("toolchain error:")]
     assert len(errs) == 1 and "'rbhostdep'" in errs[0], res.stderr
     assert "--with rbhostdep" in res.stderr and "Traceback" not in res.stderr
-    assert wheels["needs"].is_file()  # not moved to broken/
+    assert wheels["needs"].is_file()  # not copied to broken/
     assert not (tmp_path / "work" / "broken").exists()
     assert not list((tmp_path / "work").glob("validate-*"))  # no venv left behind
 
