@@ -1,6 +1,6 @@
 """The pipeline: a visible tuple of stages run in order over one Plan.
 
-preflight -> [cache hit? deliver] -> fetch -> patch -> hipify -> build -> tag -> audit
+preflight -> [cache hit? deliver] -> fetch -> patch -> hipify -> build -> repair -> tag -> audit
           -> [validate] -> store in cache -> deliver to the wheel dir
 
 A hit is verified (entry.json's shape, the wheel's sha256; a bad entry is discarded and
@@ -34,7 +34,7 @@ from rocmbuild.errors import (
 )
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, StageResult, Status
-from rocmbuild.stages import Context, audit, fetch, hipify, need, patch, tag
+from rocmbuild.stages import Context, audit, fetch, hipify, need, patch, repair, tag
 from rocmbuild.stages import build as build_stage
 from rocmbuild.stages import validate as validate_stage
 
@@ -45,6 +45,7 @@ STAGES: tuple[tuple[str, Stage], ...] = (
     ("patch", patch.run),
     ("hipify", hipify.run),
     ("build", build_stage.run),
+    ("repair", repair.run),  # before tag: the label and provenance land in the repaired wheel
     ("tag", tag.run),
     ("audit", audit.run),
     ("validate", validate_stage.run),  # last, and only when asked (build --validate)
@@ -53,7 +54,7 @@ BUILD_STAGES, VALIDATE_STAGE = STAGES[:-1], STAGES[-1:]
 
 STAGE_ERRORS: dict[str, type[RocmbuildError]] = {
     "fetch": FetchError, "patch": PatchError, "hipify": BuildError, "build": BuildError,
-    "tag": BuildError, "audit": AuditError, "validate": ValidationError,
+    "repair": BuildError, "tag": BuildError, "audit": AuditError, "validate": ValidationError,
 }
 """The error class an OSError inside a stage becomes (a file in the way, no permission, a full
 disk in the workdir, its logs, the cache's git mirrors and downloads)."""

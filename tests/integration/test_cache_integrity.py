@@ -172,9 +172,14 @@ def test_standalone_validate_keeps_the_file_and_records_the_failure(tmp_path: Pa
     assert _build(recipe, env)[0] == 0
     delivered = tmp_path / "build" / "wheels" / WHEEL
     before = (delivered.stat().st_mtime_ns, _sha(delivered))
-    res = rocmbuild("validate", str(delivered), "--no-kernels", env=env)
+    res = rocmbuild("validate", str(delivered), "--no-kernels", "--json", env=env)
     assert res.returncode == 8 and "libfoo.so.1" in res.stderr, res.stderr
     assert "Traceback" not in res.stderr
+    assert json.loads(res.stdout)["status"] == "failed"  # stdout: the JSON alone
+    steps = [ln for ln in res.stderr.splitlines() if ln.startswith("- ")]  # each step as it starts
+    assert [x.split(" (")[0].split(" with ")[0] for x in steps] == [
+        "- creating the validation venv", f"- installing {WHEEL}", "- importing demo in the venv",
+        "- auditing " + WHEEL + " for gfx942"], steps
     assert (delivered.stat().st_mtime_ns, _sha(delivered)) == before
     assert _sha(tmp_path / "build" / "broken" / WHEEL) == before[1]
     meta = json.loads((_entry(tmp_path) / "entry.json").read_text())

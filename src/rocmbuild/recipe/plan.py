@@ -116,6 +116,8 @@ class Plan:
     """Why host_requires' version bounds are what they are (messages; not in the cache key)."""
     hipify_step: Hipify | None = None
     """[hipify] (or build.hipify, as tool = "command"; its command, filled, is ``hipify``)."""
+    repair: bool = False
+    """build.repair (default: on for the cmake backend): auditwheel repair before tag."""
     cache_key: str = ""
 
     @property
@@ -189,6 +191,7 @@ class Plan:
             "runtime_env": dict(self.runtime_env),
             **({"source_dir": self.source_dir} if self.source_dir else {}),
             **({"hipify_step": self.hipify_json()} if self.hipify_json() else {}),
+            **({"repair": True} if self.repair else {}),
             "cache_key": self.cache_key,
         }
 

@@ -231,6 +231,7 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         rocm_components=components,
         host_requires_reason=reason,
         hipify_step=step,
+        repair=recipe.backend == "cmake" if recipe.repair is None else recipe.repair,
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
 
