@@ -81,9 +81,16 @@ def _raise_if_host_lacks(infos: Sequence[WheelInfo], imports: Mapping[str, Any])
                     f"{w.path.name}: import {mod} needs the module {missing!r}, which this "
                     "host's validation environment lacks (a runtime dependency the wheel does "
                     "not declare)",
-                    hint=f"install it here (`pip install {missing}`), or pass `validate --with "
+                    hint=(TRITON_HINT if missing == "triton" else "")
+                    + f"install it here (`pip install {missing}`), or pass `validate --with "
                     f"{missing}`, or add it to the recipe's [validate] requires; the wheel was "
                     "not copied to broken/")
+
+
+TRITON_HINT = ("a Triton-kernel wheel needs triton and a GPU: a ROCm torch brings its matching "
+               "triton (pytorch-triton-rocm), a CPU-only torch has none, so validate it on the "
+               "GPU host; on this host, to check install and import only (the kernel gate is "
+               "skipped without a GPU), ")
 
 
 def _install_step(installed: bool, out: str, venv: inst.Venv) -> Step:
