@@ -176,6 +176,7 @@ def _hit(plan: Plan, ctx: Context, start: float, hit: cache.Entry, validate: boo
         except ValidationError:
             _best_effort(lambda: cache.record_validation(root, hit, cache.Validation(
                 "failed", _report(plan, ctx), time.time())))
+            delivered.unlink(missing_ok=True)  # our copy: not handed back (broken/ has one)
             raise
         hit = cache.record_validation(root, hit, record)
         stale = _broken_copy(ctx, hit)

@@ -188,6 +188,10 @@ def test_standalone_validate_keeps_the_file_and_records_the_failure(tmp_path: Pa
     assert code == 8 and "the cached wheel failed validation" in err, err
     pub = rocmbuild("publish", str(delivered), env=env)
     assert pub.returncode == 9 and "failed validation" in pub.stderr, pub.stderr
+    # `build --validate` re-validates the hit: it fails again and is not handed back
+    code, _, err = _build(recipe, env, "--validate")
+    assert code == 8 and "libfoo.so.1" in err, err
+    assert not delivered.exists()
 
 
 def test_build_validate_records_the_outcome(tmp_path: Path) -> None:
