@@ -140,6 +140,7 @@ def _main(raw: list[str]) -> int:
         args = parser.parse_args(args_list)
         base = options.env_int("ROCMBUILD_VERBOSITY", minimum=0)
         log.set_level(max(0, (1 if base is None else base) + args.verbose - args.quiet))
+        log.set_github(options.github_actions())
         options.check_env()
         config.use_recipe_dirs(args.recipes)
         if not getattr(args, "handler", None):

@@ -23,7 +23,7 @@ from typing import Any
 
 from rocmbuild import arch as archmod
 from rocmbuild import compiler as compmod
-from rocmbuild import components, jobs, toolchain
+from rocmbuild import components, jobs, log, toolchain
 from rocmbuild import host as hostmod
 from rocmbuild.errors import RocmbuildError
 from rocmbuild.host import Host
@@ -167,6 +167,7 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
     add = checks.append
 
     # The same Host value `build` and `plan` use (`doctor --json` saves it for `plan --host`).
+    log.step("detecting the host: torch, the ROCm root, the HIP compiler, memory")
     h = hostmod.detect(fs_root=root, hip_compiler=hip_compiler, site_paths=(
         list(site_paths) if site_paths is not None else None), strict_compiler=False,
         dists=_recipe_dists())
@@ -186,6 +187,7 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
                   data={"path": str(rpath), "version": rver, "components": comps}))
 
     # GPUs from KFD
+    log.step("looking for AMD GPUs (KFD topology)")
     nodes = archmod.kfd_nodes(root / "sys")
     gpus: list[dict[str, str]] = [
         {"gfx": n["gfx"], "node": n["node"], "name": archmod.KNOWN_ARCHS.get(n["gfx"], "?"),
@@ -229,6 +231,8 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
     else:
         add(Check("hip-compiler", "ok", f"{hipc.path} ({hipc.kind} {hipc.version}) from "
                   f"{hipc.source}", data=hipc.to_json()))
+        if archs:
+            log.step(f"compiling a test kernel for {', '.join(archs)}")
         for a in archs:
             ok, msg = compmod.accepts_arch(hipc, a)
             status = "ok" if ok else ("warn" if defaults else "fail")
@@ -237,6 +241,7 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
             add(Check(f"arch:{a}", status, msg, fix))
 
     # rocm-smi / amd-smi
+    log.step("checking rocm-smi / amd-smi, /dev/kfd, render nodes and groups")
     add(_smi_check(root, rpath, real, bool(gpus)))
 
     # /dev/kfd and render nodes, groups
@@ -253,6 +258,7 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
     # recipe: memory, disk and host requirements, exactly as `rocmbuild build` checks them
     mem_per_job, disk_gb = DEFAULT_MEM_PER_JOB_GB, DEFAULT_DISK_GB
     if recipe:
+        log.step(f"checking what recipe {recipe} needs from this host")
         try:
             plan = _recipe_plan(recipe, archs, variant, h)
         except RocmbuildError as exc:
@@ -274,6 +280,7 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
                           f"({', '.join(plan.host_requires) or 'none'})"))
 
     # disk, memory
+    log.step("checking disk space and memory")
     where = _nearest_existing(workdir if workdir is not None else
                               (root if root != Path("/") else Path.cwd()))
     free = shutil.disk_usage(where).free / GiB

@@ -3,9 +3,12 @@ for data such as ``--json``)."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 
 from rich.console import Console
+from rich.markup import escape
 
 console = Console(stderr=True, highlight=False, soft_wrap=True)
 out = Console(highlight=False, soft_wrap=True)
@@ -13,6 +16,9 @@ out = Console(highlight=False, soft_wrap=True)
 # 0 = quiet, 1 = normal, 2 = verbose (-v: subprocess output streams to the console). The command
 # layer sets it from -v/-q and ROCMBUILD_VERBOSITY.
 _level = 1
+# GitHub Actions: fold each stage in ::group:: / ::endgroup:: (the command layer sets it from
+# GITHUB_ACTIONS through options).
+_github = False
 
 
 def set_level(level: int) -> None:
@@ -22,6 +28,36 @@ def set_level(level: int) -> None:
 
 def level() -> int:
     return _level
+
+
+def set_github(on: bool) -> None:
+    global _github
+    _github = on
+
+
+def github() -> bool:
+    return _github
+
+
+def step(msg: str) -> None:
+    """One step of a longer command, printed as it starts (validate, doctor): no blank terminal
+    during the seconds it takes."""
+    if _level >= 1:
+        console.print(f"[dim]-[/dim] {escape(msg)}")
+
+
+@contextlib.contextmanager
+def group(title: str) -> Iterator[None]:
+    """Under GitHub Actions, fold what is printed inside into a ``::group::`` (the runner reads
+    workflow commands from stderr as from stdout); elsewhere nothing."""
+    if not (_github and _level >= 1):
+        yield
+        return
+    console.print(f"::group::{title}", markup=False, highlight=False)
+    try:
+        yield
+    finally:
+        console.print("::endgroup::", markup=False, highlight=False)
 
 
 def info(msg: str) -> None:

@@ -98,6 +98,9 @@ ENV: dict[str, str] = {
     "TWINE_USERNAME": "index server user, as twine reads it",
     "TWINE_PASSWORD": "index server password, as twine reads it",
     "SOURCE_DATE_EPOCH": "timestamp for files the tag stage rewrites (default 1980-01-01)",
+    "GITHUB_ACTIONS": "set by GitHub Actions (true): stages are folded in ::group:: blocks",
+    "ROCMBUILD_PROGRESS_SECONDS": "seconds between progress lines when stderr is not a "
+                                  "terminal (default 10)",
     "ROCMBUILD_PUBLISH_PAUSE_AT": "test hook: pause publishing at this step",
     "ROCMBUILD_PUBLISH_PAUSE_MARKER": "test hook: file touched when the pause starts",
     "ROCMBUILD_PUBLISH_PAUSE_SECONDS": "test hook: pause length (default 60)",
@@ -138,6 +141,7 @@ def check_env() -> None:
     if offline not in ("", "recipe", "require", "off"):
         raise UsageError(f"ROCMBUILD_OFFLINE={offline!r}: expected recipe, require or off",
                          hint="e.g. ROCMBUILD_OFFLINE=require, or unset it")
+    env_float("ROCMBUILD_PROGRESS_SECONDS", 10.0)
 
 
 def env_int(name: str, minimum: int = 1) -> int | None:
@@ -159,6 +163,12 @@ def env_float(name: str, default: float) -> float:
         raise UsageError(f"{name}={raw!r}: expected a number of seconds >= 0",
                          hint=f"e.g. {name}=2, or unset it")
     return value
+
+
+def github_actions() -> bool:
+    """Whether this runs under GitHub Actions (GITHUB_ACTIONS set to a true value; any other
+    value is not an error: the variable belongs to the runner)."""
+    return (env("GITHUB_ACTIONS") or "").strip().lower() in TRUE
 
 
 def env_bool(name: str) -> bool | None:

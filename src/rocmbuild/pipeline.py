@@ -1,12 +1,12 @@
 """The pipeline: a visible tuple of stages run in order over one Plan.
 
-preflight -> [cache hit? deliver] -> fetch -> patch -> hipify -> build -> bundle -> tag
-          -> audit
+preflight -> [cache hit? deliver] -> fetch -> patch -> hipify -> build -> repair -> bundle
+          -> tag -> audit
           -> [validate] -> store in cache -> deliver to the wheel dir
 
 A hit is verified (entry.json's shape, the wheel's sha256; a bad entry is discarded and
 rebuilt) and delivered as a copy. The entry records the validation outcome: a wheel that fails
-validation (the stage moves it to broken/ and raises) is kept in the cache recorded as failed;
+validation (the stage copies it to broken/ and raises) is kept in the cache recorded as failed;
 a later ``build`` of it fails with exit 8 naming the report (it is not delivered), and a later
 ``build --validate`` re-validates it and records the new outcome.
 """
@@ -35,7 +35,7 @@ from rocmbuild.errors import (
 )
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, StageResult, Status
-from rocmbuild.stages import Context, audit, fetch, hipify, need, patch, tag
+from rocmbuild.stages import Context, audit, fetch, hipify, need, patch, repair, tag
 from rocmbuild.stages import build as build_stage
 from rocmbuild.stages import bundle as bundle_stage
 from rocmbuild.stages import validate as validate_stage
@@ -47,6 +47,7 @@ STAGES: tuple[tuple[str, Stage], ...] = (
     ("patch", patch.run),
     ("hipify", hipify.run),
     ("build", build_stage.run),
+    ("repair", repair.run),  # before tag: the label and provenance land in the repaired wheel
     ("bundle", bundle_stage.run),  # rocm_runtime = "bundle" only (else skipped)
     ("tag", tag.run),
     ("audit", audit.run),
@@ -56,7 +57,8 @@ BUILD_STAGES, VALIDATE_STAGE = STAGES[:-1], STAGES[-1:]
 
 STAGE_ERRORS: dict[str, type[RocmbuildError]] = {
     "fetch": FetchError, "patch": PatchError, "hipify": BuildError, "build": BuildError,
-    "bundle": BuildError, "tag": BuildError, "audit": AuditError, "validate": ValidationError,
+    "repair": BuildError, "bundle": BuildError, "tag": BuildError, "audit": AuditError,
+    "validate": ValidationError,
 }
 """The error class an OSError inside a stage becomes (a file in the way, no permission, a full
 disk in the workdir, its logs, the cache's git mirrors and downloads)."""
@@ -104,10 +106,12 @@ def _run_stages(plan: Plan, ctx: Context, stages: tuple[tuple[str, Stage], ...],
                 first: int = 1, total: int | None = None) -> dict[str, StageResult]:
     results: dict[str, StageResult] = {}
     for i, (name, stage) in enumerate(stages, first):
-        log.info(f"[bold]\\[{i}/{total or len(stages)}] {name}[/bold]")
-        with fsutil.os_errors(STAGE_ERRORS[name], name, ctx.ws.root,
-                              fsutil.WORKDIR_HINT):
-            res = stage(plan, ctx)
+        with log.group(f"[{i}/{total or len(stages)}] {name}"):
+            if not log.github():  # there the group's title says it
+                log.info(f"[bold]\\[{i}/{total or len(stages)}] {name}[/bold]")
+            with fsutil.os_errors(STAGE_ERRORS[name], name, ctx.ws.root,
+                                  fsutil.WORKDIR_HINT):
+                res = stage(plan, ctx)
         results[name] = res
         ctx.artifacts = ctx.artifacts.merged(res.artifacts)
         ctx.timings[name] = res.duration
@@ -176,6 +180,7 @@ def _hit(plan: Plan, ctx: Context, start: float, hit: cache.Entry, validate: boo
         except ValidationError:
             _best_effort(lambda: cache.record_validation(root, hit, cache.Validation(
                 "failed", _report(plan, ctx), time.time())))
+            delivered.unlink(missing_ok=True)  # our copy: not handed back (broken/ has one)
             raise
         hit = cache.record_validation(root, hit, record)
         stale = _broken_copy(ctx, hit)
@@ -207,7 +212,7 @@ def _build_locked(plan: Plan, ctx: Context, start: float, validate: bool) -> Bui
         try:
             more, record = _validate(plan, ctx, len(STAGES))
         except ValidationError:
-            # the stage moved the wheel to broken/: keep a copy in the cache recorded as failed,
+            # the stage copied the wheel to broken/: keep a copy in the cache recorded as failed,
             # so the next build says so instead of rebuilding it (hours for some recipes)
             moved = ctx.ws.broken / wheel.name
             if moved.is_file():

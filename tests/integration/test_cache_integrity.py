@@ -161,6 +161,39 @@ def test_wheel_moved_to_broken_after_delivery_is_recorded_failed(tmp_path: Path)
     assert meta["validation"]["status"] == "not validated"
 
 
+def test_standalone_validate_keeps_the_file_and_records_the_failure(tmp_path: Path) -> None:
+    """`rocmbuild validate <delivered wheel>` that fails (real venv, real pip, the import raises)
+    leaves the file where it is with the same bytes and mtime, copies it to broken/, records
+    the cache entry as failed (the wheel's rocmbuild.json names the key); the next build exits 8
+    instead of handing it back, and publish refuses the file."""
+    recipe, env = _project(tmp_path)
+    (tmp_path / "src" / "demo" / "__init__.py").write_text(
+        'raise ImportError("demo needs libfoo.so.1")\n')
+    assert _build(recipe, env)[0] == 0
+    delivered = tmp_path / "build" / "wheels" / WHEEL
+    before = (delivered.stat().st_mtime_ns, _sha(delivered))
+    res = rocmbuild("validate", str(delivered), "--no-kernels", "--json", env=env)
+    assert res.returncode == 8 and "libfoo.so.1" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr
+    assert json.loads(res.stdout)["status"] == "failed"  # stdout: the JSON alone
+    steps = [ln for ln in res.stderr.splitlines() if ln.startswith("- ")]  # each step as it starts
+    assert [x.split(" (")[0].split(" with ")[0] for x in steps] == [
+        "- creating the validation venv", f"- installing {WHEEL}", "- importing demo in the venv",
+        "- auditing " + WHEEL + " for gfx942"], steps
+    assert (delivered.stat().st_mtime_ns, _sha(delivered)) == before
+    assert _sha(tmp_path / "build" / "broken" / WHEEL) == before[1]
+    meta = json.loads((_entry(tmp_path) / "entry.json").read_text())
+    assert meta["validation"]["status"] == "failed"
+    code, _, err = _build(recipe, env)
+    assert code == 8 and "the cached wheel failed validation" in err, err
+    pub = rocmbuild("publish", str(delivered), env=env)
+    assert pub.returncode == 9 and "failed validation" in pub.stderr, pub.stderr
+    # `build --validate` re-validates the hit: it fails again and is not handed back
+    code, _, err = _build(recipe, env, "--validate")
+    assert code == 8 and "libfoo.so.1" in err, err
+    assert not delivered.exists()
+
+
 def test_build_validate_records_the_outcome(tmp_path: Path) -> None:
     """Real `build --validate` (isolated venv, import of the wheel): a wheel whose import fails
     is kept in the cache recorded as failed; `build` then exits 8 naming the report and does not

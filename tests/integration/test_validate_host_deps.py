@@ -63,7 +63,7 @@ def test_missing_runtime_module_is_the_hosts_problem(wheels: dict[str, Path],
     errs = [ln for ln in res.stderr.splitlines() if ln.startswith("toolchain error:")]
     assert len(errs) == 1 and "'rbhostdep'" in errs[0], res.stderr
     assert "--with rbhostdep" in res.stderr and "Traceback" not in res.stderr
-    assert wheels["needs"].is_file()  # not moved to broken/
+    assert wheels["needs"].is_file()  # not copied to broken/
     assert not (tmp_path / "work" / "broken").exists()
     assert not list((tmp_path / "work").glob("validate-*"))  # no venv left behind
 
@@ -93,3 +93,22 @@ def test_bad_with_is_a_usage_error(wheels: dict[str, Path], tmp_path: Path, req:
     assert res.returncode == 2, res.stderr
     assert res.stderr.startswith("usage error: --with:"), res.stderr
     assert "hint:" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_missing_triton_says_it_needs_triton_and_a_gpu(tmp_path: Path) -> None:
+    """The quickstart's validate step on a CPU-only host: a wheel whose import needs triton
+    (like the flash-attn Triton variant) stops with exit 10 and one line naming triton; the hint
+    says a Triton-kernel wheel needs triton and a GPU and how to check the rest here."""
+    out = tmp_path / "out"
+    out.mkdir()
+    whl = _wheel(tmp_path, out, "rbtritonkern", "import triton\n")
+    res = rocmbuild("--workdir", str(tmp_path / "work"), "validate", str(whl),
+                    env={"PIP_NO_INDEX": "1"})
+    if res.returncode == 0:
+        pytest.skip("this host has triton")
+    assert res.returncode == 10, res.stderr
+    errs = [ln for ln in res.stderr.splitlines() if ln.startswith("toolchain error:")]
+    assert len(errs) == 1 and "needs the module 'triton'" in errs[0], res.stderr
+    (hint,) = [ln for ln in res.stderr.splitlines() if ln.startswith("hint:")]
+    assert "needs triton and a GPU" in hint and "--with triton" in hint, hint
+    assert not (tmp_path / "work" / "broken").exists() and whl.is_file()

@@ -85,13 +85,15 @@ def validated(tmp_path_factory):
     broken = _build(root, wheels, "rbbroken", f"raise ImportError({undefined!r})\n", ["torch"],
                     HOST_TORCH)
     work = root / "work"
+    before = {w: (w.stat().st_mtime_ns, hashlib.sha256(w.read_bytes()).hexdigest())
+              for w in (good, rocm, broken)}
     r = run([sys.executable, "-m", "rocmbuild", "--workdir", work, "validate", good, rocm, broken,
              "--kernel", "sdpa", "--json-file", root / "r.json", "--md", root / "r.md",
              "--html", root / "r.html"], check=False, capture=True, timeout=600)
     report = json.loads((root / "r.json").read_text())
     by_name = {w["name"]: w for w in report["wheels"]}
     return {"root": root, "run": r, "report": report, "wheels": by_name, "work": work,
-            "paths": {"good": good, "rocm": rocm, "broken": broken}}
+            "paths": {"good": good, "rocm": rocm, "broken": broken}, "before": before}
 
 
 def test_exit_code_and_one_line_error(validated):
@@ -106,7 +108,7 @@ def test_good_wheel_passes_and_stays(validated):
     st = {k: v["status"] for k, v in w["steps"].items()}
     assert st == {"install": "success", "guard": "success", "import": "success",
                   "audit": "skipped", "upstream": "skipped"}
-    assert w["moved_to"] is None and validated["paths"]["good"].exists()
+    assert w["broken_copy"] is None and validated["paths"]["good"].exists()
 
 
 def test_torch_never_reinstalled(validated):
@@ -115,23 +117,36 @@ def test_torch_never_reinstalled(validated):
     assert Path(env["torch"]["path"]).resolve() == Path(torch.__file__).resolve()
 
 
-def test_guard_names_the_mismatch_and_moves_the_wheel(validated):
+def test_given_files_are_never_moved_or_changed(validated):
+    """validate leaves every wheel it is given where it is, same bytes and same mtime, failing
+    ones included; a failing one is copied to broken/ (where publish looks)."""
+    for path, (mtime, sha) in validated["before"].items():
+        assert path.is_file(), path
+        assert (path.stat().st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest()) == (
+            mtime, sha), path
+    copy = validated["work"] / "broken" / validated["paths"]["rocm"].name
+    assert hashlib.sha256(copy.read_bytes()).hexdigest() == validated["before"][
+        validated["paths"]["rocm"]][1]
+    assert "a copy is in " in validated["run"].output
+
+
+def test_guard_names_the_mismatch_and_copies_the_wheel(validated):
     w = validated["wheels"]["rbrocm"]
     g = w["steps"]["guard"]
     assert g["status"] == "failed"
     assert f"wheel built against 2.5.1+rocm6.2, environment has {torch.__version__}" in g["reason"]
     assert "not a ROCm build" in g["reason"]
     assert "rebuild the wheel against this torch" in g["reason"]
-    moved = Path(w["moved_to"])
-    assert moved == validated["work"] / "broken" / validated["paths"]["rocm"].name
-    assert moved.is_file() and not validated["paths"]["rocm"].exists()
+    copy = Path(w["broken_copy"])
+    assert copy == validated["work"] / "broken" / validated["paths"]["rocm"].name
+    assert copy.is_file() and validated["paths"]["rocm"].is_file()
 
 
 def test_import_error_text_is_reported(validated):
     w = validated["wheels"]["rbbroken"]
     assert w["steps"]["import"]["status"] == "failed"
     assert "undefined symbol: _ZN3c104cuda9SetDeviceEi" in w["steps"]["import"]["reason"]
-    assert Path(w["moved_to"]).is_file()
+    assert Path(w["broken_copy"]).is_file()
 
 
 def test_kernels_skipped_without_gpu_never_passed(validated):
@@ -276,4 +291,4 @@ def test_stage_failure_raises_after_writing_reports(tmp_path):
     steps = data["wheels"][0]["steps"]
     assert steps["guard"]["status"] == "failed"
     assert steps["audit"]["detail"]["requested_archs"] == ["gfx942"]  # the plan's archs
-    assert (ctx.ws.broken / whl.name).is_file() and not whl.exists()
+    assert (ctx.ws.broken / whl.name).is_file() and whl.is_file()  # a copy; the wheel stays

@@ -16,7 +16,8 @@ def register(sub: common.Subparsers) -> None:
         "the attention kernels on a GPU",
         description="Validate wheels: isolated install and import, torch compatibility guard, "
         "code-object audit, and (on a GPU) attention correctness and throughput. Failing wheels "
-        "move to <workdir>/broken/.")
+        "stay where they are; a copy goes to <workdir>/broken/ (publish refuses those bytes) and "
+        "a cached build's entry is recorded as failed.")
     p.add_argument("wheels", nargs="*", help="wheel files to validate together")
     common.add_arch(p, "gfx targets the audit requires", "the wheel's rocmbuild.json archs")
     p.add_argument("--torch-from", default=None, help="site-packages dir holding the torch to "
@@ -53,7 +54,8 @@ def register(sub: common.Subparsers) -> None:
     p.add_argument("--md", default=None, metavar="FILE", help="write the Markdown report here")
     p.add_argument("--html", default=None, metavar="FILE", help="write the HTML report here")
     p.add_argument("--keep-broken", action="store_true",
-                   help="leave failing wheels in place instead of moving them to broken/")
+                   help="do not copy failing wheels to <workdir>/broken/ (the given files are "
+                   "never moved)")
     p.add_argument("--keep-venv", action="store_true", help="keep the validation venv")
     p.add_argument("--with", dest="with_requirements", action="append", default=[],
                    metavar="REQ", help="also install REQ (a PEP 508 requirement) into the "
@@ -92,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         kernels=args.kernels, kernel=args.kernel, quick=args.quick,
         inject_fault=args.inject_fault, cross_check=args.cross_check,
         baseline=path(args.baseline), json_out=path(args.json_file), md_out=path(args.md),
-        html_out=path(args.html), move_broken=not args.keep_broken, keep_venv=args.keep_venv,
+        html_out=path(args.html), copy_broken=not args.keep_broken, keep_venv=args.keep_venv,
         with_requirements=tuple(args.with_requirements),
         upstream_tests=max(0, args.upstream_tests), upstream_time_s=args.upstream_time,
         upstream_src=path(args.upstream_src), baseline_store=args.baseline_store)

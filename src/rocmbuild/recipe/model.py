@@ -677,6 +677,15 @@ class Recipe:
         pattern=r"^(?!/)(?!.*(^|/)\.\.(/|$))", pattern_msg="must be a relative glob inside the "
         "ROCm root (no leading / and no ..), got %r",
     )
+    repair: bool | None = toml(
+        "build.repair", "boolean",
+        "Run ``auditwheel repair`` on the built wheel (the repair stage, before tag) so that it "
+        "gets a ``manylinux_2_<glibc>`` platform tag, excluding ROCm's runtime libraries "
+        "(``libamdhip64.so*`` and the rest) and torch's: they come from the host's ROCm and "
+        "torch, never from the wheel. When auditwheel cannot repair it, the wheel keeps "
+        "``linux_x86_64`` and one warning says why. See docs/repair.md.", "false",
+        default=None, default_text="`true` for the cmake backend, `false` for pip-wheel",
+    )
     pip_args: tuple[str, ...] = toml(
         "build.pip_args", "strings", "Extra arguments for ``pip wheel`` (pip-wheel backend).",
         '["--config-settings=--build-option=--verbose"]', default=(),

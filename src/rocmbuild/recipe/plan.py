@@ -163,6 +163,8 @@ class Plan:
     """build.offline: the build's commands run in a network namespace without network."""
     downloads: tuple[Download, ...] = ()
     """The recipe's [[downloads]] whose ``when`` holds, all pinned by sha256."""
+    repair: bool = False
+    """build.repair (default: on for the cmake backend): auditwheel repair before tag."""
     cache_key: str = ""
 
     @property
@@ -244,6 +246,7 @@ class Plan:
             "rocm_runtime": self.runtime.to_json(),
             "offline": self.offline,
             **({"downloads": self.downloads_json()} if self.downloads else {}),
+            **({"repair": True} if self.repair else {}),
             "cache_key": self.cache_key,
         }
 

@@ -270,6 +270,7 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
                      else recipe.label_torch),
         offline=recipe.offline,
         downloads=downloads,
+        repair=recipe.backend == "cmake" if recipe.repair is None else recipe.repair,
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
 

@@ -265,7 +265,7 @@ source and each patch `file`. A missing one is reported when the recipe is loade
   `validate_requires`) or on the command line, `rocmbuild validate --with triton`; both install
   from pip's configured index / find-links (pip.conf, `PIP_INDEX_URL`, `PIP_FIND_LINKS`). When the
   validation venv lacks such a module, validate exits 10 (the host's problem) and names it; the
-  wheel is not moved to broken/.
+  wheel is not copied to broken/.
 
 ## The build's environment
 

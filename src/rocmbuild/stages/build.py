@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
 from wheel.wheelfile import WheelFile
 
 from rocmbuild import hostenv, log, options
@@ -30,56 +31,78 @@ from rocmbuild.run import run as sh
 from rocmbuild.stages import Context, need
 
 if TYPE_CHECKING:
-    from rich.progress import Progress
+    from rich.progress import Progress, TaskID
 
 NINJA = re.compile(r"^\s*\[(\d+)/(\d+)\]")
 
 
 class _Progress:
-    """Turns output lines into a progress display: a bar for ninja's [N/M], else a line count."""
+    """Turns output lines into a progress display. On a terminal: a spinner with the elapsed
+    time and the line count until ninja prints ``[N/M]``, then a bar with N/M and an ETA.
+    Elsewhere (CI, a file): a plain line every ROCMBUILD_PROGRESS_SECONDS (default 10; 0: none)
+    with ninja's last [N/M] or the line count, and the elapsed time."""
 
     def __init__(self, label: str) -> None:
         self.bar: Progress | None = None
-        self.task = None
+        self.task: TaskID | None = None
         self.label = label
         self.lines = 0
-        self.last_note = time.monotonic()
+        self.ninja = ""  # the last [N/M]
+        self.start = time.monotonic()
+        self.every = options.env_float("ROCMBUILD_PROGRESS_SECONDS", 10.0)
+        self.done = threading.Event()
+        self.ticker: threading.Thread | None = None
         if log.level() == 1 and log.is_tty():
             from rich.progress import (  # here: a build without a terminal never needs it
                 BarColumn,
                 Progress,
+                SpinnerColumn,
                 TextColumn,
                 TimeElapsedColumn,
                 TimeRemainingColumn,
             )
 
             self.bar = Progress(
-                TextColumn("  {task.description}"),
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
                 BarColumn(),
-                TextColumn("{task.completed}/{task.total}"),
+                TextColumn("{task.fields[count]}"),  # "N lines", then ninja's "N/M"
                 TimeElapsedColumn(),
                 TimeRemainingColumn(),
                 console=log.console,
                 transient=True,
             )
-            self.task = self.bar.add_task(label, total=None)
+            self.task = self.bar.add_task(label, total=None, count="0 lines")
             self.bar.start()
+        elif log.level() == 1 and self.every > 0:
+            self.ticker = threading.Thread(target=self._tick, daemon=True)
+            self.ticker.start()
+
+    def _tick(self) -> None:
+        """A plain line every ``every`` seconds, also while a long compile step prints nothing."""
+        while not self.done.wait(self.every):
+            done = self.ninja or f"{self.lines} lines"
+            log.info(f"  {escape(self.label)}: {done}, "
+                     f"{time.monotonic() - self.start:.0f}s elapsed")
 
     def __call__(self, line: str) -> None:
         self.lines += 1
         m = NINJA.match(line)
         if self.bar is not None and self.task is not None:
             if m:
-                self.bar.update(self.task, completed=int(m.group(1)), total=int(m.group(2)))
-            else:
-                self.bar.update(self.task, description=f"{self.label} ({self.lines} lines)")
-        elif log.level() == 1 and m and time.monotonic() - self.last_note > 10:
-            log.info(f"  {self.label}: [{m.group(1)}/{m.group(2)}]")
-            self.last_note = time.monotonic()
+                self.bar.update(self.task, completed=int(m.group(1)), total=int(m.group(2)),
+                                count=f"{m.group(1)}/{m.group(2)}")
+            elif self.bar.tasks[0].total is None:
+                self.bar.update(self.task, count=f"{self.lines} lines")
+        elif m:
+            self.ninja = f"[{m.group(1)}/{m.group(2)}]"
 
     def stop(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+        self.done.set()
+        if self.ticker is not None:
+            self.ticker.join()
 
 
 _TORCH_PROBE = (

@@ -1,10 +1,10 @@
 """Validate (after audit, when ``--validate`` is asked): the tagged wheel in a fresh venv with
 this host's torch (install, import, torch guard, audit for ``plan.archs``) and, on a GPU, the
 attention kernel gate. Reports go to ``<workdir>/reports/<recipe>-<short key>.{json,md,html}``;
-on any failure the wheel moves to ``<workdir>/broken/`` and ValidationError (exit 8) is raised
-after the reports are written. The pipeline then records the outcome in the cache entry (failed,
-with the Markdown report ``report_stem(...).md``), so a failing wheel is never handed back
-silently as ``cached``."""
+on any failure a copy of the wheel goes to ``<workdir>/broken/`` and ValidationError (exit 8) is
+raised after the reports are written. The pipeline then records the outcome in the cache entry
+(failed, with the Markdown report ``report_stem(...).md``), so a failing wheel is never handed
+back silently as ``cached``."""
 
 from __future__ import annotations
 

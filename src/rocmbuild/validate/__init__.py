@@ -3,7 +3,7 @@ audit, and the attention kernel gate on a GPU.
 
     from rocmbuild import validate
     report = validate.run(wheels, archs, validate.ValidateOptions(...))
-    report.ok  # False on any failure; failing wheels were moved to <workdir>/broken/
+    report.ok  # False on any failure; failing wheels were copied to <workdir>/broken/ (never moved)
 
 ``run`` never raises for a failed check (only for bad input); ``raise_if_failed`` turns
 ``not ok`` into ValidationError (exit 8). The pipeline's stage is ``rocmbuild.stages.validate``.

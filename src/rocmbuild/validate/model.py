@@ -28,7 +28,7 @@ class ValidateOptions:
     json_out: Path | None = None
     md_out: Path | None = None
     html_out: Path | None = None
-    move_broken: bool = True
+    copy_broken: bool = True  # copy failing wheels to <workdir>/broken/ (never moved)
     keep_venv: bool = False
     with_requirements: tuple[str, ...] = ()  # validate --with: extra packages for the venv
     upstream_tests: int = 10  # cases sampled per upstream test function (0: off)
@@ -62,7 +62,7 @@ class WheelReport:
     name: str
     version: str
     steps: Mapping[str, Step]
-    moved_to: Path | None = None  # where a failing wheel went (<workdir>/broken/)
+    broken_copy: Path | None = None  # the copy of a failing wheel in <workdir>/broken/
 
     @property
     def ok(self) -> bool:
@@ -72,7 +72,7 @@ class WheelReport:
         return {"wheel": self.wheel, "name": self.name, "version": self.version,
                 "status": (Status.SUCCESS if self.ok else Status.FAILED).value,
                 "steps": {k: v.to_json() for k, v in self.steps.items()},
-                "moved_to": str(self.moved_to) if self.moved_to else None}
+                "broken_copy": str(self.broken_copy) if self.broken_copy else None}
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,12 @@
 """The validation steps in order, over wheels validated together in one fresh venv: install,
-guard, import, audit per wheel, then the kernel gate; failing wheels to <workdir>/broken/, and
+guard, import, audit per wheel, then the kernel gate; failing wheels copied to <workdir>/broken/
+(the given file is never moved or changed) and recorded failed in the cache, and
 the reports written."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 import time
@@ -12,8 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rocmbuild import audit, config, fsutil
-from rocmbuild.errors import ToolchainError, ValidationError
+from rocmbuild import audit, cache, config, fsutil, log
+from rocmbuild.digest import sha256_file
+from rocmbuild.errors import CacheError, ToolchainError, ValidationError
 from rocmbuild.results import Status
 from rocmbuild.validate import baseline as baseline_cmp
 from rocmbuild.validate import install as inst
@@ -67,7 +70,7 @@ def _extra_requirements(infos: Sequence[WheelInfo], opts: ValidateOptions
 
 def _raise_if_host_lacks(infos: Sequence[WheelInfo], imports: Mapping[str, Any]) -> None:
     """A module the wheels import that none of them provides and the venv lacks is the host's
-    problem (exit 10), not the wheel's: nothing is moved to broken/."""
+    problem (exit 10), not the wheel's: nothing is copied to broken/."""
     own = {m for w in infos for m in w.top_level}
     for w in infos:
         for mod in w.top_level:
@@ -79,9 +82,16 @@ def _raise_if_host_lacks(infos: Sequence[WheelInfo], imports: Mapping[str, Any])
                     f"{w.path.name}: import {mod} needs the module {missing!r}, which this "
                     "host's validation environment lacks (a runtime dependency the wheel does "
                     "not declare)",
-                    hint=f"install it here (`pip install {missing}`), or pass `validate --with "
+                    hint=(TRITON_HINT if missing == "triton" else "")
+                    + f"install it here (`pip install {missing}`), or pass `validate --with "
                     f"{missing}`, or add it to the recipe's [validate] requires; the wheel was "
-                    "not moved to broken/")
+                    "not copied to broken/")
+
+
+TRITON_HINT = ("a Triton-kernel wheel needs triton and a GPU: a ROCm torch brings its matching "
+               "triton (pytorch-triton-rocm), a CPU-only torch has none, so validate it on the "
+               "GPU host; on this host, to check install and import only (the kernel gate is "
+               "skipped without a GPU), ")
 
 
 def _floors(infos: Sequence[WheelInfo]) -> dict[str, dict[str, float]]:
@@ -135,10 +145,11 @@ def _import_step(w: WheelInfo, installed: bool, imports: Mapping[str, Any],
 def run(wheels: Sequence[Path], archs: Sequence[str] = (),
         options: ValidateOptions | None = None) -> ValidationReport:
     """Validate ``wheels`` together (one fresh venv). ``archs`` for the audit; empty: each wheel's
-    rocmbuild.json "archs". Failing wheels are moved to <workdir>/broken/ (unless
-    options.move_broken is False); the reports named in the options are written. Never raises for
-    a failed check, only for bad input (UsageError, ValidationError for an unreadable wheel or an
-    OSError on the workdir or a report path)."""
+    rocmbuild.json "archs". Failing wheels stay where they are: a copy goes to <workdir>/broken/
+    (unless options.copy_broken is False) and a cached build's entry is recorded as failed; the
+    reports named in the options are written. Never raises for a failed check, only for bad
+    input (UsageError, ValidationError for an unreadable wheel or an OSError on the workdir or a
+    report path)."""
     opts = options or ValidateOptions()
     where = config.workspace(opts.workdir).root
     with fsutil.os_errors(ValidationError, "validate", where, OS_HINT):
@@ -169,12 +180,19 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
     tmp = Path(tempfile.mkdtemp(prefix=f"validate-{stamp}-", dir=ws.root))
     logf = ws.logs / f"validate-{stamp}.log"
     try:
+        log.step(f"creating the validation venv (log {logf})")
         venv = inst.create_venv(tmp / "venv", logf, opts.torch_from)
         env_extra = _runtime_env(infos)
+        if infos:
+            log.step(f"installing {', '.join(w.path.name for w in infos)} with pip")
         installed, out = inst.install(venv, infos) if infos else (True, "")
-        if installed:
-            inst.install_extra(venv, *_extra_requirements(infos, opts))
-        probe = inst.probe(venv, sorted({m for w in infos for m in w.top_level}), env_extra)
+        extra = _extra_requirements(infos, opts)
+        if installed and extra[0]:
+            log.step(f"installing {' '.join(extra[0])} ({extra[1]})")
+            inst.install_extra(venv, *extra)
+        modules = sorted({m for w in infos for m in w.top_level})
+        log.step(f"importing {', '.join(modules) or 'torch'} in the venv")
+        probe = inst.probe(venv, modules, env_extra)
         _raise_if_host_lacks(infos, probe["imports"])
         env_torch = probe.get("torch")
         steps: dict[Path, dict[str, Step]] = {}
@@ -183,6 +201,8 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
             s["guard"] = _guard_step(w, env_torch)
             s["import"] = _import_step(w, installed, probe["imports"], s["guard"])
             want = list(archs) or list((w.provenance or {}).get("archs") or [])
+            if want:
+                log.step(f"auditing {w.path.name} for {', '.join(want)}")
             s["audit"] = _audit(w.path, want)
 
         if not opts.kernels:
@@ -190,9 +210,12 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
         elif not installed:
             kernels = KernelsSummary(Status.SKIPPED, "install failed")
         else:
-            kernels = kernel_step.run_kernels(
-                venv, kernel_step.pick(opts, infos, env_torch), opts, env_extra, tmp, baseline,
-                store, variant, _floors(infos))
+            names = kernel_step.pick(opts, infos, env_torch)
+            if names:
+                log.step(f"kernel gate: {', '.join(names)}"
+                         + (" (quick)" if opts.quick else ""))
+            kernels = kernel_step.run_kernels(venv, names, opts, env_extra, tmp, baseline, store,
+                                              variant, _floors(infos))
         for i, w in enumerate(infos):
             if not installed:
                 steps[w.path]["upstream"] = Step(Status.SKIPPED, "install failed")
@@ -211,12 +234,10 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
         s = steps[w.path]
         if kernels.status.failed:  # the kernels came from these wheels
             s["kernels"] = Step(Status.FAILED, kernels.reason)
-        moved = None
-        if opts.move_broken and any(st.status.failed for st in s.values()) and w.path.exists():
-            ws.broken.mkdir(parents=True, exist_ok=True)
-            moved = ws.broken / w.path.name
-            shutil.move(str(w.path), moved)
-        reports.append(WheelReport(w.path.name, w.display_name, str(w.version), s, moved))
+        copy = None
+        if any(st.status.failed for st in s.values()):
+            copy = _record_failure(w, ws, opts, logf)
+        reports.append(WheelReport(w.path.name, w.display_name, str(w.version), s, copy))
     report = ValidationReport(
         wheels=tuple(reports), archs=tuple(archs), kernels=kernels,
         environment=Environment(
@@ -228,6 +249,32 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
         baseline_cmp.record(store_file, kernels.runs, variant, report.created)
     write_reports(report, opts)
     return report
+
+
+def _record_failure(w: WheelInfo, ws: config.Workspace, opts: ValidateOptions, logf: Path
+                    ) -> Path | None:
+    """A failing wheel stays where it is, unchanged; its bytes are copied to ``broken/`` (where
+    publish looks; unless ``copy_broken`` is off) and, when it is a cached build (rocmbuild.json's
+    cache_key names an entry with the same sha256), that entry is recorded as failed."""
+    copy = None
+    if opts.copy_broken and w.path.is_file():
+        copy = ws.broken / w.path.name
+        if copy.resolve() != w.path.resolve():  # validating broken/<wheel> itself
+            ws.broken.mkdir(parents=True, exist_ok=True)
+            with fsutil.atomic_path(copy) as tmp:
+                shutil.copyfile(w.path, tmp)
+    key = str((w.provenance or {}).get("cache_key") or "")
+    if not re.fullmatch(r"[0-9a-f]{64}", key):  # read from the wheel: untrusted
+        return copy
+    report = str(opts.md_out or opts.json_out or logf)
+    try:
+        entry = cache.lookup(ws.cache, key)
+        if entry is not None and entry.sha256 == sha256_file(w.path):
+            cache.record_validation(ws.cache, entry, cache.Validation("failed", report,
+                                                                      time.time()))
+    except CacheError as exc:  # the report still says what failed; the record is extra
+        log.warn(f"{exc.message} (the failed validation is not recorded in the cache)")
+    return copy
 
 
 def write_reports(report: ValidationReport, opts: ValidateOptions) -> None:
@@ -248,11 +295,11 @@ def raise_if_failed(rep: ValidationReport, opts: ValidateOptions, *, shown: bool
     files)."""
     if rep.ok:
         return
-    moved = [str(w.moved_to) for w in rep.wheels if w.moved_to]
+    copies = [str(w.broken_copy) for w in rep.wheels if w.broken_copy]
     where = (["the report table above"] if shown else []) + [str(p) for p in (
         (opts.json_out,) if shown else (opts.md_out, opts.json_out)) if p]
     raise ValidationError(
         f"validation failed: {rep.failures[0]}"
         + (f" (+{len(rep.failures) - 1} more)" if len(rep.failures) > 1 else ""),
-        hint=("moved to " + ", ".join(moved) + "; " if moved else "")
+        hint=("a copy is in " + ", ".join(copies) + "; " if copies else "")
         + "read " + (" and ".join(where) or f"the log {rep.environment.log}"))

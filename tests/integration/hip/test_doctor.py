@@ -194,6 +194,16 @@ def test_json_on_fixture_root(tmp_path):
     assert names["gpus"]["data"]["gpus"][0]["gfx"] == "gfx942"
     assert names["arch:gfx942"]["status"] == "ok"
     assert p.returncode == (0 if data["ok"] else 10)
+    # each step is named on stderr as it starts; stdout stays pure JSON (parsed above)
+    steps = [ln for ln in p.stderr.splitlines() if ln.startswith("- ")]
+    assert steps[0] == "- detecting the host: torch, the ROCm root, the HIP compiler, memory"
+    assert "- compiling a test kernel for gfx942" in steps
+    assert steps[-1] == "- checking disk space and memory"
+    quiet = subprocess.run([sys.executable, "-m", "rocmbuild", "-q", "doctor", "--root",
+                            str(root), "--arch", "gfx942", "--json"], capture_output=True,
+                           text=True)
+    assert json.loads(quiet.stdout)["ok"] == data["ok"]
+    assert not [ln for ln in quiet.stderr.splitlines() if ln.startswith("- ")], quiet.stderr
 
 
 def test_real_machine():
