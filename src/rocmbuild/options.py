@@ -73,6 +73,8 @@ SETTINGS: dict[str, Setting] = {
                          "where built wheels go (default <workdir>/wheels)"),
     "validate": Setting("--validate", "ROCMBUILD_VALIDATE", None, "bool",
                         "validate after building"),
+    "build_tag": Setting("--build-tag", "ROCMBUILD_BUILD_TAG", None, "str",
+                         "PEP 427 build tag for a deliberate republish (a number, e.g. 1)"),
     "torch_from": Setting("--torch-from", "ROCMBUILD_TORCH_FROM", None, "dir",
                           "site-packages dir holding the torch to validate against"),
     "simple_url": Setting("--simple-url", "ROCMBUILD_INDEX_SIMPLE_URL", None, "str",
@@ -94,7 +96,8 @@ ENV: dict[str, str] = {
     "ROCMBUILD_INDEX_PASSWORD": "index server password (else TWINE_PASSWORD, else the URL's)",
     "TWINE_USERNAME": "index server user, as twine reads it",
     "TWINE_PASSWORD": "index server password, as twine reads it",
-    "SOURCE_DATE_EPOCH": "timestamp for files the tag stage rewrites (default 1980-01-01)",
+    "SOURCE_DATE_EPOCH": "the build's time and the wheel's file dates (default: the source's "
+                         "commit time or the sdist's newest member; path sources 1980-01-01)",
     "ROCMBUILD_PUBLISH_PAUSE_AT": "test hook: pause publishing at this step",
     "ROCMBUILD_PUBLISH_PAUSE_MARKER": "test hook: file touched when the pause starts",
     "ROCMBUILD_PUBLISH_PAUSE_SECONDS": "test hook: pause length (default 60)",

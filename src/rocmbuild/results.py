@@ -59,6 +59,9 @@ class Artifacts:
 
     tree: Path | None = None
     """fetch: the fresh source tree (patched in place by patch, hipify)."""
+    source_date_epoch: int | None = None
+    """fetch: the source's own time (the pinned commit's committer time, the sdist's newest
+    member), the SOURCE_DATE_EPOCH of the build and of the wheel's timestamps."""
     raw_wheel: Path | None = None
     """build: the wheel as the backend made it."""
     build_log: Path | None = None

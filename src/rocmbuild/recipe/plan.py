@@ -114,6 +114,11 @@ class Plan:
     """ROCm components the host must have under its ROCm root (``rocmbuild.components``)."""
     host_requires_reason: str = ""
     """Why host_requires' version bounds are what they are (messages; not in the cache key)."""
+    env_key: dict[str, str] = field(default_factory=dict)
+    """``env`` with ``{jobs}`` left unfilled: what the cache key and the wheel's provenance hold
+    (MAX_JOBS follows this host's free memory; it does not change the wheel)."""
+    build_tag: str = ""
+    """The wheel's PEP 427 build tag (``--build-tag``), "" for none; in the cache key when set."""
     cache_key: str = ""
 
     @property
@@ -174,8 +179,20 @@ class Plan:
             "version": self.version,
             "runtime_env": dict(self.runtime_env),
             **({"source_dir": self.source_dir} if self.source_dir else {}),
+            **({"build_tag": self.build_tag} if self.build_tag else {}),
             "cache_key": self.cache_key,
         }
+
+    def inputs_json(self) -> dict[str, Any]:
+        """``to_json`` without what follows this host's state or the recipe file's place
+        (MAX_JOBS and its reason, the recipe path, messages): what the wheel's provenance
+        records, so that two builds of the same inputs write the same bytes."""
+        out = self.to_json()
+        for volatile in ("jobs", "jobs_reason", "recipe_path", "host_requires_reason"):
+            out.pop(volatile)
+        if self.env_key:
+            out["env"] = dict(self.env_key)
+        return out
 
 
 def display(p: Path) -> Path:

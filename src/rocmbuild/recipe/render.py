@@ -36,6 +36,7 @@ class Target:
     jobs: int | None = None
     rocm_version: str | None = None
     gpu_vendor: str = "amd"
+    build_tag: str | None = None
 
 
 def _fill(template: str, values: Mapping[str, str], where: str) -> str:
@@ -223,8 +224,21 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         source_dir=recipe.source_dir if recipe.backend == "cmake" else "",
         rocm_components=components,
         host_requires_reason=reason,
+        env_key=keyed_env,
+        build_tag=_build_tag(target.build_tag),
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
+
+
+def _build_tag(tag: str | None) -> str:
+    """A PEP 427 build tag: a number, optionally followed by letters (``2``, ``3rebuild``)."""
+    if tag is None or tag == "":
+        return ""
+    if not re.fullmatch(r"[0-9]+[A-Za-z_]*", tag):
+        raise UsageError(f"--build-tag: {tag!r} is not a build tag",
+                         hint="a number that starts the tag, e.g. --build-tag 1 (PEP 427: "
+                         "the wheel of a higher number wins among equal versions)")
+    return tag
 
 
 def _cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:

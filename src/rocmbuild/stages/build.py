@@ -23,7 +23,7 @@ from rocmbuild.host import Host
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, StageResult, Status, TorchBuild
 from rocmbuild.run import run as sh
-from rocmbuild.stages import Context, need
+from rocmbuild.stages import Context, need, source_date_epoch
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -150,7 +150,10 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     shutil.rmtree(stage_dir, ignore_errors=True)
     # This interpreter's bin first: the venv's cmake (>= 3.27) and ninja, not the system's.
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    env = {**os.environ, "PATH": path, **plan.env}
+    # SOURCE_DATE_EPOCH: the source's own time, so that backends that honour it (setuptools'
+    # bdist_wheel, cmake's string(TIMESTAMP), compilers' __DATE__) write the same bytes each time
+    env = {**os.environ, "PATH": path,
+           "SOURCE_DATE_EPOCH": str(source_date_epoch(ctx.artifacts)), **plan.env}
     log_path = ctx.log_dir / "build.log"
     if plan.backend == "cmake":
         _check_source_dir(plan, tree)
