@@ -31,10 +31,11 @@ from rocmbuild.commands import (
     publish,
     recipes,
     validate,
+    verify,
 )
 from rocmbuild.errors import INTERNAL_ERROR_EXIT, RocmbuildError, UsageError
 
-COMMANDS = (build, plan, recipes, doctor, audit, validate, publish, promote)
+COMMANDS = (build, plan, recipes, doctor, audit, validate, verify, publish, promote)
 
 # Global options that take a value (needed to find the first positional for the shorthand).
 _GLOBAL_VALUE_OPTS = {"--workdir", "--cache-dir"}
