@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 say() { printf '[setup] %s\n' "$*"; }
 t0=$SECONDS
 
-# System packages: git for sources, chromium for the page tests.
-APT_PKGS=(git chromium)
+# System packages: git for sources, chromium for the page tests, diffoscope-minimal for
+# `rocmbuild verify` (it shows how a rebuilt wheel differs).
+APT_PKGS=(git chromium diffoscope-minimal)
 if [ "${ROCMBUILD_SKIP_APT:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   missing=()
   for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

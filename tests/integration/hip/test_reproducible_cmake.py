@@ -1,13 +1,14 @@
 """The cmake probe wheel (tests/fixtures/cmake-hip) is reproducible, for real: two cold builds
 with the real HIP compiler in two workspaces (so two build directories) give the same sha256,
 and `rocmbuild verify` of a wheel whose header was changed after the build names that member
-and exits 13. Before -fuse-cuid=none the .so differed: clang named the device code after a hash
-of the source file's path."""
+and exits 13, with diffoscope's report when diffoscope is installed. Before -fuse-cuid=none the
+.so differed: clang named the device code after a hash of the source file's path."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -46,6 +47,10 @@ def test_two_cold_builds_in_two_workspaces_are_identical(tmp_path: Path) -> None
     assert data["differences"][0]["name"] == "vecadd/include/vecadd.h"
     assert data["differences"][0]["what"] == "content"
     assert data["rebuilt_sha256"] == hashlib.sha256(a.read_bytes()).hexdigest()
+    if shutil.which("diffoscope"):  # scripts/setup.sh installs diffoscope-minimal
+        assert "// changed" in data["diffoscope"] and "vecadd.h" in data["diffoscope"]
+    else:
+        assert data["diffoscope"] is None
     assert [x for x in res.stderr.splitlines() if x.startswith("not reproduced:")] == [
         f"not reproduced: {a.name}: the rebuild differs (sha256 "
         f"{data['rebuilt_sha256'][:12]}, the wheel {data['sha256'][:12]}); first: "
