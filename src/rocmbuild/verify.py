@@ -5,8 +5,9 @@ patches, the variant, the archs, the build tag and the toolchain. ``plan_for`` f
 (the build's search path, or ``--recipe``), refuses when its hash differs (RecipeError) and
 renders it for this host; ``check_inputs`` refuses when the rendered inputs differ from the
 wheel's (the toolchain, torch, rocmbuild's version: ToolchainError naming the first one).
-``rebuild`` runs the pipeline with ``--force`` in a temporary workspace (the user's cache is
-only read: its downloads and git mirrors are shared) and ``compare`` reports "reproduced" or the
+A wheel without provenance, or with a damaged one, is a UsageError naming the key.
+``verify`` rebuilds with ``--force`` in a temporary workspace (sharing only the user's downloads
+and git mirrors, never its wheel entries) and ``compare`` reports "reproduced" or the
 first differing members (names, sizes, sha256; diffoscope's output, trimmed, when it is
 installed). ``require_reproduced`` raises NotReproduced (exit 13) for a difference.
 """
@@ -14,10 +15,11 @@ installed). ``require_reproduced`` raises NotReproduced (exit 13) for a differen
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,23 +28,16 @@ from typing import Any
 from rocmbuild import __version__, log, options, pipeline
 from rocmbuild import host as hostmod
 from rocmbuild.config import Workspace
-from rocmbuild.errors import NotReproduced, RecipeError, RocmbuildError, ToolchainError
+from rocmbuild.errors import NotReproduced, RecipeError, ToolchainError, UsageError
 from rocmbuild.recipe import load, render
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.run import run as sh
 from rocmbuild.stages import Context
-from rocmbuild.wheel import PROVENANCE, WheelInfo, read_wheel
+from rocmbuild.wheel import PROVENANCE, WheelFormatError, WheelInfo, read_wheel
 
 SHOWN = 10
 """How many differing members a report lists."""
 DIFFOSCOPE_LINES = 60
-
-
-class VerifyInputError(RocmbuildError):
-    """The wheel cannot be verified: it has no rocmbuild provenance (not built by rocmbuild)."""
-
-    exit_code = 1
-    kind = "verify error"
 
 
 @dataclass(frozen=True)
@@ -91,13 +86,41 @@ class Verification:
         }
 
 
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+# provenance key -> (check, what it must be): what verify reads from the (untrusted) wheel
+_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "recipe": (lambda v: isinstance(v, str) and _NAME.fullmatch(v) is not None,
+               "a recipe name (letters, digits, '.', '_', '-'; no path)"),
+    "recipe_sha256": (lambda v: isinstance(v, str), "a string"),
+    "plan": (lambda v: isinstance(v, dict), "a table"),
+    "archs": (lambda v: isinstance(v, list) and bool(v) and all(
+        isinstance(a, str) and re.fullmatch(r"[A-Za-z0-9:+_-]+", a) for a in v),
+        "a list of gfx targets"),
+    "variant": (lambda v: v is None or isinstance(v, str), "a string"),
+    "gpu_vendor": (lambda v: v in (None, "amd", "nvidia"), "amd or nvidia"),
+    "rocm_version": (lambda v: v is None or isinstance(v, str), "a string"),
+    "build_tag": (lambda v: v is None or (isinstance(v, str) and re.fullmatch(
+        options.BUILD_TAG, v) is not None), "a build tag"),
+}
+
+
 def provenance(path: Path) -> tuple[WheelInfo, dict[str, Any]]:
-    info = read_wheel(path)
+    """The wheel and its provenance, each field verify reads checked (UsageError naming it)."""
+    try:
+        info = read_wheel(path)
+    except WheelFormatError as exc:
+        raise UsageError(exc.message, hint=exc.hint) from exc
     prov = info.provenance
-    if prov is None or not isinstance(prov.get("plan"), dict) or not prov.get("recipe"):
-        raise VerifyInputError(
-            f"{path}: no rocmbuild provenance (*.dist-info/{PROVENANCE} with a recipe and plan)",
-            hint="only wheels built by rocmbuild (this version's tag stage) can be rebuilt")
+    where = f"{path}: *.dist-info/{PROVENANCE}"
+    if prov is None:
+        raise UsageError(f"{path}: no rocmbuild provenance (*.dist-info/{PROVENANCE})",
+                         hint="only wheels built by rocmbuild can be rebuilt from their "
+                         "provenance")
+    for key, (ok, what) in _FIELDS.items():
+        if not ok(prov.get(key)):
+            raise UsageError(f"{where}: {key}: must be {what}",
+                             hint="the wheel's provenance is damaged or not rocmbuild's; "
+                             "rebuild it with `rocmbuild build`")
     return info, prov
 
 
@@ -105,7 +128,7 @@ def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
              hip_compiler: str | None) -> tuple[Plan, hostmod.Host]:
     """The recipe named in the provenance (or ``recipe``), checked against its recorded hash,
     rendered for this host with the wheel's variant, source, archs, ROCm label and build tag."""
-    path = load.find_recipe(recipe or str(prov["recipe"]))
+    path = load.find_recipe(recipe or prov["recipe"])  # a plain name: the search path only
     rec = load.load(path)
     if rec.raw_sha256 != prov.get("recipe_sha256"):
         raise RecipeError(
@@ -114,10 +137,11 @@ def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
             hint="check out the recipe the wheel was built from (its hash is in the wheel's "
             f"{PROVENANCE}), or name it with --recipe")
     pplan = prov["plan"]
+    source = pplan.get("source_name")
     target = render.Target(
-        arch=",".join(prov.get("archs") or []),
+        arch=",".join(prov["archs"]),
         variant=prov.get("variant"),
-        source=str(pplan.get("source_name") or "default"),
+        source=source if isinstance(source, str) else "default",
         # --rocm-version only when the build was given it: how the version was found is
         # recorded in the wheel, so it must be found the same way again
         rocm_version=prov.get("rocm_version") if prov.get("rocm_version_from") == "flag"
@@ -125,10 +149,13 @@ def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
         gpu_vendor=str(prov.get("gpu_vendor") or "amd"),
         build_tag=prov.get("build_tag") or None,
     )
-    compiler = (pplan.get("rocm") or {}).get("compiler") or {}
+    rocm = pplan.get("rocm")
+    compiler = rocm.get("compiler") if isinstance(rocm, dict) else None
+    compiler_path = compiler.get("path") if isinstance(compiler, dict) else None
     host = hostmod.detect(
         rocm_path=options.resolve("rocm_path", rocm_path),
-        hip_compiler=options.resolve("hip_compiler", hip_compiler) or compiler.get("path"),
+        hip_compiler=options.resolve("hip_compiler", hip_compiler) or (
+            compiler_path if isinstance(compiler_path, str) else None),
         want_compiler=render.uses_hip_compiler(rec, target.variant),
         dists=rec.python_requires)
     return render.render(rec, target, host), host

@@ -196,6 +196,7 @@ CLASS_DOC = {
     "cmake": "recipes outside this repo: cmake source_dir and cmake_args",
     "hostdeps": "recipes outside this repo: validation requirements (requires, --with)",
     "rocmcheck": "host check: SDK / torch version ranges, ROCm components, saved hosts",
+    "verify": "verify and --build-tag: damaged provenance, recipe paths, build tags",
 }
 
 

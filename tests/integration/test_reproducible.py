@@ -47,7 +47,7 @@ def test_verify_needs_a_rocmbuild_wheel(tmp_path: Path) -> None:
     with zipfile.ZipFile(plain, "w") as zf:
         zf.writestr("p-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: p\nVersion: 1.0\n")
     res = rocmbuild("verify", str(plain))
-    assert res.returncode == 1
+    assert res.returncode == 2
     assert "no rocmbuild provenance" in res.stderr and "Traceback" not in res.stderr
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rocmbuild import __version__, arch, jobs
+from rocmbuild import __version__, arch, jobs, options
 from rocmbuild.config import SOURCE_TREE_IGNORE
 from rocmbuild.errors import ToolchainError, UsageError
 from rocmbuild.host import Host
@@ -237,7 +237,7 @@ def _build_tag(tag: str | None) -> str:
     """A PEP 427 build tag: a number, optionally followed by letters (``2``, ``3rebuild``)."""
     if tag is None or tag == "":
         return ""
-    if not re.fullmatch(r"[0-9]+[A-Za-z_]*", tag):
+    if not re.fullmatch(options.BUILD_TAG, tag):
         raise UsageError(f"--build-tag: {tag!r} is not a build tag",
                          hint="a number that starts the tag, e.g. --build-tag 1 (PEP 427: "
                          "the wheel of a higher number wins among equal versions)")
