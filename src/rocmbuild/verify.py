@@ -21,7 +21,7 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -212,7 +212,8 @@ def _members(path: Path) -> dict[str, tuple[zipfile.ZipInfo, str]]:
 
 
 def compare(wheel: Path, sha256: str, rebuilt: Path, rebuilt_sha256: str) -> Verification:
-    """The two wheels' differing members (content first, then zip fields and order)."""
+    """The two wheels' differing members (content first, then zip fields and order); the
+    caller adds diffoscope's report (a process)."""
     base = Verification(wheel, sha256, rebuilt.name, rebuilt_sha256)
     if base.reproduced:
         return base
@@ -243,10 +244,10 @@ def compare(wheel: Path, sha256: str, rebuilt: Path, rebuilt_sha256: str) -> Ver
     elif not diffs:
         notes.append("every member is the same: the zip's own fields differ")
     return Verification(wheel, sha256, rebuilt.name, rebuilt_sha256, tuple(diffs[:SHOWN]),
-                        max(0, len(diffs) - SHOWN), _diffoscope(wheel, rebuilt), tuple(notes))
+                        max(0, len(diffs) - SHOWN), None, tuple(notes))
 
 
-def _diffoscope(a: Path, b: Path) -> str | None:
+def diffoscope(a: Path, b: Path) -> str | None:
     """diffoscope's text report, trimmed, when diffoscope is installed."""
     exe = shutil.which("diffoscope")
     if exe is None:
@@ -283,4 +284,7 @@ def verify(wheel: Path, cache: Path, recipe: str | None = None, rocm_path: str |
         ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
                       wheel_dir=ws.wheels, host=host, force=True)
         result = pipeline.build(plan, ctx)
-        return compare(wheel, info.sha256, result.wheel, result.sha256)
+        found = compare(wheel, info.sha256, result.wheel, result.sha256)
+        if found.reproduced:
+            return found
+        return replace(found, diffoscope=diffoscope(wheel, result.wheel))
