@@ -154,8 +154,11 @@ def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
     compiler_path = compiler.get("path") if isinstance(compiler, dict) else None
     host = hostmod.detect(
         rocm_path=options.resolve("rocm_path", rocm_path),
+        # the wheel's compiler when this host has it; else detection, and check_inputs names
+        # the difference
         hip_compiler=options.resolve("hip_compiler", hip_compiler) or (
-            compiler_path if isinstance(compiler_path, str) else None),
+            compiler_path if isinstance(compiler_path, str) and Path(compiler_path).is_file()
+            else None),
         want_compiler=render.uses_hip_compiler(rec, target.variant),
         dists=rec.python_requires)
     return render.render(rec, target, host), host
@@ -170,7 +173,7 @@ def _first_difference(here: object, there: object, where: str = "") -> str | Non
                 return found
         return None
     if here != there:
-        return f"{where}: {here!r} here, {there!r} in the wheel"
+        return f"{where}: {repr(here)[:80]} here, {repr(there)[:80]} in the wheel"
     return None
 
 
