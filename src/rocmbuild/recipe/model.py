@@ -63,7 +63,8 @@ PLACEHOLDERS = (
 PLACEHOLDERS_DOC = (
     "``{archs}`` is the ``;``-joined target list, ``{archs_comma}`` the ``,``-joined one, "
     "``{jobs}`` MAX_JOBS, ``{rocm_path}`` / ``{rocm_version}`` the ROCm root found on the host, "
-    "``{hip_compiler}`` / ``{hip_flags}`` the detected HIP compiler."
+    "``{hip_compiler}`` / ``{hip_flags}`` the detected HIP compiler and its flags (with "
+    "``-fuse-cuid=none``, so device code does not depend on the build directory)."
 )
 """What each placeholder (usable in keys whose Key.placeholders is set) stands for."""
 
