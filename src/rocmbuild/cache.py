@@ -11,6 +11,11 @@ entry is reported (one warning line naming the entry and what is wrong), discard
 rebuilds. ``deliver`` puts a *copy* in the wheel dir (a reflink where the file system has them),
 never a hard link, so editing a delivered wheel cannot change the cache.
 
+An entry may also hold ``build.json``, the build record: what describes that one build and not
+the wheel's inputs (stage timings, MAX_JOBS, the backend's own wheel, the host's CPUs and
+memory). ``deliver`` puts it beside the wheel as ``<wheel>.build.json``; it is never inside the
+wheel, so that two builds of the same inputs give the same bytes.
+
 Each entry records its validation outcome (``passed``, ``failed``, ``not validated``) and the
 report it came from; the pipeline refuses to hand back a failed wheel silently.
 """
@@ -269,11 +274,21 @@ def _asos_error(path: Path, what: str, hint: str = _HINT) -> Iterator[None]:
         raise os_error(path, what, exc, hint) from exc
 
 
+RECORD = "build.json"
+"""The build record's name inside an entry; delivered as ``<wheel>.build.json``."""
+
+
+def record_name(wheel_name: str) -> str:
+    """The delivered build record's file name beside ``wheel_name``."""
+    return f"{wheel_name}.build.json"
+
+
 def store(cache: Path, key: str, wheel: Path, sha256: str, meta: dict[str, Any], *,
-          validation: Validation = NOT_VALIDATED, keep_source: bool = False) -> Entry:
+          validation: Validation = NOT_VALIDATED, keep_source: bool = False,
+          record: dict[str, Any] | None = None) -> Entry:
     """Put ``wheel`` into the cache as the entry for ``key`` (moved, or copied with
-    ``keep_source``), replacing any entry there. All of it, or nothing: on any error no partial
-    entry is left, and CacheError names the path."""
+    ``keep_source``), with its build ``record`` when given, replacing any entry there. All of
+    it, or nothing: on any error no partial entry is left, and CacheError names the path."""
     final = _dir(cache, key)
     with _asos_error(final.parent, "cannot create the cache directory"):
         final.parent.mkdir(parents=True, exist_ok=True)
@@ -295,6 +310,8 @@ def store(cache: Path, key: str, wheel: Path, sha256: str, meta: dict[str, Any],
             }
             _check_meta(json.loads(_entry_json(full)))  # never write what lookup would refuse
             fsutil.write_atomic(tmp / "entry.json", _entry_json(full))
+            if record is not None:
+                fsutil.write_atomic(tmp / RECORD, _entry_json(record))
             if final.is_symlink() or final.exists():
                 discard(cache, key)  # --force rebuild, or a bad entry: replace it
             os.replace(tmp, final)
@@ -320,15 +337,39 @@ def deliver(entry: Entry, wheel_dir: Path) -> Path:
     """Put a copy of the cached wheel into ``wheel_dir`` (a reflink where possible), atomically:
     the delivered file and the cache never share an inode, so editing one leaves the other."""
     dest = wheel_dir / entry.wheel.name
-    if _same_bytes(dest, entry):
-        return dest  # a no-op rebuild: the wheel there is already the recorded bytes
     hint = "check free disk and permissions of the wheel directory (--wheel-dir / " \
            "ROCMBUILD_WHEEL_DIR)"
+    if _same_bytes(dest, entry):
+        _deliver_record(entry, wheel_dir, hint)
+        return dest  # a no-op rebuild: the wheel there is already the recorded bytes
     with _asos_error(wheel_dir, "cannot deliver the wheel into the wheel directory", hint):
         wheel_dir.mkdir(parents=True, exist_ok=True)
         with fsutil.atomic_path(dest) as tmp:
             _clone_or_copy(entry.wheel, tmp)
+    _deliver_record(entry, wheel_dir, hint)
     return dest
+
+
+def build_record(entry: Entry) -> dict[str, Any] | None:
+    """The entry's build record, or None when it has none (or one that is not ours: a regular
+    file holding a small JSON object)."""
+    try:
+        fd, _ = _open_regular(entry.wheel.parent / RECORD, RECORD)
+        with os.fdopen(fd, "rb") as f:
+            blob = f.read(ENTRY_MAX_BYTES + 1)
+        value = json.loads(blob.decode("utf-8")) if len(blob) <= ENTRY_MAX_BYTES else None
+    except (OSError, BadEntry, ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _deliver_record(entry: Entry, wheel_dir: Path, hint: str) -> None:
+    """``<wheel>.build.json`` beside the delivered wheel, when the entry has a record."""
+    record = build_record(entry)
+    if record is None:
+        return
+    with _asos_error(wheel_dir, "cannot write the build record into the wheel directory", hint):
+        fsutil.write_atomic(wheel_dir / record_name(entry.wheel.name), _entry_json(record))
 
 
 def _same_bytes(path: Path, entry: Entry) -> bool:

@@ -32,10 +32,11 @@ from rocmbuild.commands import (
     publish,
     recipes,
     validate,
+    verify,
 )
 from rocmbuild.errors import INTERNAL_ERROR_EXIT, RocmbuildError, UsageError
 
-COMMANDS = (build, plan, recipes, doctor, audit, validate, publish, promote, completion)
+COMMANDS = (build, plan, recipes, doctor, audit, validate, verify, publish, promote, completion)
 
 # Global options that take a value (needed to find the first positional for the shorthand).
 _GLOBAL_VALUE_OPTS = {"--workdir", "--cache-dir", "--recipes"}

@@ -102,6 +102,13 @@ class CommandFailed(RocmbuildError):
         self.log_path = log_path
 
 
+class NotReproduced(RocmbuildError):
+    """``rocmbuild verify``: the rebuild of a wheel from its provenance gave other bytes."""
+
+    exit_code = 13
+    kind = "not reproduced"
+
+
 INTERNAL_ERROR_EXIT = 70
 """What ``cli.main`` returns when an exception that is not a RocmbuildError reaches it (a bug):
 one line "internal error, please report" and the path of the saved traceback."""

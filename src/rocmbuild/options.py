@@ -42,10 +42,14 @@ class Setting:
     """Key in ``[tool.rocmbuild]``, when the setting may live there."""
     kind: str
     """``str``, ``int``, ``bool``, ``path`` (a directory, created when missing), ``dir`` (an
-    existing directory), ``arch`` (an --arch list) or ``version`` (X.Y[.Z])."""
+    existing directory), ``arch`` (an --arch list), ``version`` (X.Y[.Z]) or ``build-tag``
+    (PEP 427: digits, then letters)."""
     doc: str
     choices: tuple[str, ...] = ()
 
+
+BUILD_TAG = r"[0-9]+[A-Za-z_]*"
+"""A wheel build tag as rocmbuild accepts it (PEP 427: it must start with a digit)."""
 
 SETTINGS: dict[str, Setting] = {
     "workdir": Setting("--workdir", "ROCMBUILD_WORKDIR", "workdir", "path",
@@ -73,6 +77,8 @@ SETTINGS: dict[str, Setting] = {
                          "where built wheels go (default <workdir>/wheels)"),
     "validate": Setting("--validate", "ROCMBUILD_VALIDATE", None, "bool",
                         "validate after building"),
+    "build_tag": Setting("--build-tag", "ROCMBUILD_BUILD_TAG", None, "build-tag",
+                         "PEP 427 build tag for a deliberate republish (a number, e.g. 1)"),
     "torch_from": Setting("--torch-from", "ROCMBUILD_TORCH_FROM", None, "dir",
                           "site-packages dir holding the torch to validate against"),
     "simple_url": Setting("--simple-url", "ROCMBUILD_INDEX_SIMPLE_URL", None, "str",
@@ -97,7 +103,8 @@ ENV: dict[str, str] = {
     "ROCMBUILD_INDEX_PASSWORD": "index server password (else TWINE_PASSWORD, else the URL's)",
     "TWINE_USERNAME": "index server user, as twine reads it",
     "TWINE_PASSWORD": "index server password, as twine reads it",
-    "SOURCE_DATE_EPOCH": "timestamp for files the tag stage rewrites (default 1980-01-01)",
+    "SOURCE_DATE_EPOCH": "the build's time and the wheel's file dates (default: the source's "
+                         "commit time or the sdist's newest member; path sources 1980-01-01)",
     "GITHUB_ACTIONS": "set by GitHub Actions (true): stages are folded in ::group:: blocks",
     "ROCMBUILD_PROGRESS_SECONDS": "seconds between progress lines when stderr is not a "
                                   "terminal (default 10)",
@@ -300,6 +307,11 @@ def check(setting: Setting, value: Any, where: str) -> Any:
         if not re.fullmatch(r"\d+\.\d+(\.\d+)?", value.strip()):
             raise UsageError(f"{where}: expected a version such as 6.2 or 6.2.4, got {value!r}",
                              hint="the ROCm major.minor[.patch], e.g. 6.2")
+    elif setting.kind == "build-tag":
+        if not re.fullmatch(BUILD_TAG, value):
+            raise UsageError(f"{where}: {value!r} is not a build tag",
+                             hint="a number that starts the tag, e.g. 1 (PEP 427: among files of "
+                             "one version, pip takes the highest build tag)")
     elif setting.kind == "arch":
         from rocmbuild import arch  # arch reads options: imported here, not at the top
 

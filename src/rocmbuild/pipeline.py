@@ -14,6 +14,7 @@ a later ``build`` of it fails with exit 8 naming the report (it is not delivered
 from __future__ import annotations
 
 import contextlib
+import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -121,6 +122,28 @@ def _run_stages(plan: Plan, ctx: Context, stages: tuple[tuple[str, Stage], ...],
     return results
 
 
+def build_record(plan: Plan, ctx: Context, sha256: str, duration: float) -> dict[str, Any]:
+    """What describes this one build and not the wheel's inputs: kept out of the wheel (so
+    that rebuilds give the same bytes), stored in the cache entry and delivered beside the
+    wheel as ``<wheel>.build.json``."""
+    raw = ctx.artifacts.raw_wheel
+    return {
+        "wheel": need(ctx.artifacts.wheel, "tagged wheel", "pipeline").name,
+        "sha256": sha256,
+        "cache_key": plan.cache_key,
+        "recipe": plan.recipe,
+        "variant": plan.variant,
+        "built_at": round(time.time(), 3),
+        "duration_s": round(duration, 3),
+        "timings": {k: round(v, 3) for k, v in ctx.timings.items()},
+        "jobs": {"max_jobs": plan.jobs, "reason": plan.jobs_reason},
+        "host": {"hostname": platform.node(), "cpus": ctx.host.cpus,
+                 "memory_bytes": ctx.host.memory_bytes},
+        "original_wheel": ({"name": raw.name, "sha256": sha256_file(raw)}
+                           if raw is not None and raw.is_file() else None),
+    }
+
+
 def _report(plan: Plan, ctx: Context) -> str:
     return str(validate_stage.report_stem(plan, ctx).with_suffix(".md"))
 
@@ -207,6 +230,7 @@ def _build_locked(plan: Plan, ctx: Context, start: float, validate: bool) -> Bui
         "archs": list(plan.archs),
         "duration_s": round(time.monotonic() - start, 3),
     }
+    rec = build_record(plan, ctx, sha, time.monotonic() - start)
     record = cache.NOT_VALIDATED
     if validate:
         try:
@@ -218,15 +242,18 @@ def _build_locked(plan: Plan, ctx: Context, start: float, validate: bool) -> Bui
             if moved.is_file():
                 failed = cache.Validation("failed", _report(plan, ctx), time.time())
                 _best_effort(lambda: cache.store(ctx.ws.cache, plan.cache_key, moved, sha, meta,
-                                                 keep_source=True, validation=failed))
+                                                 keep_source=True, validation=failed,
+                                                 record=rec))
             raise
         except RocmbuildError:
             # not the wheel's fault (e.g. the host lacks a runtime dependency): keep the build
             if wheel.is_file():
-                _best_effort(lambda: cache.store(ctx.ws.cache, plan.cache_key, wheel, sha, meta))
+                _best_effort(lambda: cache.store(ctx.ws.cache, plan.cache_key, wheel, sha, meta,
+                                                 record=rec))
             raise
         results.update(more)
-    entry = cache.store(ctx.ws.cache, plan.cache_key, wheel, sha, meta, validation=record)
+    entry = cache.store(ctx.ws.cache, plan.cache_key, wheel, sha, meta, validation=record,
+                        record=rec)
     delivered = cache.deliver(entry, ctx.wheel_dir)
     return BuildResult(Status.SUCCESS, delivered, sha, time.monotonic() - start, plan, results,
                        record.status)

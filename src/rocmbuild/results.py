@@ -125,6 +125,9 @@ class Artifacts:
     """hipify: the files it changed and the CUDA APIs it left."""
     downloads: tuple[tuple[str, Path], ...] | None = None
     """fetch: the plan's [[downloads]] as (variable, verified file or directory in the cache)."""
+    source_date_epoch: int | None = None
+    """fetch: the source's own time (the pinned commit's committer time, the sdist's newest
+    member), the SOURCE_DATE_EPOCH of the build and of the wheel's timestamps."""
     raw_wheel: Path | None = None
     """build: the wheel as the backend made it."""
     build_log: Path | None = None

@@ -203,6 +203,7 @@ CLASS_DOC = {
     "offline": "offline builds: [[downloads]] pins, build.offline, ROCMBUILD_OFFLINE",
     "gate": "kernel gate: upstream tests, floors, faults, baseline store",
     "tool": "your own recipe directories (--recipes, ROCMBUILD_RECIPE_PATH) and completion",
+    "verify": "verify and --build-tag: damaged provenance, recipe paths, build tags",
 }
 
 

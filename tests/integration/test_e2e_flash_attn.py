@@ -52,10 +52,16 @@ def test_wheel_record_and_provenance(triton_build: dict) -> None:
     assert prov["source"]["sha256"].startswith("55d5103e")
     assert prov["torch"]["version"].startswith("2.13.0") and prov["torch"]["hip"] is None
     assert prov["torch"]["cxx11_abi"] in (True, False)
-    assert prov["jobs"]["max_jobs"] >= 1 and "min(" in prov["jobs"]["reason"]
-    assert set(prov["timings"]) >= {"fetch", "build"}
     assert prov["plan"]["env"]["FLASH_ATTENTION_FORCE_BUILD"] == "TRUE"
-    assert prov["original_wheel"]["name"] == "flash_attn-2.8.3.post1-py3-none-any.whl"
+    assert prov["source_date_epoch"] > 1700000000  # the sdist's newest member, not 1980
+    # what describes this build only is beside the wheel, not in it (reproducible bytes)
+    assert not {"jobs", "timings", "original_wheel"} & set(prov)
+    assert "jobs" not in prov["plan"] and "jobs_reason" not in prov["plan"]
+    record = json.loads(wheel.with_name(wheel.name + ".build.json").read_text())
+    assert record["jobs"]["max_jobs"] >= 1 and "min(" in record["jobs"]["reason"]
+    assert set(record["timings"]) >= {"fetch", "build"}
+    assert record["original_wheel"]["name"] == "flash_attn-2.8.3.post1-py3-none-any.whl"
+    assert record["sha256"] == summary(triton_build["stderr"])[1]
 
 
 def test_pip_installs_and_reads_the_wheel(triton_build: dict, tmp_path: Path) -> None:
@@ -111,6 +117,7 @@ def test_json_summary_and_force(triton_build: dict, tmp_path: Path) -> None:
     res = rocmbuild("build", *TRITON_ARGS, "--force", env=env)
     assert res.returncode == 0, res.stderr
     assert summary(res.stderr)[3] == "built"
+    assert summary(res.stderr)[1] == summary(triton_build["stderr"])[1]  # the same bytes
     assert zipfile.ZipFile(tmp_path / "out" / NAME).testzip() is None
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import io
+import os
 import subprocess
 import tarfile
 import threading
@@ -227,3 +228,24 @@ def test_git_clone_of_a_missing_repo_is_not_retried_and_leaves_nothing(
     assert "network" not in (info.value.hint or "")
     assert (tmp_path / "fetch.log").read_text().count("git clone --mirror") == 1
     assert not list((tmp_path / "cache" / "git").iterdir())
+
+
+def test_git_epoch_is_the_pinned_commits_committer_time(tmp_path: Path) -> None:
+    """SOURCE_DATE_EPOCH of a git source: the pinned commit's committer time (a real repository
+    with commits at fixed dates), not the newest commit and not the checkout's file times."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git("init", "-q", cwd=repo)
+    dates = {"1": "1600000000 +0000", "2": "1700000000 +0200"}
+    for n, date in dates.items():
+        (repo / "f").write_text(n)
+        git("add", ".", cwd=repo)
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", n],
+                       cwd=repo, check=True, env={**os.environ, "GIT_COMMITTER_DATE": date,
+                                                  "GIT_AUTHOR_DATE": "1000000000 +0000"})
+        if n == "1":
+            pinned = git("rev-parse", "HEAD", cwd=repo)
+    dest = tmp_path / "out"
+    fetch.git_checkout(f"file://{repo}", pinned, (), tmp_path / "cache", dest,
+                       tmp_path / "fetch.log")
+    assert fetch.git_epoch(dest, tmp_path / "fetch.log") == 1600000000

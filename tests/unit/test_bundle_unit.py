@@ -17,7 +17,7 @@ from rocmbuild.publish.views import is_view_name, views_of
 from rocmbuild.recipe import load
 from rocmbuild.recipe.model import ROCM_LIBS
 from rocmbuild.recipe.plan import RocmRuntime
-from rocmbuild.stages.tag import _set_version, rocm_requirement
+from rocmbuild.stages.tag import _set_header, rocm_requirement
 from rocmbuild.wheel import read_wheel
 
 HSAKMT = Path("/usr/lib/x86_64-linux-gnu/libhsakmt.so.1")
@@ -101,6 +101,10 @@ def test_host_bound_metadata_line() -> None:
     assert rocm_requirement("6.4.1") == "rocm (>=6.4,<6.5)"
     assert rocm_requirement("7") == "rocm (>=7.0,<7.1)"
     meta = b"Metadata-Version: 2.1\nName: x\nVersion: 1.0\nRequires-Dist: a\n\nbody\nVersion: no\n"
+    def _set_version(data: bytes, version: str, external: str | None = None) -> bytes:
+        data = _set_header(data, "Version", version)
+        return _set_header(data, "Requires-External", external) if external else data
+
     out = _set_version(meta, "1.0+rocm6.2", "rocm (>=6.2,<6.3)").decode()
     assert out == ("Metadata-Version: 2.1\nName: x\nVersion: 1.0+rocm6.2\nRequires-Dist: a\n"
                    "Requires-External: rocm (>=6.2,<6.3)\n\nbody\nVersion: no\n")

@@ -34,7 +34,7 @@ def test_retag_appends_local_label_and_provenance(tmp_path: Path) -> None:
         "2.8.3.post1",
     )
     out = tmp_path / "out"
-    tagged = retag(src, out, "rocm6.2.gfx942", {"recipe": "flash-attn"})
+    tagged = retag(src, out, "rocm6.2.gfx942", {"recipe": "flash-attn"}, 0)
     assert tagged.name == "flash_attn-2.8.3.post1+rocm6.2.gfx942-1-cp311-cp311-linux_x86_64.whl"
     assert list(out.iterdir()) == [tagged]  # no temporary left behind
     w = read_wheel(tagged)  # METADATA Version and name agree with the new file name
@@ -53,6 +53,6 @@ def test_retag_extends_an_existing_local_label(tmp_path: Path) -> None:
         "flash_attn-1.0+rocm6.2",
         "1.0+rocm6.2",
     )
-    tagged = retag(src, tmp_path / "out", "gfx942", {})
+    tagged = retag(src, tmp_path / "out", "gfx942", {}, 0)
     assert tagged.name == "flash_attn-1.0+rocm6.2.gfx942-py3-none-any.whl"
     assert read_wheel(tagged).version == Version("1.0+rocm6.2.gfx942")

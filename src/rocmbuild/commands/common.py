@@ -74,6 +74,10 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
                    + env_help("gpu_vendor", "amd"))
     p.add_argument("--rocm-path", default=None, help="ROCm root, e.g. /opt/rocm "
                    + env_help("rocm_path", "HIP_PATH, then /opt/rocm"))
+    p.add_argument("--build-tag", default=None, metavar="N",
+                   help="give the wheel a PEP 427 build tag (name-ver-N-py3-...whl), to "
+                   "republish a rebuild deliberately; part of the cache key "
+                   + env_help("build_tag", "none"))
 
 
 def jobs(args: argparse.Namespace) -> int | None:
@@ -110,6 +114,7 @@ def plan_from_args(args: argparse.Namespace, host_file: str | None = None) -> tu
         jobs=jobs(args),
         rocm_version=options.resolve("rocm_version", args.rocm_version),
         gpu_vendor=options.resolve("gpu_vendor", args.gpu_vendor, "amd"),
+        build_tag=options.resolve("build_tag", getattr(args, "build_tag", None)),
     )
     if host_file:
         host = hostmod.load(Path(host_file))

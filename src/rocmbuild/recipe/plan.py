@@ -165,6 +165,11 @@ class Plan:
     """The recipe's [[downloads]] whose ``when`` holds, all pinned by sha256."""
     repair: bool = False
     """build.repair (default: on for the cmake backend): auditwheel repair before tag."""
+    env_key: dict[str, str] = field(default_factory=dict)
+    """``env`` with ``{jobs}`` left unfilled: what the cache key and the wheel's provenance hold
+    (MAX_JOBS follows this host's free memory; it does not change the wheel)."""
+    build_tag: str = ""
+    """The wheel's PEP 427 build tag (``--build-tag``), "" for none; in the cache key when set."""
     cache_key: str = ""
 
     @property
@@ -247,8 +252,20 @@ class Plan:
             "offline": self.offline,
             **({"downloads": self.downloads_json()} if self.downloads else {}),
             **({"repair": True} if self.repair else {}),
+            **({"build_tag": self.build_tag} if self.build_tag else {}),
             "cache_key": self.cache_key,
         }
+
+    def inputs_json(self) -> dict[str, Any]:
+        """``to_json`` without what follows this host's state or the recipe file's place
+        (MAX_JOBS and its reason, the recipe path, messages): what the wheel's provenance
+        records, so that two builds of the same inputs write the same bytes."""
+        out = self.to_json()
+        for volatile in ("jobs", "jobs_reason", "recipe_path", "host_requires_reason"):
+            out.pop(volatile)
+        if self.env_key:
+            out["env"] = dict(self.env_key)
+        return out
 
 
 def display(p: Path) -> Path:

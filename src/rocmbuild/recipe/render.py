@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rocmbuild import __version__, arch, jobs, label
+from rocmbuild import __version__, arch, jobs, label, options
 from rocmbuild.config import SOURCE_TREE_IGNORE
 from rocmbuild.errors import RecipeError, ToolchainError, UsageError
 from rocmbuild.host import Host
@@ -43,6 +43,7 @@ class Target:
     jobs: int | None = None
     rocm_version: str | None = None
     gpu_vendor: str = "amd"
+    build_tag: str | None = None
 
 
 def _fill(template: str, values: Mapping[str, str], where: str) -> str:
@@ -164,7 +165,10 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         host_requires = (*host_requires, "hip-compiler")
     if rocm.compiler is not None and host.compiler is not None:
         values["hip_compiler"] = host.compiler.path
-        values["hip_flags"] = " ".join(host.compiler.flags)
+        # -fuse-cuid=none: clang's default names each file's device code after a hash of its
+        # path, so the same source built in another directory gave other bytes
+        # (docs/reproducible.md)
+        values["hip_flags"] = " ".join((*host.compiler.flags, "-fuse-cuid=none"))
 
     env: dict[str, str] = {"HIP_PLATFORM": "amd"}  # /usr/local/cuda makes HIP tools pick nvidia
     if root is not None and root.kind == "rocm":
@@ -271,6 +275,8 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         offline=recipe.offline,
         downloads=downloads,
         repair=recipe.backend == "cmake" if recipe.repair is None else recipe.repair,
+        env_key=keyed_env,
+        build_tag=_build_tag(target.build_tag),
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
 
@@ -279,6 +285,17 @@ def _runtime(recipe: Recipe) -> RocmRuntime:
     if recipe.rocm_runtime != "bundle":
         return RocmRuntime(recipe.rocm_runtime)
     return RocmRuntime("bundle", recipe.bundle_libs or ROCM_LIBS, recipe.bundle_data)
+
+
+def _build_tag(tag: str | None) -> str:
+    """A PEP 427 build tag: a number, optionally followed by letters (``2``, ``3rebuild``)."""
+    if tag is None or tag == "":
+        return ""
+    if not re.fullmatch(options.BUILD_TAG, tag):
+        raise UsageError(f"--build-tag: {tag!r} is not a build tag",
+                         hint="a number that starts the tag, e.g. --build-tag 1 (PEP 427: "
+                         "the wheel of a higher number wins among equal versions)")
+    return tag
 
 
 def _cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:

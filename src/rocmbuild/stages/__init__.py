@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from rocmbuild import options
 from rocmbuild.config import Workspace
 from rocmbuild.errors import BuildError
 from rocmbuild.host import Host
@@ -25,6 +26,19 @@ class Context:
     force: bool = False
     artifacts: Artifacts = field(default_factory=Artifacts)
     timings: dict[str, float] = field(default_factory=dict)
+
+
+ZIP_EPOCH = 315532800
+"""1980-01-01T00:00:00Z: zip cannot store an earlier date."""
+
+
+def source_date_epoch(artifacts: Artifacts) -> int:
+    """The SOURCE_DATE_EPOCH of a build: the variable when the user sets it (the
+    reproducible-builds convention), else the source's own time from fetch, else 1980-01-01;
+    never before 1980 (zip's first date)."""
+    given = options.env("SOURCE_DATE_EPOCH")
+    value = int(given) if given else artifacts.source_date_epoch
+    return max(value if value is not None else ZIP_EPOCH, ZIP_EPOCH)
 
 
 def need(value: T | None, what: str, stage: str) -> T:

@@ -28,7 +28,7 @@ from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, StageResult, Status, TorchBuild
 from rocmbuild.run import no_network, redact
 from rocmbuild.run import run as sh
-from rocmbuild.stages import Context, need
+from rocmbuild.stages import Context, need, source_date_epoch
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -257,7 +257,12 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     # This interpreter's bin first: the venv's cmake (>= 3.27) and ninja, not the system's.
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     # The host's environment only through the allow-list (hostenv.PASS_ENV + build.pass_env).
-    env = hostenv.child_env(os.environ, {"PATH": path, **plan.env}, plan.pass_env)
+    # SOURCE_DATE_EPOCH: the source's own time, so that backends that honour it (setuptools'
+    # bdist_wheel, cmake's string(TIMESTAMP), compilers' __DATE__) write the same bytes each time
+    env = hostenv.child_env(
+        os.environ,
+        {"PATH": path, "SOURCE_DATE_EPOCH": str(source_date_epoch(ctx.artifacts)), **plan.env},
+        plan.pass_env)
     for var, where in ctx.artifacts.downloads or ():
         env[var] = str(where)  # [[downloads]]: fetched, verified, cached by fetch
     prefix = _offline_prefix(plan)

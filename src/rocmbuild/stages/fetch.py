@@ -13,6 +13,7 @@ a missing file are reported at once with the tool's own words.
 
 from __future__ import annotations
 
+import calendar
 import errno
 import hashlib
 import http.client
@@ -266,6 +267,30 @@ def extract(archive: Path, dest: Path) -> Path:
                          "(--workdir / ROCMBUILD_WORKDIR)") from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def archive_epoch(archive: Path) -> int | None:
+    """The newest member's modification time in a tar or zip archive (an sdist's own time: the
+    SOURCE_DATE_EPOCH of its build), or None when it has no dated member."""
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf:
+                times = [calendar.timegm((*i.date_time, 0, 0, 0)) for i in zf.infolist()]
+        else:
+            with tarfile.open(archive) as tf:
+                times = [int(m.mtime) for m in tf.getmembers()]
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, ValueError, OverflowError,
+            zlib.error, lzma.LZMAError):
+        return None  # extract() already read it: this cannot happen to a real archive
+    return max((t for t in times if t > 0), default=None)
+
+
+def git_epoch(tree: Path, log_path: Path) -> int | None:
+    """The checked-out commit's committer time (seconds since the epoch)."""
+    res = sh(["git", "-C", str(tree), "log", "-1", "--format=%ct", "HEAD"], env=_git_env(),
+             log_path=log_path, capture=True, check=False)
+    out = res.output.strip().splitlines()
+    return int(out[-1]) if res.returncode == 0 and out and out[-1].isdigit() else None
 
 
 def _unsafe_name(name: str) -> str | None:
@@ -534,11 +559,16 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         cached = (ctx.ws.cache / "downloads" / src.sha256).is_dir()
         archive = download(src.url, src.sha256, ctx.ws.cache)
         extract(archive, dest)
+        epoch = archive_epoch(archive)
         reason = f"sdist {archive.name}" + (" (cached download)" if cached else "")
     elif src.kind == "git":
         git_checkout(src.url, src.commit, src.submodules, ctx.ws.cache, dest, log_path)
+        epoch = git_epoch(dest, log_path)
         reason = f"git {src.url} @ {src.commit[:12]}"
     else:
+        # a local tree's file times say when it was checked out or edited, not what it holds
+        # (its content is in the cache key): its builds use 1980-01-01 (docs/reproducible.md)
+        epoch = None
         origin = Path(src.path)  # absolute: render resolved it against the recipe file
         shutil.copytree(
             origin,
@@ -550,4 +580,4 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     if got:
         reason += f"; {len(plan.downloads)} download(s)"
     return StageResult(Status.SUCCESS, time.monotonic() - start, reason, log_path,
-                       Artifacts(tree=dest, downloads=got))
+                       Artifacts(tree=dest, downloads=got, source_date_epoch=epoch))

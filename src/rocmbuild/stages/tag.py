@@ -1,91 +1,115 @@
-"""Tag: give the wheel its local version label (``2.8.3.post1`` -> ``2.8.3.post1+rocm6.2.gfx942``)
-and record provenance in ``*.dist-info/rocmbuild.json``: the rendered plan, source pin, patch
-hashes, toolchain versions, archs, MAX_JOBS and timings.
+"""Tag: give the wheel its local version label (``2.8.3.post1`` -> ``2.8.3.post1+rocm6.2.gfx942``),
+the build tag when one is asked for (``--build-tag 1``: ``name-ver-1-py3-...whl``, PEP 427), and
+record provenance in ``*.dist-info/rocmbuild.json``: the inputs only (recipe hash, source pin,
+patch hashes, toolchain versions, env, archs; ``Plan.inputs_json``).
 
-The wheel is rewritten with ``wheel.wheelfile.WheelFile``, which writes RECORD with correct hashes,
-so pip, ``wheel unpack`` and ``pip show -f`` accept the result.
+The wheel is rewritten reproducibly: members in a stable order (``*.dist-info`` last, RECORD
+last of all), every date the build's SOURCE_DATE_EPOCH (never before 1980), modes 0644 or 0755,
+RECORD written afresh with correct hashes, so pip, ``wheel unpack`` and ``pip show -f`` accept
+it and two builds of the same inputs give the same bytes. What only describes one build (stage
+timings, MAX_JOBS and its reason, the backend's own wheel) goes into the build record beside
+the wheel (``<wheel>.build.json``), never into the wheel.
 """
 
 from __future__ import annotations
 
+import base64
+import csv
+import hashlib
+import io
 import json
-import os
+import stat
 import sys
 import time
 import zipfile
 from pathlib import Path
 from typing import Any
 
-from wheel.wheelfile import WheelFile
-
-from rocmbuild import __version__, fsutil, label, options
-from rocmbuild.digest import sha256_file
+from rocmbuild import __version__, fsutil, label
 from rocmbuild.errors import BuildError
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, StageResult, Status, TorchBuild
-from rocmbuild.stages import Context, need
+from rocmbuild.stages import ZIP_EPOCH, Context, need, source_date_epoch
 from rocmbuild.wheel import PROVENANCE, SHARED_LIB, WheelFormatError, parse_wheel_name
 
+ZIP_LAST = 4354819198  # 2107-12-31T23:59:58Z, zip's last date
 
-def retag(src: Path, out_dir: Path, local: str, provenance: dict[str, Any],
-          requires_external: str | None = None) -> Path:
-    """Write ``src`` with ``+local`` appended to its version and rocmbuild.json added (and a
-    ``Requires-External`` line in METADATA when given)."""
+_SIGNATURES = ("RECORD", "RECORD.jws", "RECORD.p7s")  # written afresh / no longer valid
+
+
+def retag(src: Path, out_dir: Path, local: str, provenance: dict[str, Any], epoch: int,
+          build_tag: str = "", requires_external: str | None = None) -> Path:
+    """Write ``src`` with ``+local`` appended to its version, ``build_tag`` in its name (""
+    keeps the backend's, if any), a ``Requires-External`` line in METADATA when given and
+    ``rocmbuild.json`` added, reproducibly (dates ``epoch``, sorted members, normalised
+    modes)."""
     parts = parse_wheel_name(src.name)  # the parts keep their spelling
     old_namever = parts.namever
     sep = "." if parts.version.local else "+"
     new_version = f"{parts.version}{sep}{local}"
-    new_name = parts.with_version(new_version)
+    tags = parts.rest.split("-")  # [build-]python-abi-platform
+    if build_tag:  # --build-tag replaces the backend's build tag, if it wrote one
+        tags = [build_tag, *tags[-3:]]
+    new_name = f"{parts.distribution}-{new_version}-{'-'.join(tags)}.whl"
     new_namever = f"{parts.distribution}-{new_version}"
+    info_dir = f"{new_namever}.dist-info"
+    members: dict[str, tuple[bytes, int]] = {}
+    with zipfile.ZipFile(src) as zin:
+        for info in zin.infolist():
+            if info.is_dir():
+                continue
+            top, _, rest = info.filename.partition("/")
+            if top == f"{old_namever}.dist-info":
+                if rest in _SIGNATURES:
+                    continue
+                top = info_dir
+            elif top == f"{old_namever}.data":
+                top = f"{new_namever}.data"
+            data = zin.read(info)
+            if top == info_dir and rest == "METADATA":
+                data = _set_header(data, "Version", new_version)
+                if requires_external:
+                    data = _set_header(data, "Requires-External", requires_external)
+            elif top == info_dir and rest == "WHEEL" and build_tag:
+                data = _set_header(data, "Build", build_tag)
+            mode = 0o755 if (info.external_attr >> 16) & 0o111 else 0o644
+            members[f"{top}/{rest}" if rest else top] = (data, mode)
+    members[f"{info_dir}/{PROVENANCE}"] = (
+        json.dumps(provenance, indent=2, sort_keys=True).encode() + b"\n", 0o644)
     out_dir.mkdir(parents=True, exist_ok=True)
     final = out_dir / new_name
-    # SOURCE_DATE_EPOCH keeps RECORD's zip timestamp fixed (zip cannot store dates before 1980).
-    saved = options.env("SOURCE_DATE_EPOCH")
-    os.environ["SOURCE_DATE_EPOCH"] = saved or "315532800"
-    try:
-        # the temporary has the final name: WheelFile derives the dist-info name from it
-        with (
-            fsutil.atomic_path(final) as tmp,
-            zipfile.ZipFile(src) as zin,
-            WheelFile(tmp, "w") as zout,
-        ):
-            for info in zin.infolist():
-                if info.is_dir():
-                    continue
-                top, _, rest = info.filename.partition("/")
-                if top == f"{old_namever}.dist-info":
-                    if rest == "RECORD":
-                        continue  # WheelFile writes a fresh one
-                    top = f"{new_namever}.dist-info"
-                elif top == f"{old_namever}.data":
-                    top = f"{new_namever}.data"
-                data = zin.read(info)
-                if rest == "METADATA" and top.endswith(".dist-info"):
-                    data = _set_version(data, new_version, requires_external)
-                new_info = zipfile.ZipInfo(f"{top}/{rest}" if rest else top, info.date_time)
-                new_info.external_attr = info.external_attr
-                new_info.compress_type = zipfile.ZIP_DEFLATED
-                zout.writestr(new_info, data)
-            blob = json.dumps(provenance, indent=2, sort_keys=True).encode()
-            zout.writestr(f"{new_namever}.dist-info/{PROVENANCE}", blob)
-        return final
-    finally:
-        if saved is None:
-            del os.environ["SOURCE_DATE_EPOCH"]
+    date_time = time.gmtime(min(max(epoch, ZIP_EPOCH), ZIP_LAST))[:6]  # what zip can store
+    record = io.StringIO()
+    rows = csv.writer(record, lineterminator="\n")
+    with fsutil.atomic_path(final) as tmp, zipfile.ZipFile(tmp, "w") as zout:
+        for name in sorted(members, key=lambda n: (n.split("/")[0] == info_dir, n)):
+            data, mode = members[name]
+            _write(zout, name, data, mode, date_time)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+            rows.writerow((name, f"sha256={digest.decode()}", len(data)))
+        rows.writerow((f"{info_dir}/RECORD", "", ""))
+        _write(zout, f"{info_dir}/RECORD", record.getvalue().encode(), 0o644, date_time)
+    return final
 
 
-def _set_version(metadata: bytes, version: str, requires_external: str | None = None) -> bytes:
-    lines = metadata.decode("utf-8").split("\n")
-    end = len(lines)
-    for i, line in enumerate(lines):
-        if line.startswith("Version:"):
-            lines[i] = f"Version: {version}"
-        if not line:  # end of headers
-            end = i
-            break
-    if requires_external and f"Requires-External: {requires_external}" not in lines[:end]:
-        lines.insert(end, f"Requires-External: {requires_external}")
-    return "\n".join(lines).encode("utf-8")
+def _write(zout: zipfile.ZipFile, name: str, data: bytes, mode: int,
+           date_time: tuple[int, int, int, int, int, int]) -> None:
+    info = zipfile.ZipInfo(name, date_time)
+    info.external_attr = (stat.S_IFREG | mode) << 16
+    info.create_system = 3  # unix, wherever it runs: the modes above mean what they say
+    info.compress_type = zipfile.ZIP_DEFLATED
+    zout.writestr(info, data, compresslevel=6)
+
+
+def _set_header(text: bytes, key: str, value: str) -> bytes:
+    """Set one header of an email-style metadata file (METADATA's Version, WHEEL's Build),
+    leaving the body and the other headers as they are."""
+    lines = text.decode("utf-8").split("\n")
+    end = lines.index("") if "" in lines else len(lines)
+    head = [ln for ln in lines[:end] if not ln.startswith(f"{key}:")]
+    at = next((i for i, ln in enumerate(lines[:end]) if ln.startswith(f"{key}:")), None)
+    head.insert(at if at is not None else len(head), f"{key}: {value}")
+    return "\n".join(head + lines[end:]).encode("utf-8")
 
 
 def local_label(plan: Plan, torch: TorchBuild | None, torch_log: Path) -> str:
@@ -107,6 +131,8 @@ def local_label(plan: Plan, torch: TorchBuild | None, torch_log: Path) -> str:
         raise BuildError(f"{where}: {exc}",
                          hint="a torch version starts with major.minor, e.g. 2.9.1") from exc
     return label.local(plan.rocm.version, plan.archs, part)
+
+
 def rocm_requirement(version: str) -> str:
     """``rocm (>=6.2,<6.3)``: the ROCm release series a host-bound wheel was built for (its
     libraries' ABI changes between minor releases, as the per-release index URLs upstream
@@ -121,14 +147,9 @@ def _native(wheel: Path) -> bool:
         return any(SHARED_LIB.search(n) for n in zf.namelist())
 
 
-def run(plan: Plan, ctx: Context) -> StageResult:
-    start = time.monotonic()
-    raw = need(ctx.artifacts.raw_wheel, "built wheel", "tag")
-    bundled = ctx.artifacts.bundle
-    src = bundled.wheel if bundled is not None else raw
-    log_path = ctx.log_dir / "tag.log"
-    local = local_label(plan, ctx.artifacts.torch, ctx.log_dir / "torch.log")
-    provenance: dict[str, Any] = {
+def provenance(plan: Plan, ctx: Context, epoch: int, local: str) -> dict[str, Any]:
+    """What the wheel records of its making: inputs only, no times, no host state."""
+    return {
         "rocmbuild_version": __version__,
         "recipe": plan.recipe,
         "recipe_sha256": plan.recipe_sha256,
@@ -139,38 +160,43 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         "rocm_version": plan.rocm.version,
         "rocm_version_from": plan.rocm.version_kind,
         "local_version": local,
+        "build_tag": plan.build_tag or None,
         "runtime_env": plan.runtime_env,
         "validate_requires": list(plan.validate.requires),
-        "validate_upstream": plan.validate.upstream_json(),
-        "validate_floor": plan.validate.floor_json(),
         "cache_key": plan.cache_key,
         "python_tag": plan.host.python_tag,
         "source": plan.source_json(),
+        "source_date_epoch": epoch,
         "patches": [{"file": p["file"], "sha256": p["sha256"]} for p in plan.patches_json()],
-        "downloads": plan.downloads_json(),
-        "offline": plan.offline,
         "torch": ctx.artifacts.torch.to_json() if ctx.artifacts.torch else {},
         "toolchain": {
             "rocm": plan.rocm.to_json(),
             "python": sys.version.split()[0],
             **{d: ctx.host.dists.get(d) for d in ("pip", "setuptools", "wheel")},
         },
-        "jobs": {"max_jobs": plan.jobs, "reason": plan.jobs_reason},
-        "timings": {k: round(v, 3) for k, v in ctx.timings.items()},
         **({"hipify": ctx.artifacts.hipify.to_json()} if ctx.artifacts.hipify else {}),
-        "original_wheel": {"name": raw.name, "sha256": sha256_file(raw)},
         # bundle: what went in (the patterns are in "plan")
         "rocm_runtime": {"mode": plan.runtime.mode,
-                         **(bundled.to_json() if bundled is not None else {})},
-        "plan": plan.to_json(),
+                         **(ctx.artifacts.bundle.to_json() if ctx.artifacts.bundle else {})},
+        "plan": plan.inputs_json(),
     }
+
+
+def run(plan: Plan, ctx: Context) -> StageResult:
+    start = time.monotonic()
+    raw = need(ctx.artifacts.raw_wheel, "built wheel", "tag")
+    bundled = ctx.artifacts.bundle
+    src = bundled.wheel if bundled is not None else raw
+    log_path = ctx.log_dir / "tag.log"
+    epoch = source_date_epoch(ctx.artifacts)
+    local = local_label(plan, ctx.artifacts.torch, ctx.log_dir / "torch.log")
     try:
         # a host-bound wheel with native code says which ROCm it needs (PEP 345's
         # Requires-External; pip shows it, publish files the wheel under that ROCm's view)
         external = (rocm_requirement(plan.rocm.version)
                     if plan.runtime.mode == "host" and _native(src) else None)
-        tagged = retag(src, ctx.log_dir.parent / f".{plan.short_key}-tagged", local, provenance,
-                       external)
+        tagged = retag(src, ctx.log_dir.parent / f".{plan.short_key}-tagged", local,
+                       provenance(plan, ctx, epoch, local), epoch, plan.build_tag, external)
     except (zipfile.BadZipFile, KeyError, ValueError, WheelFormatError) as exc:
         raise BuildError(
             f"{raw.name}: cannot retag: {exc}",
@@ -179,5 +205,6 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     if bundled is not None:  # the bundle stage's copy is spent (GBs for torch)
         bundled.wheel.unlink(missing_ok=True)
     return StageResult(
-        Status.SUCCESS, time.monotonic() - start, tagged.name, log_path, Artifacts(wheel=tagged)
+        Status.SUCCESS, time.monotonic() - start, tagged.name, log_path,
+        Artifacts(wheel=tagged),
     )
