@@ -365,7 +365,9 @@ def preflight(plan: Plan, host: Host) -> None:
     if lacking:
         raise ToolchainError(f"{what} cannot be built on this host: needs "
                              + "; and ".join(lacking), hint=hint(plan, lacking, host))
-    absent = [d for d in plan.python_requires if d not in host.dists]
+    # with a build env, python_requires is checked inside it once it is made (rocmbuild.buildenv)
+    absent = [] if plan.build_env is not None else [
+        d for d in plan.python_requires if d not in host.dists]
     if absent:
         raise ToolchainError(
             f"{what} builds without isolation and needs {', '.join(absent)} installed in "

@@ -1,7 +1,7 @@
 """The pipeline: a visible tuple of stages run in order over one Plan.
 
-preflight -> [cache hit? deliver] -> fetch -> patch -> hipify -> build -> repair -> bundle
-          -> tag -> audit
+preflight -> [cache hit? deliver] -> fetch -> patch -> env -> hipify -> build -> repair
+          -> bundle -> tag -> audit
           -> [validate] -> store in cache -> deliver to the wheel dir
 
 A hit is verified (entry.json's shape, the wheel's sha256; a bad entry is discarded and
@@ -36,7 +36,7 @@ from rocmbuild.errors import (
 )
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, StageResult, Status
-from rocmbuild.stages import Context, audit, fetch, hipify, need, patch, repair, tag
+from rocmbuild.stages import Context, audit, env, fetch, hipify, need, patch, repair, tag
 from rocmbuild.stages import build as build_stage
 from rocmbuild.stages import bundle as bundle_stage
 from rocmbuild.stages import validate as validate_stage
@@ -46,6 +46,7 @@ Stage = Callable[[Plan, Context], StageResult]
 STAGES: tuple[tuple[str, Stage], ...] = (
     ("fetch", fetch.run),
     ("patch", patch.run),
+    ("env", env.run),
     ("hipify", hipify.run),
     ("build", build_stage.run),
     ("repair", repair.run),  # before tag: the label and provenance land in the repaired wheel
@@ -57,9 +58,9 @@ STAGES: tuple[tuple[str, Stage], ...] = (
 BUILD_STAGES, VALIDATE_STAGE = STAGES[:-1], STAGES[-1:]
 
 STAGE_ERRORS: dict[str, type[RocmbuildError]] = {
-    "fetch": FetchError, "patch": PatchError, "hipify": BuildError, "build": BuildError,
-    "repair": BuildError, "bundle": BuildError, "tag": BuildError, "audit": AuditError,
-    "validate": ValidationError,
+    "fetch": FetchError, "patch": PatchError, "env": BuildError, "hipify": BuildError,
+    "build": BuildError, "repair": BuildError, "bundle": BuildError, "tag": BuildError,
+    "audit": AuditError, "validate": ValidationError,
 }
 """The error class an OSError inside a stage becomes (a file in the way, no permission, a full
 disk in the workdir, its logs, the cache's git mirrors and downloads)."""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rocmbuild.audit import WheelAudit
+    from rocmbuild.buildenv import BuildEnv
 
 
 class Status(enum.Enum):
@@ -128,6 +129,8 @@ class Artifacts:
     source_date_epoch: int | None = None
     """fetch: the source's own time (the pinned commit's committer time, the sdist's newest
     member), the SOURCE_DATE_EPOCH of the build and of the wheel's timestamps."""
+    build_env: BuildEnv | None = None
+    """env: the recipe's build environment (None: the build uses this interpreter)."""
     raw_wheel: Path | None = None
     """build: the wheel as the backend made it."""
     build_log: Path | None = None

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from rocmbuild.recipe.model import (
@@ -193,6 +194,9 @@ class Checker:
                 self.choice(k, item, loc)
                 if k.pattern and not re.match(k.pattern, item):
                     self.bad(f"{loc}[{i}]", k.pattern_msg.replace("%r", repr(item)))
+            if k.requirement:
+                for i, item in enumerate(items):
+                    self.requirement(item, f"{loc}[{i}]")
             if k.placeholders:
                 for i, item in enumerate(items):
                     self.placeholders(item, f"{loc}[{i}]")
@@ -225,6 +229,17 @@ class Checker:
         except InvalidSpecifier:
             self.bad(loc, f"bad version range in {value!r}: expected PEP 440 specifiers "
                      f"separated by commas, e.g. \"{base}>=6.2,<7.1\"")
+
+    def requirement(self, text: str, key: str) -> None:
+        """A PEP 508 requirement from an index: a URL or a path would bypass the pins."""
+        try:
+            req = Requirement(text)
+        except InvalidRequirement as exc:
+            self.bad(key, f"{text!r} is not a requirement ({str(exc).splitlines()[0]})")
+            return
+        if req.url:
+            self.bad(key, f"{text!r}: a URL requirement is not pinned by the index; name a "
+                     "version instead")
 
     def strings(self, value: list[Any], key: str) -> tuple[str, ...]:
         if not all(isinstance(v, str) for v in value):

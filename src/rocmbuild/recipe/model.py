@@ -194,6 +194,9 @@ class Key:
     """The default, for the docs, when it is not a constant."""
     const: int | None = None
     """The format version an integer key must equal (schema_version)."""
+    requirement: bool = False
+    """Each item of a strings key is a PEP 508 requirement from an index (a name, optional
+    extras, version specifiers and markers; no URL)."""
 
     def allowed(self) -> tuple[str, ...]:
         return self.choices() if callable(self.choices) else self.choices
@@ -393,6 +396,18 @@ class Variant:
     label_torch: bool | None = toml(
         "label_torch", "boolean", "Overrides target.label_torch (a pure-Python variant is not "
         "bound to one torch's ABI).", "false", default=None, default_text="target.label_torch",
+    )
+    build_requires: tuple[str, ...] | None = toml(
+        "build_requires", "strings", "Overrides build.build_requires.",
+        '["setuptools>=70.1,<80", "wheel"]', default=None, requirement=True,
+        default_text="build.build_requires",
+    )
+    build_requirements_file: str | None = toml(
+        "build_requirements_file", "string",
+        'Overrides build.build_requirements_file (``""``: none).',
+        '"requirements-build.txt"', default=None, default_text="build.build_requirements_file",
+        pattern=r"^(?!/)(?!.*(^|/)\.\.(/|$))", pattern_msg="must be a relative path inside "
+        "the source tree (no leading / and no ..), got %r",
     )
 
     upstream_tests: tuple[str, ...] | None = toml(
@@ -596,8 +611,27 @@ class Recipe:
     )
     python_requires: tuple[str, ...] = toml(
         "build.python_requires", "strings",
-        "Distributions that must be importable in the building Python.",
-        '["torch", "setuptools", "ninja"]', default=(),
+        "Distributions that must be importable in the building Python: this interpreter, or "
+        "the build environment when the recipe declares build requirements (checked there "
+        "after it is made).", '["torch", "setuptools", "ninja"]', default=(),
+    )
+    build_requires: tuple[str, ...] = toml(
+        "build.build_requires", "strings",
+        "Build requirements (PEP 508, pinned or bounded) installed from the configured index "
+        "into the recipe's own build environment: a venv of this Python that sees the host's "
+        "torch and what torch requires, and nothing else from the host (docs/build-env.md). "
+        "The build's ``python`` and ``PATH`` are that venv's; the exact versions installed go "
+        "into rocmbuild.json. With neither this nor build.build_requirements_file the build "
+        "runs with this interpreter as it is.",
+        '["setuptools>=70.1,<80", "wheel", "ninja"]', default=(), requirement=True,
+    )
+    build_requirements_file: str = toml(
+        "build.build_requirements_file", "string",
+        "A requirements file inside the source tree (e.g. PyTorch's requirements-build.txt) "
+        "whose requirements go into the build environment too (requirement lines and comments "
+        "only; no pip options).", '"requirements-build.txt"', default="",
+        pattern=r"^(?!/)(?!.*(^|/)\.\.(/|$))", pattern_msg="must be a relative path inside "
+        "the source tree (no leading / and no ..), got %r",
     )
     host_requires: tuple[str, ...] = toml(
         "build.host_requires", "strings",

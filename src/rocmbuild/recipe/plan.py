@@ -67,6 +67,25 @@ class BuildHost:
 
 
 @dataclass(frozen=True)
+class BuildEnvSpec:
+    """The build environment a plan asks for (docs/build-env.md): the recipe's requirements, as
+    written, with the recipe keys they come from (for error messages). The exact versions are
+    only known once the env exists (``rocmbuild.buildenv``); the cache key hashes these."""
+
+    requires: tuple[str, ...] = ()
+    requires_key: str = "build.build_requires"
+    requirements_file: str = ""
+    """A file inside the source tree (read after fetch; the source pin pins its content)."""
+    requirements_file_key: str = "build.build_requirements_file"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"requires": list(self.requires)}
+        if self.requirements_file:
+            out["requirements_file"] = self.requirements_file
+        return out
+
+
+@dataclass(frozen=True)
 class ValidateSpec:
     imports: tuple[str, ...] = ()
     kernel: str = ""
@@ -170,6 +189,8 @@ class Plan:
     (MAX_JOBS follows this host's free memory; it does not change the wheel)."""
     build_tag: str = ""
     """The wheel's PEP 427 build tag (``--build-tag``), "" for none; in the cache key when set."""
+    build_env: BuildEnvSpec | None = None
+    """None: the recipe declares no build requirements; the build runs with this interpreter."""
     cache_key: str = ""
 
     @property
@@ -253,6 +274,7 @@ class Plan:
             **({"downloads": self.downloads_json()} if self.downloads else {}),
             **({"repair": True} if self.repair else {}),
             **({"build_tag": self.build_tag} if self.build_tag else {}),
+            **({"build_env": self.build_env.to_json()} if self.build_env else {}),
             "cache_key": self.cache_key,
         }
 

@@ -22,6 +22,7 @@ from rocmbuild.errors import RecipeError, ToolchainError, UsageError
 from rocmbuild.host import Host
 from rocmbuild.recipe.model import ROCM_LIBS, Download, Patch, Recipe, Source
 from rocmbuild.recipe.plan import (
+    BuildEnvSpec,
     BuildHost,
     CompilerPin,
     Plan,
@@ -277,6 +278,7 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         repair=recipe.backend == "cmake" if recipe.repair is None else recipe.repair,
         env_key=keyed_env,
         build_tag=_build_tag(target.build_tag),
+        build_env=_build_env(recipe, variant_name),
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
 
@@ -296,6 +298,22 @@ def _build_tag(tag: str | None) -> str:
                          hint="a number that starts the tag, e.g. --build-tag 1 (PEP 427: "
                          "the wheel of a higher number wins among equal versions)")
     return tag
+
+
+def _build_env(recipe: Recipe, variant_name: str) -> BuildEnvSpec | None:
+    """The build environment the recipe (or the variant, overriding) asks for; None when it
+    declares no build requirements."""
+    v = recipe.variants.get(variant_name)
+    requires, requires_key = recipe.build_requires, "build.build_requires"
+    if v is not None and v.build_requires is not None:
+        requires, requires_key = v.build_requires, f"variants.{variant_name}.build_requires"
+    file, file_key = recipe.build_requirements_file, "build.build_requirements_file"
+    if v is not None and v.build_requirements_file is not None:
+        file = v.build_requirements_file
+        file_key = f"variants.{variant_name}.build_requirements_file"
+    if not requires and not file:
+        return None
+    return BuildEnvSpec(requires, requires_key, file, file_key)
 
 
 def _cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 from wheel.wheelfile import WheelFile
 
-from rocmbuild import hostenv, log, options
+from rocmbuild import buildenv, hostenv, log, options
 from rocmbuild.errors import BuildError, CommandFailed
 from rocmbuild.host import Host
 from rocmbuild.recipe.plan import Plan
@@ -112,15 +112,16 @@ _TORCH_PROBE = (
 )
 
 
-def torch_facts(host: Host, log_path: Path, env: dict[str, str] | None = None) -> TorchBuild:
-    """torch as the build saw it, including the C++ ABI flag (needs an import, in a child with
-    the build's environment ``env``)."""
+def torch_facts(host: Host, log_path: Path, python: str = sys.executable,
+                env: dict[str, str] | None = None) -> TorchBuild:
+    """torch as the build saw it (``python``: the build env's, when there is one), including the
+    C++ ABI flag (needs an import, in a child)."""
     info = host.torch
     if not info.version:
         return TorchBuild()
     fallback = TorchBuild(info.version, info.hip, info.cuda)
     try:
-        res = sh([sys.executable, "-c", _TORCH_PROBE], capture=True, log_path=log_path, env=env)
+        res = sh([python, "-c", _TORCH_PROBE], capture=True, log_path=log_path, env=env)
         facts = json.loads(res.output.strip().splitlines()[-1])
     except (CommandFailed, ValueError, IndexError, OSError):  # OSError: its log cannot be
         return fallback  # written; the build's own commands then fail on that, as a BuildError
@@ -254,14 +255,20 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     out_dir.mkdir()
     stage_dir = tree / "_rocmbuild_stage"
     shutil.rmtree(stage_dir, ignore_errors=True)
-    # This interpreter's bin first: the venv's cmake (>= 3.27) and ninja, not the system's.
-    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    benv = ctx.artifacts.build_env
+    if benv is not None:  # the recipe's build env: its python, its bin/ first on PATH
+        python, host_vars = str(benv.python), buildenv.host_environ(os.environ)
+        own = benv.overlay(os.environ)
+    else:  # this interpreter's bin first: the venv's cmake (>= 3.27) and ninja, not the system's
+        python, host_vars = sys.executable, dict(os.environ)
+        own = {"PATH": os.pathsep.join([str(Path(sys.executable).parent),
+                                        os.environ.get("PATH", "")])}
     # The host's environment only through the allow-list (hostenv.PASS_ENV + build.pass_env).
     # SOURCE_DATE_EPOCH: the source's own time, so that backends that honour it (setuptools'
     # bdist_wheel, cmake's string(TIMESTAMP), compilers' __DATE__) write the same bytes each time
     env = hostenv.child_env(
-        os.environ,
-        {"PATH": path, "SOURCE_DATE_EPOCH": str(source_date_epoch(ctx.artifacts)), **plan.env},
+        host_vars,
+        {**own, "SOURCE_DATE_EPOCH": str(source_date_epoch(ctx.artifacts)), **plan.env},
         plan.pass_env)
     for var, where in ctx.artifacts.downloads or ():
         env[var] = str(where)  # [[downloads]]: fetched, verified, cached by fetch
@@ -275,14 +282,14 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     # Probe torch (the ABI flag needs an import, about a second) while the build runs.
     torch: list[TorchBuild] = []
     prober = threading.Thread(
-        target=lambda: torch.append(torch_facts(ctx.host, ctx.log_dir / "torch.log", env)),
-        daemon=True,
+        target=lambda: torch.append(torch_facts(ctx.host, ctx.log_dir / "torch.log", python,
+                                                env)), daemon=True,
     )
     prober.start()
     try:
         for command in plan.commands:
             argv = [
-                sys.executable if a == "python" else
+                python if a == "python" else
                 a.replace("{wheel_tmp}", str(out_dir)).replace("{stage_dir}", str(stage_dir))
                 for a in command
             ]

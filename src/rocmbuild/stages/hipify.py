@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 
-from rocmbuild import compiler, hostenv
+from rocmbuild import buildenv, compiler, hostenv
 from rocmbuild.errors import BuildError, CommandFailed, ToolchainError
 from rocmbuild.recipe.model import Hipify
 from rocmbuild.recipe.plan import Plan
@@ -97,11 +97,12 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     # A command may rewrite a whole PyTorch: its tree is only hashed (scanned: what changed).
     before = _snapshot(root, names=step.tool != "command")
     renamed: tuple[tuple[str, str], ...] = ()
+    python, env = _python(plan, ctx)
     if step.tool == "command":
-        _command(plan, tree, log_path)
+        _command(plan, tree, log_path, python, env)
         origin = {rel: rel for rel in before}
     elif step.tool == "torch":
-        origin = _torch(plan, step, root, ctx.log_dir, log_path)
+        origin = _torch(plan, step, root, ctx.log_dir, log_path, python, env)
     else:
         origin = _perl(plan, step, root, ctx, log_path)
     if step.tool == "torch" and not step.out_of_place:
@@ -143,11 +144,23 @@ def run(plan: Plan, ctx: Context) -> StageResult:
                        Artifacts(hipify=report))
 
 
-def _command(plan: Plan, tree: Path, log_path: Path) -> None:
-    argv = [sys.executable if a == "python" else a for a in plan.hipify]
+def _python(plan: Plan, ctx: Context) -> tuple[str, dict[str, str]]:
+    """The build's Python and its child's environment: host variables through the allow-list
+    (hostenv) under the plan's env; with the recipe's build env, its python and its bin/ first
+    on PATH."""
+    benv = ctx.artifacts.build_env
+    if benv is None:
+        return sys.executable, hostenv.child_env(os.environ, plan.env, plan.pass_env)
+    return str(benv.python), hostenv.child_env(
+        buildenv.host_environ(os.environ), {**benv.overlay(os.environ), **plan.env},
+        plan.pass_env)
+
+
+def _command(plan: Plan, tree: Path, log_path: Path, python: str, env: dict[str, str]
+             ) -> None:
+    argv = [python if a == "python" else a for a in plan.hipify]
     try:
-        sh(argv, cwd=tree, env=hostenv.child_env(os.environ, plan.env, plan.pass_env),
-           log_path=log_path)
+        sh(argv, cwd=tree, env=env, log_path=log_path)
     except CommandFailed as exc:
         raise BuildError(
             f"hipify ({' '.join(plan.hipify)}) failed: {exc.message}",
@@ -156,8 +169,8 @@ def _command(plan: Plan, tree: Path, log_path: Path) -> None:
         ) from exc
 
 
-def _torch(plan: Plan, step: Hipify, root: Path, log_dir: Path, log_path: Path
-           ) -> dict[str, str]:
+def _torch(plan: Plan, step: Hipify, root: Path, log_dir: Path, log_path: Path, python: str,
+           env: dict[str, str]) -> dict[str, str]:
     """torch.utils.hipify in a child; the outputs it wrote -> their sources (relative)."""
     base = str(root.resolve())
     exts = [*TORCH_EXTENSIONS, *(() if step.out_of_place else ("CMakeLists.txt",))]
@@ -173,9 +186,8 @@ def _torch(plan: Plan, step: Hipify, root: Path, log_dir: Path, log_path: Path
     args.write_text(json.dumps(settings, indent=1), encoding="utf-8")
     result.unlink(missing_ok=True)
     try:
-        sh([sys.executable, str(driver), str(args), str(result)], cwd=root,
-           env={**hostenv.child_env(os.environ, plan.env, plan.pass_env),
-                "PYTHONDONTWRITEBYTECODE": "1"}, log_path=log_path)
+        sh([python, str(driver), str(args), str(result)], cwd=root,
+           env={**env, "PYTHONDONTWRITEBYTECODE": "1"}, log_path=log_path)
     except CommandFailed as exc:
         raise BuildError(f"hipify (torch.utils.hipify) failed: {exc.message}",
                          hint="the log shows the traceback; torch.utils.hipify comes with torch "

@@ -149,6 +149,10 @@ def _native(wheel: Path) -> bool:
 
 def provenance(plan: Plan, ctx: Context, epoch: int, local: str) -> dict[str, Any]:
     """What the wheel records of its making: inputs only, no times, no host state."""
+    benv = ctx.artifacts.build_env
+    # the build's own pip/setuptools/wheel: the build env's when there is one
+    tools = dict(ctx.host.dists) if benv is None else dict(
+        (*benv.host_packages, *benv.packages))
     return {
         "rocmbuild_version": __version__,
         "recipe": plan.recipe,
@@ -172,8 +176,9 @@ def provenance(plan: Plan, ctx: Context, epoch: int, local: str) -> dict[str, An
         "toolchain": {
             "rocm": plan.rocm.to_json(),
             "python": sys.version.split()[0],
-            **{d: ctx.host.dists.get(d) for d in ("pip", "setuptools", "wheel")},
+            **{d: tools.get(d) for d in ("pip", "setuptools", "wheel")},
         },
+        "build_env": benv.to_json() if benv is not None else None,
         **({"hipify": ctx.artifacts.hipify.to_json()} if ctx.artifacts.hipify else {}),
         # bundle: what went in (the patterns are in "plan")
         "rocm_runtime": {"mode": plan.runtime.mode,
