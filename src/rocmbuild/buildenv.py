@@ -325,23 +325,20 @@ def ensure(spec: BuildEnvSpec, tree: Path, envs_dir: Path, recipe: str, recipe_f
     digest = _digest(reqs, view)
     root = envs_dir / f"{recipe}-{digest[:16]}"
     with lock.held(envs_dir / f".{root.name}.lock", f"the build environment {root.name}"):
-        found = _read_marker(root, digest)
-        if found is not None:
-            return found
-        shutil.rmtree(root, ignore_errors=True)
-        env = _make(root, digest, reqs, view, log_path)
-        missing = [d for d in python_requires
-                   if canonicalize_name(d) not in {n for n, _ in (*env.packages,
-                                                                   *env.host_packages)}]
-        if missing:
-            raise ToolchainError(
-                f"{recipe_file}: build.python_requires: {', '.join(missing)} not in the build "
-                "environment",
-                hint="add them to build.build_requires (or the requirements file)")
-        fsutil.write_atomic(root / MARKER, json.dumps(
-            {"format": FORMAT, "digest": digest, "requirements": list(env.requirements),
-             "packages": env.packages, "host_packages": env.host_packages}, indent=1))
-        return env
+        env = _read_marker(root, digest)
+        if env is None:
+            shutil.rmtree(root, ignore_errors=True)
+            env = _make(root, digest, reqs, view, log_path)
+            fsutil.write_atomic(root / MARKER, json.dumps(
+                {"format": FORMAT, "digest": digest, "requirements": list(env.requirements),
+                 "packages": env.packages, "host_packages": env.host_packages}, indent=1))
+    have = {n for n, _ in (*env.packages, *env.host_packages)}
+    missing = [d for d in python_requires if canonicalize_name(d) not in have]
+    if missing:
+        raise ToolchainError(
+            f"{recipe_file}: build.python_requires: {', '.join(missing)} not in the build "
+            "environment", hint="add them to build.build_requires (or the requirements file)")
+    return env
 
 
 def _make(root: Path, digest: str, reqs: list[Requested], view: list[HostDist],

@@ -204,6 +204,7 @@ CLASS_DOC = {
     "gate": "kernel gate: upstream tests, floors, faults, baseline store",
     "tool": "your own recipe directories (--recipes, ROCMBUILD_RECIPE_PATH) and completion",
     "verify": "verify and --build-tag: damaged provenance, recipe paths, build tags",
+    "buildenv": "build venv: build requirements (build_requires, requirements files)",
 }
 
 
