@@ -64,6 +64,22 @@ def test_wheel_record_and_provenance(triton_build: dict) -> None:
     assert record["sha256"] == summary(triton_build["stderr"])[1]
 
 
+def test_built_in_the_recipes_build_env(triton_build: dict) -> None:
+    """The recipe's build_requires went into a build env (setuptools below 80 although the host
+    venv has a newer one), torch came from the host, and rocmbuild.json lists the versions."""
+    with zipfile.ZipFile(triton_build["wheel"]) as zf:
+        prov = json.loads(zf.read("flash_attn-2.8.3.post1+rocm6.2.gfx942.dist-info/"
+                                  "rocmbuild.json"))
+    env = prov["build_env"]
+    packages = dict(p.split("==") for p in env["packages"])
+    assert {"setuptools", "wheel", "packaging", "psutil", "ninja", "pip"} <= set(packages)
+    assert int(packages["setuptools"].split(".")[0]) < 80
+    assert prov["toolchain"]["setuptools"] == packages["setuptools"]
+    assert any(p.startswith("torch==2.13.0") for p in env["host_packages"])
+    assert env["requirements"][0] == "setuptools>=70.1,<80"
+    assert "] env" in triton_build["stderr"] and "made flash-attn-" in triton_build["stderr"]
+
+
 def test_pip_installs_and_reads_the_wheel(triton_build: dict, tmp_path: Path) -> None:
     target = tmp_path / "site"
     subprocess.run(

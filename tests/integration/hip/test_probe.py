@@ -56,6 +56,19 @@ def test_probe_wheel_imports(probe_wheel_2, tmp_path):
     assert lines[2] == "ValueError D: head dim 96 is not supported (64 or 128)"
 
 
+def test_probe_built_in_its_build_env(probe_wheel_2):
+    """scikit-build-core, cmake and ninja came from the recipe's build env (their versions are
+    in rocmbuild.json), not from the host venv."""
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(probe_wheel_2) as zf:
+        prov = json.loads(zf.read(next(n for n in zf.namelist() if n.endswith("rocmbuild.json"))))
+    names = {p.split("==")[0] for p in prov["build_env"]["packages"]}
+    assert {"scikit-build-core", "cmake", "ninja", "pip"} <= names
+    assert prov["build_env"]["requirements"][0].startswith("scikit-build-core")
+
+
 def test_probe_942_only_fails_gfx90a(probe_wheel_942):
     assert audit.audit_wheel(probe_wheel_942, []).objects[0].archs == ["gfx942"]
     p = subprocess.run([sys.executable, "-m", "rocmbuild", "audit", str(probe_wheel_942),
