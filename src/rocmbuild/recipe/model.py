@@ -659,7 +659,8 @@ class Recipe:
     )
     hipify: tuple[str, ...] = toml(
         "build.hipify", "strings",
-        "A command run in the patched tree before the build (``python`` = this interpreter), "
+        "A command run in the patched tree before the build (``python`` = the build "
+        "environment's, else this interpreter), "
         "e.g. PyTorch's tools/amd_build/build_amd.py.",
         '["python", "tools/amd_build/build_amd.py"]', default=(), placeholders=True,
     )
