@@ -432,16 +432,17 @@ class Hipify:
 
     tool: str = toml(
         "tool", "string",
-        "``torch``: ``torch.utils.hipify`` from the torch in the build's Python, run in a child "
-        "process. ``perl``: ``hipify-perl`` from PATH, the ROCm root's bin or toolchain.json "
+        "``torch``: ``torch.utils.hipify`` from the torch in the build's Python (the build "
+        "environment's when the recipe has one), run in a child process. ``perl``: "
+        "``hipify-perl`` from PATH, the ROCm root's bin or toolchain.json "
         "(Debian 12 has none; in place only, CMakeLists.txt untouched). ``command``: run "
         "``command`` (what ``build.hipify`` does).",
         '"torch"', default="torch", choices=HIPIFY_TOOLS, noun="hipify tool",
     )
     command: tuple[str, ...] = toml(
         "command", "strings",
-        "tool = \"command\": the command run in the patched tree (``python`` = this "
-        "interpreter), e.g. PyTorch's tools/amd_build/build_amd.py.",
+        "tool = \"command\": the command run in the patched tree (``python`` = the build "
+        "environment's, else this interpreter), e.g. PyTorch's tools/amd_build/build_amd.py.",
         '["python", "tools/amd_build/build_amd.py"]', default=(), placeholders=True,
     )
     project_dir: str = toml(
