@@ -41,7 +41,7 @@ from rich.markup import escape
 from rocmbuild import fsutil, lock, log
 from rocmbuild.errors import BuildError, CommandFailed, ToolchainError
 from rocmbuild.recipe.plan import BuildEnvSpec
-from rocmbuild.run import run
+from rocmbuild.run import redact, run
 
 FORMAT = 1
 MARKER = "rocmbuild-env.json"
@@ -279,7 +279,7 @@ def _pip_progress(line: str) -> None:
     text = line.strip()
     if text.startswith(("Collecting ", "Processing ", "Downloading ", "Installing collected",
                         "Successfully")):
-        log.info(f"      {escape(text[:150])}")
+        log.info(f"      {escape(redact(text)[:150])}")
 
 
 _NOT_FOUND = re.compile(r"(?:No matching distribution found for|Could not find a version that "
@@ -289,7 +289,7 @@ _NOT_FOUND = re.compile(r"(?:No matching distribution found for|Could not find a
 def _pip_failed(output: str, reqs: list[Requested], log_path: Path, returncode: int
                 ) -> ToolchainError:
     """One line: the recipe key and requirement pip could not install, with pip's reason."""
-    errors = [ln.strip()[len("ERROR:"):].strip() for ln in output.splitlines()
+    errors = [redact(ln.strip()[len("ERROR:"):].strip()) for ln in output.splitlines()
               if ln.strip().startswith("ERROR:")]
     cause = errors[-1] if errors else f"pip exited with {returncode}"
     hint = ("check the pin, and that the configured index / find-links (pip.conf, "

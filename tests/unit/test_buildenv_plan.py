@@ -119,3 +119,10 @@ def test_pip_failure_names_the_key_and_requirement() -> None:
     conflict = buildenv._pip_failed("ERROR: ResolutionImpossible: ...\n", reqs, Path("l"), 1)
     assert conflict.message.startswith("r.toml: build.build_requires: cannot install the build "
                                        "requirements (wheel, six==0.0.1): ResolutionImpossible")
+
+
+def test_pip_lines_never_carry_index_credentials() -> None:
+    reqs = [buildenv.Requested("six==0.0.1", "r.toml: build.build_requires")]
+    out = ("ERROR: Could not fetch https://alice:s3cret@pypi.example/simple/six/ (timeout)\n")
+    err = buildenv._pip_failed(out, reqs, Path("l"), 1)
+    assert "s3cret" not in err.message and "alice" not in err.message
