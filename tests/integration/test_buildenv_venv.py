@@ -144,7 +144,11 @@ def _project(d: Path, reqs: str) -> Path:
 
 
 def test_cli_build_runs_in_the_env_and_records_versions(tmp_path: Path) -> None:
-    recipe = _project(tmp_path, '["setuptools>=70.1,<80", "wheel>=0.44"]')
+    """setuptools comes from the source tree's requirements file (PyTorch's style: comments
+    after requirements), wheel from build_requires."""
+    recipe = _project(tmp_path, '["wheel>=0.44"]\nbuild_requirements_file = "reqs-build.txt"')
+    (tmp_path / "src" / "reqs-build.txt").write_text(
+        "# Build System requirements\nsetuptools>=70.1,<80  # as PyTorch caps it\n")
     env = {"ROCMBUILD_WORKDIR": str(tmp_path / "build")}
     res = rocmbuild("build", str(recipe), "--arch", "gfx942", env=env)
     assert res.returncode == 0, res.stderr
@@ -160,8 +164,9 @@ def test_cli_build_runs_in_the_env_and_records_versions(tmp_path: Path) -> None:
     assert int(setuptools.split("==")[1].split(".")[0]) < 80
     assert prov["toolchain"]["setuptools"] == setuptools.split("==")[1]
     assert f"torch=={TORCH}" in benv["host_packages"]
-    assert benv["requirements"][:2] == ["setuptools>=70.1,<80", "wheel>=0.44"]
-    assert prov["plan"]["build_env"] == {"requires": ["setuptools>=70.1,<80", "wheel>=0.44"]}
+    assert benv["requirements"][:2] == ["wheel>=0.44", "setuptools>=70.1,<80"]
+    assert prov["plan"]["build_env"] == {"requires": ["wheel>=0.44"],
+                                         "requirements_file": "reqs-build.txt"}
 
 
 def test_cli_unresolvable_pin_is_one_line(tmp_path: Path) -> None:
