@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from rocmbuild import arch as archmod
 from rocmbuild import compiler as compmod
@@ -332,7 +333,12 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
 def _view_check(index: str, gpus: Sequence[dict[str, str]]) -> Check:
     """The per-arch view(s) of ``index``'s stable stage for the GPUs found (publish/views.py):
     the index a pip or uv on this host should use so that it gets wheels with code for them."""
-    base = index.rstrip("/") if "://" in index else Path(index).expanduser().absolute().as_uri()
+    if "://" in index:  # an upload URL may carry user:password@: never print it
+        parts = urlsplit(index)
+        base = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2],
+                                         query="", fragment="")).rstrip("/")
+    else:
+        base = Path(index).expanduser().absolute().as_uri()
     urls = {g["gfx"]: f"{base}/stable/{g['gfx']}/simple/" for g in gpus}
     lines = "; ".join(f"{gfx}: pip install --extra-index-url {u} NAME" for gfx, u in urls.items())
     return Check("index-view", "ok", lines, data={"views": urls})

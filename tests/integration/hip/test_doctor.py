@@ -107,12 +107,14 @@ def test_gpu_present_gives_default_arch(tmp_path):
 def test_index_view_for_this_hosts_gpu(tmp_path):
     """With an index configured, doctor names the per-arch view for the GPU the (fixture) KFD
     topology reports: an MI200 (gfx90a) host is told the gfx90a view, as a pip line."""
-    rep = run_doctor(tmp_path, archs=(), gpu=90010, index="https://wheels.example/rocm/")
+    rep = run_doctor(tmp_path, archs=(), gpu=90010,
+                     index="https://bob:s3cret@wheels.example/rocm/?token=t0k")
     c = rep.get("index-view")
     assert c.status == "ok"
     url = "https://wheels.example/rocm/stable/gfx90a/simple/"
     assert c.data["views"] == {"gfx90a": url}
     assert f"pip install --extra-index-url {url}" in c.message
+    assert "s3cret" not in json.dumps(rep.to_json()) and "t0k" not in c.message
     local = run_doctor(tmp_path / "d", archs=(), gpu=90402, index=str(tmp_path / "idx"))
     assert local.get("index-view").data["views"] == {
         "gfx942": f"{(tmp_path / 'idx').as_uri()}/stable/gfx942/simple/"}
