@@ -7,9 +7,9 @@ the all-wheels view (``<stage>/simple/``) and sharing its ``files/``::
 
 ``pip install --index-url <index>/<stage>/rocm6.2/simple/ torch`` then cannot pick a wheel made
 for another ROCm, and ``--extra-index-url <index>/<stage>/gfx90a/simple/`` cannot pick a wheel
-with no code for an MI200. A view is a name and a rule that gives each wheel the views it belongs to
-(``VIEWS``); to add one (issue 11: per-arch views), add a rule. A view name is a single path
-segment that is neither ``files`` nor ``simple``.
+with no code for an MI200. A view is a name and a rule that gives each wheel the views it
+belongs to (``VIEWS``); to add one, add a rule. A view name is a single path segment that is
+neither ``files`` nor ``simple``.
 """
 
 from __future__ import annotations
