@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from rocmbuild import arch as archmod
 from rocmbuild import compiler as compmod
@@ -157,7 +158,8 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
              recipe: str | None = None, variant: str | None = None,
              hip_compiler: str | None = None,
              site_paths: Sequence[str] | None = None, user: str | None = None,
-             workdir: Path | None = None, env: dict[str, str] | None = None) -> Report:
+             workdir: Path | None = None, env: dict[str, str] | None = None,
+             index: str | None = None) -> Report:
     """Run every check. ``user`` (fixture tests) names the user whose groups and device access
     are computed from the fixture's /etc/group and file modes instead of this process's."""
     env = dict(os.environ if env is None else env)
@@ -200,6 +202,9 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
         add(Check("gpus", "warn", f"no AMD GPU in {kfd_dir}: compiling works, running kernels "
                   "(validate) does not", "on a GPU host: load the amdgpu driver; in a container: "
                   "--device /dev/kfd --device /dev/dri", data={"gpus": []}))
+
+    if index and gpus:
+        add(_view_check(index, gpus))
 
     # requested archs
     defaults = False
@@ -323,6 +328,20 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
                   "allow unprivileged user namespaces (user.max_user_namespaces > 0) or build "
                   "as root; ROCMBUILD_OFFLINE=require turns the fallback into an error"))
     return Report(archs, recipe, checks, h)
+
+
+def _view_check(index: str, gpus: Sequence[dict[str, str]]) -> Check:
+    """The per-arch view(s) of ``index``'s stable stage for the GPUs found (publish/views.py):
+    the index a pip or uv on this host should use so that it gets wheels with code for them."""
+    if "://" in index:  # an upload URL may carry user:password@: never print it
+        parts = urlsplit(index)
+        base = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2],
+                                         query="", fragment="")).rstrip("/")
+    else:
+        base = Path(index).expanduser().absolute().as_uri()
+    urls = {g["gfx"]: f"{base}/stable/{g['gfx']}/simple/" for g in gpus}
+    lines = "; ".join(f"{gfx}: pip install --extra-index-url {u} NAME" for gfx, u in urls.items())
+    return Check("index-view", "ok", lines, data={"views": urls})
 
 
 def _component_checks(plan: Plan, h: Host) -> list[Check]:

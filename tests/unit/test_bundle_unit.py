@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from rocmbuild import bundle
+from rocmbuild.arch import KNOWN_ARCHS
 from rocmbuild.errors import BuildError, RecipeError
 from rocmbuild.publish.views import is_view_name, views_of
 from rocmbuild.recipe import load
@@ -113,15 +114,18 @@ def test_host_bound_metadata_line() -> None:
 
 
 def test_views_of_a_wheel(tmp_path: Path) -> None:
+    """The ROCm views; these wheels have no device code but rocmbuild provenance, so they are
+    also in every known arch's view (publish/views.arch_views)."""
+    every = tuple(sorted(KNOWN_ARCHS, key=lambda a: (len(a), a)))
     host = read_wheel(_wheel(tmp_path / "a-1.0-py3-none-any.whl", {},
                              "Requires-External: rocm (>=6.2,<6.3)\n", {"rocm_version": "6.4"}))
-    assert views_of(host) == ("rocm6.2",)  # METADATA decides
+    assert views_of(host) == ("rocm6.2", *every)  # METADATA decides
     bundled = read_wheel(_wheel(tmp_path / "b-1.0-py3-none-any.whl", {}, "",
                                 {"rocm_version": "6.4.1"}))
-    assert views_of(bundled) == ("rocm6.4",)
+    assert views_of(bundled) == ("rocm6.4", *every)
     other = read_wheel(_wheel(tmp_path / "c-1.0-py3-none-any.whl", {},
                               "Requires-External: libfoo\n", {"rocm_version": "../x"}))
-    assert views_of(other) == ()
+    assert views_of(other) == every
     assert not is_view_name("simple") and not is_view_name("files") and is_view_name("rocm6.2")
     assert not is_view_name("../x") and not is_view_name(".hidden")
 

@@ -26,6 +26,9 @@ def register(sub: common.Subparsers) -> None:
                    + common.env_help("hip_compiler", "detected"))
     p.add_argument("--root", default="/", help="file system root for sysfs, /dev, /etc/group, "
                    "/opt/rocm (fixture trees)")
+    p.add_argument("--index", default=None, help="static index (directory or its http(s) URL) "
+                   "whose per-arch view for this host's GPUs to print "
+                   + common.env_help("index", "none"))
     common.add_json(p, "the report and this host")
     p.set_defaults(handler=run)
 
@@ -46,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
         archs = ["native"] if spec.strip() == "native" else list(arch.parse_archs(spec))
     report = doctor.diagnose(root=Path(args.root), archs=archs, recipe=args.recipe,
                              variant=options.resolve("variant", args.variant),
-                             hip_compiler=options.resolve("hip_compiler", args.hip_compiler))
+                             hip_compiler=options.resolve("hip_compiler", args.hip_compiler),
+                             index=options.resolve("index", args.index))
     if args.json:
         common.print_json(report.to_json())
     else:

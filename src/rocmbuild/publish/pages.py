@@ -119,22 +119,86 @@ def render_project_html(name: str, stage: str, files: list[FileEntry]) -> bytes:
     return _page(f"Links for {name}", f"Links for {name}", body)
 
 
+def install_snippets(path: str, project: str, view: str) -> tuple[str, str]:
+    """(pip, uv) lines that install ``project`` from the index directory ``path`` (relative to
+    the index root, e.g. ``stable/gfx90a/simple/``). pip gets it as an *extra* index so torch
+    and the rest still come from their own indexes; uv pins only ``project`` to it (an explicit
+    index is used for the packages that name it in ``[tool.uv.sources]`` and nothing else).
+    ``INDEX_URL`` stands for where the index is served; the page's script fills it in."""
+    url = f"INDEX_URL/{path}"
+    name = f"rocmbuild-{view}"
+    pip = f"pip install --extra-index-url {url} {project}"
+    uv = (f'[[tool.uv.index]]\nname = "{name}"\nurl = "{url}"\nexplicit = true\n\n'
+          f'[tool.uv.sources]\n{project} = {{ index = "{name}" }}')
+    return pip, uv
+
+
+# Replaces INDEX_URL/<path> in the snippets with the absolute URL of <path>, which the page
+# knows from its own address (it lives at <index>/<path>/index.html or is served as <path>/).
+_SNIPPET_JS = (
+    "<script>for(const e of document.querySelectorAll('[data-index-path]')){"
+    "const own=e.dataset.ownPath,u=new URL(location.href);u.search='';u.hash='';"
+    "u.pathname=u.pathname.replace(/index\\.html$/,'');"
+    "if(!u.pathname.endsWith('/'+own))continue;"
+    "const base=u.href.slice(0,u.href.length-own.length-1);"
+    "e.textContent=e.textContent.split('INDEX_URL').join(base)}</script>\n"
+)
+
+
+def _snippet_block(path: str, own: str, project: str, view: str) -> str:
+    pip, uv = install_snippets(path, project, view)
+    attrs = f'data-index-path="{html.escape(path)}" data-own-path="{html.escape(own)}"'
+    return (f'<pre class="pip" {attrs}><code>{html.escape(pip)}</code></pre>\n'
+            f'<p>uv (<code>pyproject.toml</code>):</p>\n'
+            f'<pre class="uv" {attrs}><code>{html.escape(uv)}</code></pre>\n')
+
+
+def _view_kind(view: str) -> str:
+    if view.startswith("gfx"):
+        return f"wheels whose device code runs on {view} (multi-arch and pure-Python ROCm " \
+               "wheels included)"
+    if view.startswith("rocm"):
+        return f"wheels built for ROCm {view[4:]}"
+    return "a subset of the wheels"
+
+
 def render_root_html(stage: str, projects: list[dict[str, Any]],
-                     views: list[str] | None = None) -> bytes:
-    """The root page; ``views`` (of the all-wheels view) are linked above the table."""
-    links = ", ".join(f'<a href="../{quote(v)}/simple/">{html.escape(v)}</a>'
-                      for v in views or [])
-    view_line = ("<p>Views, each an index of its own for a subset of these wheels (rocmX.Y: "
-                 f"the wheels built for that ROCm release): {links}</p>\n" if links else "")
+                     views: list[str] | None = None, *, path: str | None = None) -> bytes:
+    """The root page; ``views`` (of the all-wheels view) are listed above the table, each with
+    its pip snippet. ``path``: this page's directory relative to the index root (e.g.
+    ``stable/gfx90a/simple/``); when given, the page shows its own pip and uv snippets."""
+    project = projects[0]["name"] if projects else "NAME"
+    install = ""
+    if path is not None:
+        view = path.split("/")[1] if path.count("/") > 2 else "all"
+        install = ("<h2>Install</h2>\n<p>pip (an extra index, so that torch still comes from "
+                   "its own index):</p>\n" + _snippet_block(path, path, project, view))
+    view_rows = ""
+    if views and path is not None:
+        stage_dir = path.split("/")[0]
+        rows = "".join(
+            f'<tr><td><a href="../{quote(v)}/simple/">{html.escape(v)}</a></td>'
+            f"<td>{html.escape(_view_kind(v))}</td>"
+            f'<td><code data-index-path="{stage_dir}/{quote(v)}/simple/" '
+            f'data-own-path="{html.escape(path)}">'
+            f"{html.escape(install_snippets(f'{stage_dir}/{v}/simple/', project, v)[0])}"
+            "</code></td></tr>\n" for v in views)
+        view_rows = ("<h2>Views</h2>\n<p>Each view is an index of its own for a subset of "
+                     "these wheels; a host on an MI200 (gfx90a) uses the gfx90a view and gets "
+                     "a wheel with code for its GPU.</p>\n<table>\n<tr><th>View</th><th>Holds"
+                     "</th><th>pip</th></tr>\n" + rows + "</table>\n")
+    elif views:
+        links = ", ".join(f'<a href="../{quote(v)}/simple/">{html.escape(v)}</a>' for v in views)
+        view_rows = f"<p>Views, each an index of its own for a subset of the wheels: {links}</p>\n"
     rows = "".join(
         f'<tr><td><a href="{quote(p["name"])}/">{html.escape(p["name"])}</a></td>'
         f"<td>{html.escape(p.get('_latest', ''))}</td><td>{p.get('_files', 0)}</td></tr>\n"
         for p in projects
     )
     body = (
-        f"<p>Stage <b>{html.escape(stage)}</b> &middot; {len(projects)} project(s). "
-        "Install with <code>pip install --index-url &lt;this page's URL&gt; NAME</code>.</p>\n"
-        + view_line
-        + "<table>\n<tr><th>Project</th><th>Latest</th><th>Files</th></tr>\n" + rows + "</table>\n"
+        f"<p>Stage <b>{html.escape(stage)}</b> &middot; {len(projects)} project(s).</p>\n"
+        + install + view_rows
+        + "<h2>Projects</h2>\n<table>\n<tr><th>Project</th><th>Latest</th><th>Files</th></tr>\n"
+        + rows + "</table>\n" + (_SNIPPET_JS if path is not None else "")
     )
     return _page(f"Simple index ({stage})", f"Simple index: {stage}", body)

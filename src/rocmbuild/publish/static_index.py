@@ -285,13 +285,16 @@ class StaticIndex:
         ``view_files`` (per view, per project) into each view's pages."""
         for view, files in sorted(view_files.items()):
             (gen / view / "simple").mkdir(parents=True, exist_ok=True)
-            self._write_simple(gen / view / "simple", f"{stage} / {view}", files)
+            self._write_simple(gen / view / "simple", f"{stage} / {view}", files,
+                               path=f"{stage}/{view}/simple/")
         live_views = sorted(p.name for p in gen.iterdir()
                             if p.is_dir() and views.is_view_name(p.name))
-        self._write_simple(gen / "simple", stage, new_files, live_views, steps=True)
+        self._write_simple(gen / "simple", stage, new_files, live_views, steps=True,
+                           path=f"{stage}/simple/")
 
     def _write_simple(self, simple: Path, stage: str, new_files: dict[str, list[FileEntry]],
-                      view_names: list[str] | None = None, steps: bool = False) -> None:
+                      view_names: list[str] | None = None, steps: bool = False,
+                      path: str | None = None) -> None:
         """Merge ``new_files`` into the project pages and the root page under ``simple``."""
         root_data = self._read_json(simple / "index.json") or pages.root_json([])
         root_by_name = {p["name"]: p for p in root_data["projects"]}
@@ -315,7 +318,8 @@ class StaticIndex:
             self._step("project-pages-written")
         projects = [root_by_name[n] for n in sorted(root_by_name)]
         _write(simple / "index.json", pages.dump(pages.root_json(projects)))
-        _write(simple / "index.html", pages.render_root_html(stage, projects, view_names or []))
+        _write(simple / "index.html", pages.render_root_html(stage, projects, view_names or [],
+                                                                   path=path))
         if steps:
             self._step("root-written")
 

@@ -3,20 +3,27 @@ the all-wheels view (``<stage>/simple/``) and sharing its ``files/``::
 
     <index>/<stage>/simple/                  every wheel of the stage
     <index>/<stage>/rocm6.2/simple/          the wheels built for ROCm 6.2
+    <index>/<stage>/gfx942/simple/           the wheels whose device code runs on gfx942
 
 ``pip install --index-url <index>/<stage>/rocm6.2/simple/ torch`` then cannot pick a wheel made
-for another ROCm. A view is a name and a rule that gives each wheel the views it belongs to
-(``VIEWS``); to add one (issue 11: per-arch views), add a rule. A view name is a single path
-segment that is neither ``files`` nor ``simple``.
+for another ROCm, and ``--extra-index-url <index>/<stage>/gfx90a/simple/`` cannot pick a wheel
+with no code for an MI200. A view is a name and a rule that gives each wheel the views it
+belongs to (``VIEWS``); to add one, add a rule. A view name is a single path segment that is
+neither ``files`` nor ``simple``.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from email.parser import HeaderParser
 from email.policy import compat32
+from pathlib import Path
 
+from rocmbuild import audit
+from rocmbuild.arch import KNOWN_ARCHS
+from rocmbuild.errors import RocmbuildError
 from rocmbuild.wheel import WheelInfo
 
 _REQUIRES_ROCM = re.compile(r"^rocm\s*\(\s*>=\s*(\d+)\.(\d+)")
@@ -39,7 +46,65 @@ def rocm_views(w: WheelInfo) -> tuple[str, ...]:
     return (f"rocm{int(m[1])}.{int(m[2])}",) if m else ()
 
 
-VIEWS: tuple[Callable[[WheelInfo], tuple[str, ...]], ...] = (rocm_views,)
+def arch_views(w: WheelInfo) -> tuple[str, ...]:
+    """``gfxNNN``: the GPU archs the wheel's device code runs on, as rocmbuild's own code-object
+    audit (audit.py) finds them in the wheel's bytes at publish time. The ``archs`` in
+    ``rocmbuild.json`` and the local label are what the build *asked for*; they are claims a
+    wheel can carry without the code, so they decide nothing here.
+
+    - Every ELF member with device code must cover the arch (a wheel runs on gfx942 only when
+      each of its GPU libraries does); a generic target (gfx9-4-generic) counts for each
+      processor it covers. Target features (``:xnack+``) are not split into views.
+    - A wheel with no device code at all (pure Python, e.g. the Triton flash-attn, which
+      compiles its kernels on the host at run time) runs on every arch: when rocmbuild built it
+      (``rocmbuild.json`` present) it is in the view of every known arch (arch.KNOWN_ARCHS) and
+      of every arch its build targeted. Other wheels without device code are not ROCm wheels and
+      stay in the all-wheels view only.
+    - A wheel the audit cannot read, or with HIP host code but no device code, is in no arch
+      view (publish's own checks decide whether it is published at all).
+    """
+    found = _audited_archs(str(w.path), w.sha256)
+    if found is None:
+        return ()
+    if found:
+        return found
+    if w.provenance is None:
+        return ()
+    claimed = w.provenance.get("archs")
+    extra = [a.split(":", 1)[0] for a in claimed if isinstance(a, str)] \
+        if isinstance(claimed, list) else []
+    return tuple(sorted({*KNOWN_ARCHS, *extra}, key=_arch_key))
+
+
+def _arch_key(name: str) -> tuple[int, str]:
+    return (len(name), name)
+
+
+@functools.lru_cache(maxsize=256)
+def _audited_archs(path: str, sha256: str) -> tuple[str, ...] | None:
+    """The base archs every device-code object of the wheel at ``path`` covers; () when it has
+    no device code; None when it cannot be trusted. ``sha256`` keys the cache to the bytes."""
+    del sha256
+    try:
+        report = audit.audit_wheel(Path(path), [])
+    except RocmbuildError:
+        return None
+    sets: list[set[str]] = []
+    for so in report.objects:
+        if so.hip_host and not so.archs:
+            return None
+        if so.archs:
+            covered: set[str] = set()
+            for target in so.archs:
+                base = target.split(":", 1)[0]
+                covered |= set(audit.GENERIC_TARGETS.get(base, {base}))
+            sets.append(covered)
+    if not sets:
+        return ()
+    return tuple(sorted(set.intersection(*sets), key=_arch_key))
+
+
+VIEWS: tuple[Callable[[WheelInfo], tuple[str, ...]], ...] = (rocm_views, arch_views)
 """The rules: each gives the views a wheel belongs to."""
 
 

@@ -76,10 +76,10 @@ def _clean_env(monkeypatch):
         monkeypatch.delenv(var, raising=False)
 
 
-def run_doctor(tmp_path, *, site="rocm", archs=("gfx942",), **tree):
+def run_doctor(tmp_path, *, site="rocm", archs=("gfx942",), index=None, **tree):
     root = make_root(tmp_path, **tree)
     return diagnose(root=root, archs=list(archs) if archs is not None else None, user="alice",
-                    site_paths=[str(make_site(tmp_path, site))], env={})
+                    site_paths=[str(make_site(tmp_path, site))], env={}, index=index)
 
 
 def test_healthy_gpu_host(tmp_path):
@@ -102,6 +102,25 @@ def test_gpu_present_gives_default_arch(tmp_path):
     rep = run_doctor(tmp_path, archs=None, gpu=90010)
     assert rep.archs == ["gfx90a"]
     assert rep.get("arch:gfx90a").status == "ok"
+
+
+def test_index_view_for_this_hosts_gpu(tmp_path):
+    """With an index configured, doctor names the per-arch view for the GPU the (fixture) KFD
+    topology reports: an MI200 (gfx90a) host is told the gfx90a view, as a pip line."""
+    rep = run_doctor(tmp_path, archs=(), gpu=90010,
+                     index="https://bob:s3cret@wheels.example/rocm/?token=t0k")
+    c = rep.get("index-view")
+    assert c.status == "ok"
+    url = "https://wheels.example/rocm/stable/gfx90a/simple/"
+    assert c.data["views"] == {"gfx90a": url}
+    assert f"pip install --extra-index-url {url}" in c.message
+    assert "s3cret" not in json.dumps(rep.to_json()) and "t0k" not in c.message
+    local = run_doctor(tmp_path / "d", archs=(), gpu=90402, index=str(tmp_path / "idx"))
+    assert local.get("index-view").data["views"] == {
+        "gfx942": f"{(tmp_path / 'idx').as_uri()}/stable/gfx942/simple/"}
+    assert not [c for c in run_doctor(tmp_path / "e", archs=()).checks if c.name == "index-view"]
+    assert not [c for c in run_doctor(tmp_path / "f", archs=(), gpu=0, index="x").checks
+                if c.name == "index-view"]  # no GPU: no view to name
 
 
 def test_gpu_not_in_arch_list_warns(tmp_path):

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import os
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -58,13 +59,15 @@ def free_port() -> int:
 
 def make_wheel(
     out: Path, name: str, version: str, payload: str = "", requires_python: str | None = ">=3.8",
-    metadata_extra: str = "",
+    metadata_extra: str = "", members: dict[str, bytes] | None = None,
 ) -> Path:
     """A minimal valid PEP 427 wheel written directly as a zip (pure python, py3-none-any);
-    ``metadata_extra``: more METADATA header lines (e.g. ``Requires-External: rocm (>=6.2)``)."""
+    ``metadata_extra``: more METADATA header lines (e.g. ``Requires-External: rocm (>=6.2)``);
+    ``members``: more files (e.g. a ``.so`` from ``hip_library``)."""
     dist = name.replace("-", "_")
     files: dict[str, bytes] = {
         f"{dist}/__init__.py": f"VERSION = {version!r}\n{payload}".encode(),
+        **(members or {}),
     }
     meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
     if requires_python:
@@ -143,3 +146,33 @@ def wait_for_http(url: str, proc: subprocess.Popen[bytes], what: str, seconds: f
                 tail = log.read_text(errors="replace")[-3000:] if log and log.exists() else ""
                 raise AssertionError(why + (f"; its log ends:\n{tail}" if tail else "")) from None
             time.sleep(0.1)
+
+
+def hip_library(targets: list[str]) -> bytes:
+    """A HIP shared object as the code-object audit reads it: an ELF64 file whose
+    ``.hip_fatbin`` holds one clang offload bundle with a host entry and a code object per
+    target (the layout clang writes; the code objects are stubs, since no GPU runs them here)."""
+    host = "host-x86_64-unknown-linux--"
+    ids = [host] + [f"hipv4-amdgcn-amd-amdhsa--{t}" for t in targets]
+    payload = b"\x7fELF" + b"\0" * 60
+    head = 24 + 8 + sum(24 + len(i) for i in ids)
+    off = -(-head // 4096) * 4096
+    table, blobs = b"", b""
+    for i in ids:
+        size = 0 if i == host else len(payload)
+        table += struct.pack("<QQQ", off + len(blobs) if size else off, size, len(i)) + i.encode()
+        blobs += payload if size else b""
+    header = b"__CLANG_OFFLOAD_BUNDLE__" + struct.pack("<Q", len(ids)) + table
+    fatbin = header + b"\0" * (off - len(header)) + blobs
+
+    def pad(b: bytes) -> bytes:
+        return b + b"\0" * (-len(b) % 4096)
+
+    names = b"\0.hip_fatbin\0.shstrtab\0"
+    sh = [struct.pack("<IIQQQQIIQQ", *([0] * 10)),
+          struct.pack("<IIQQQQIIQQ", 1, 1, 2, 4096, 4096, len(fatbin), 0, 0, 4096, 0)]
+    pos = 4096 + len(pad(fatbin))
+    sh.append(struct.pack("<IIQQQQIIQQ", 13, 3, 0, 0, pos, len(names), 0, 0, 1, 0))
+    eh = struct.pack("<16sHHIQQQIHHHHHH", b"\x7fELF\x02\x01\x01" + b"\0" * 9, 3, 62, 1, 0, 0,
+                     pos + len(names), 0, 64, 0, 0, 64, len(sh), len(sh) - 1)
+    return pad(eh) + pad(fatbin) + names + b"".join(sh)

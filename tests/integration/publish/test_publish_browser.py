@@ -10,7 +10,7 @@ import zlib
 from pathlib import Path
 
 import pytest
-from publish_helpers import make_wheel, rocmbuild
+from publish_helpers import hip_library, make_wheel, rocmbuild
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed")
@@ -128,3 +128,32 @@ def test_pages_render_in_chromium(tmp_path: Path) -> None:
         width, height, colours = png_pixels(png)
         assert (width, height) == (1200, 900)
         assert len(colours) > 5, f"{name} screenshot looks blank"
+
+
+def test_view_pages_show_pip_and_uv_snippets(tmp_path: Path) -> None:
+    """A per-arch view's root page shows its pip line (--extra-index-url) and uv's explicit
+    index + source, with INDEX_URL replaced by where the page is loaded from; the all-wheels
+    page lists each view with its pip line. (The wheel's HIP library is a stub ELF file with a
+    real offload-bundle layout: no GPU here.)"""
+    index = tmp_path / "index"
+    wheel = make_wheel(tmp_path / "w", "flash-attn", "2.8.3+rocm6.2.gfx90a",
+                       members={"flash_attn/_C.so": hip_library(["gfx90a"])})
+    rocmbuild("publish", str(wheel), "--index", str(index), check=True)
+    base = index.as_uri()
+    view = f"{base}/stable/gfx90a/simple/"
+    dom = chromium("--dump-dom", (index / "stable/gfx90a/simple/index.html").as_uri())
+    assert dom.returncode == 0, dom.stderr
+    assert f"pip install --extra-index-url {view} flash-attn" in dom.stdout
+    assert "[[tool.uv.index]]" in dom.stdout and f'url = "{view}"' in dom.stdout
+    assert "explicit = true" in dom.stdout
+    assert 'flash-attn = { index = "rocmbuild-gfx90a" }' in dom.stdout
+    assert "INDEX_URL" not in dom.stdout.split("<script>")[0]  # all filled in
+    dom = chromium("--dump-dom", (index / "stable/simple/index.html").as_uri())
+    assert dom.returncode == 0, dom.stderr
+    assert '<a href="../gfx90a/simple/">gfx90a</a>' in dom.stdout
+    assert f"pip install --extra-index-url {view} flash-attn" in dom.stdout
+    assert f"pip install --extra-index-url {base}/stable/simple/ flash-attn" in dom.stdout
+    png = tmp_path / "view.png"
+    shot = chromium(f"--screenshot={png}", (index / "stable/gfx90a/simple/index.html").as_uri())
+    assert shot.returncode == 0 and png.exists(), shot.stderr
+    assert len(png_pixels(png)[2]) > 5, "view screenshot looks blank"

@@ -1,0 +1,113 @@
+"""Per-arch views (``<stage>/<gfx>/simple/``): a pip or uv on a host with one GPU arch, pointed at
+that arch's view, gets a wheel with device code for it.
+
+Faked (no GPU and no ROCm here): the wheels' HIP libraries are small ELF files whose
+``.hip_fatbin`` holds a real clang offload bundle layout with stub code objects
+(``publish_helpers.hip_library``); the publish-time code-object audit reads them as it reads
+real ones. Real: rocmbuild publish, pip, uv, and the file:// index they read.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from publish_helpers import clean_env, hip_library, make_wheel, rocmbuild
+
+UV = Path(sys.executable).with_name("uv")
+ROCM62 = "Requires-External: rocm (>=6.2,<6.3)\n"
+
+
+def fa_wheel(out: Path, label: str, targets: list[str], claimed: list[str] | None = None) -> Path:
+    """A flash-attn-like wheel with one HIP library built for ``targets``; ``claimed``: the archs
+    its rocmbuild.json says (what a build asked for), when they differ from the code."""
+    members = {"fa/_C.so": hip_library(targets)}
+    prov = {"archs": claimed if claimed is not None else targets, "rocm_version": "6.2.0"}
+    members[f"fa-1.0+{label}.dist-info/rocmbuild.json"] = json.dumps(prov).encode()
+    return make_wheel(out, "fa", f"1.0+{label}", metadata_extra=ROCM62, members=members)
+
+
+def pip_gets(view: Path, target: Path) -> str:
+    """The version pip installs from ``view`` (as its index: nothing else is reachable here)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--no-cache-dir", "--index-url",
+         view.as_uri() + "/", "--target", str(target), "fa"],
+        env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return (target / "fa/__init__.py").read_text().split("'")[1]
+
+
+def uv_gets(view: Path, target: Path) -> str:
+    proc = subprocess.run(
+        [str(UV), "pip", "install", "--no-deps", "--no-cache", "--offline", "--index-url",
+         view.as_uri() + "/", "--target", str(target), "--python", sys.executable, "fa"],
+        env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return (target / "fa/__init__.py").read_text().split("'")[1]
+
+
+def test_arch_views_give_each_gpu_its_wheel(tmp_path: Path) -> None:
+    """gfx90a-only and gfx942-only builds of one version in one stage, plus a wheel whose
+    rocmbuild.json claims gfx90a but whose code has only gfx942 (and whose label sorts
+    highest): the gfx90a view holds the gfx90a build only, so pip and uv told they are on
+    gfx90a get it, while the all-wheels view gives the highest label. A second stage holding
+    only a gfx90a+gfx942 wheel gives that wheel on both views."""
+    w = tmp_path / "w"
+    w90a = fa_wheel(w, "rocm6.2.gfx90a", ["gfx90a:xnack-"])
+    w942 = fa_wheel(w, "rocm6.2.gfx942", ["gfx942:sramecc+:xnack-"])
+    liar = fa_wheel(w, "rocm6.2.zz", ["gfx942"], claimed=["gfx90a", "gfx942"])
+    index = tmp_path / "index"
+    res = rocmbuild("publish", str(w90a), str(w942), str(liar), "--index", str(index),
+                    "--dry-run", "--json", check=True)
+    pages = json.loads(res.stdout)["pages"]
+    assert "gfx90a/simple/fa/index.json" in pages and "gfx942/simple/index.html" in pages
+    rocmbuild("publish", str(w90a), str(w942), str(liar), "--index", str(index), check=True)
+    stage = index / "stable"
+    assert sorted(p.name for p in stage.iterdir()) == ["files", "gfx90a", "gfx942", "rocm6.2",
+                                                       "simple"]
+
+    def listed(view: str) -> list[str]:
+        data = json.loads((stage / view / "simple/fa/index.json").read_bytes())
+        return [f["filename"] for f in data["files"]]
+
+    assert listed("gfx90a") == [w90a.name]
+    assert listed("gfx942") == [w942.name, liar.name]
+    assert pip_gets(stage / "gfx90a/simple", tmp_path / "p90a") == "1.0+rocm6.2.gfx90a"
+    assert uv_gets(stage / "gfx90a/simple", tmp_path / "u90a") == "1.0+rocm6.2.gfx90a"
+    assert pip_gets(stage / "gfx942/simple", tmp_path / "p942") == "1.0+rocm6.2.zz"
+    assert pip_gets(stage / "simple", tmp_path / "pall") == "1.0+rocm6.2.zz"  # the issue's bug
+
+    root = (stage / "simple/index.html").read_text()
+    assert "pip install --extra-index-url INDEX_URL/stable/gfx90a/simple/ fa" in root
+    view_page = (stage / "gfx90a/simple/index.html").read_text()
+    assert "pip install --extra-index-url INDEX_URL/stable/gfx90a/simple/ fa" in view_page
+    assert "[[tool.uv.index]]" in view_page and "explicit = true" in view_page
+    assert 'fa = { index = &quot;rocmbuild-gfx90a&quot; }' in view_page
+
+    multi = fa_wheel(tmp_path / "m", "rocm6.2.multi", ["gfx90a", "gfx942"])
+    rocmbuild("publish", str(multi), "--index", str(index), "--stage", "testing", check=True)
+    testing = index / "testing"
+    for gfx in ("gfx90a", "gfx942"):
+        assert pip_gets(testing / gfx / "simple", tmp_path / f"m-{gfx}") == "1.0+rocm6.2.multi"
+        assert uv_gets(testing / gfx / "simple", tmp_path / f"mu-{gfx}") == "1.0+rocm6.2.multi"
+
+
+def test_wheels_without_device_code(tmp_path: Path) -> None:
+    """A rocmbuild wheel with no device code (the Triton flash-attn: its kernels compile on the
+    host at run time) is in every known arch's view; a wheel rocmbuild did not build, without
+    device code, is in none; a wheel with HIP host code but no device code is in none."""
+    w = tmp_path / "w"
+    prov = json.dumps({"archs": ["gfx942"], "rocm_version": "6.2.0"}).encode()
+    triton = make_wheel(w, "tri", "1.0", members={"tri-1.0.dist-info/rocmbuild.json": prov})
+    plain = make_wheel(w, "plain", "1.0")
+    hollow = make_wheel(w, "hollow", "1.0", members={
+        "hollow/_C.so": hip_library([]), "hollow-1.0.dist-info/rocmbuild.json": prov})
+    index = tmp_path / "index"
+    rocmbuild("publish", str(triton), str(plain), str(hollow), "--index", str(index), check=True)
+    stage = index / "stable"
+    for gfx in ("gfx90a", "gfx942", "gfx1100"):
+        names = [p["name"] for p in
+                 json.loads((stage / gfx / "simple/index.json").read_bytes())["projects"]]
+        assert names == ["tri"], gfx
