@@ -1,9 +1,10 @@
 """Memory-aware MAX_JOBS: min(cpus, floor(usable memory / memory per compile job)).
 
 Usable memory is MemAvailable from /proc/meminfo, capped by the tightest cgroup limit: cgroup v1
-(``memory.limit_in_bytes - memory.usage_in_bytes``) and v2 (``memory.max - memory.current``), in
-the process's own cgroup and every parent up to the hierarchy's root (a systemd slice or a Slurm
-job cgroup above the step's can hold the tighter limit), and by ``SLURM_MEM_PER_NODE`` /
+(``memory.limit_in_bytes - memory.usage_in_bytes``) and v2 (``memory.max - memory.current``),
+inactive page cache not counted as use, in the process's own cgroup and every parent up to the
+hierarchy's root (a systemd slice or a Slurm job cgroup above the step's can hold the tighter
+limit), and by ``SLURM_MEM_PER_NODE`` /
 ``SLURM_MEM_PER_CPU`` (MB). CPUs are the affinity mask, capped by the cgroup cpu quota (v1
 ``cpu.cfs_quota_us / cpu.cfs_period_us``, v2 ``cpu.max``, parents included), the cgroup's
 cpuset and ``SLURM_CPUS_PER_TASK``. Cgroup directories are found from /proc/self/cgroup and
@@ -143,7 +144,7 @@ def usable_memory(root: Path = Path("/")) -> tuple[int, str]:
             what = "memory.max"
         if limit is None or limit >= V1_UNLIMITED:
             continue
-        room = max(0, limit - used)
+        room = max(0, min(limit, limit - used + _inactive_file(cg)))
         if room < avail:
             avail = room
             source = f"cgroup v{cg.version} {what} {_gib(limit)} at {cg.name} minus use"
@@ -151,6 +152,18 @@ def usable_memory(root: Path = Path("/")) -> tuple[int, str]:
     if slurm is not None and slurm[0] < avail:
         avail, source = slurm
     return avail, source
+
+
+def _inactive_file(cg: CgroupDir) -> int:
+    """Page cache the kernel drops before it OOM-kills (``memory.stat``'s inactive file pages,
+    the whole subtree's on v1): not counted as use, so a cgroup whose files were read recently
+    does not look full."""
+    key = "total_inactive_file" if cg.version == 1 else "inactive_file"
+    for line in (_read(cg.path / "memory.stat") or "").splitlines():
+        name, _, value = line.partition(" ")
+        if name == key:
+            return max(0, _int(value) or 0)
+    return 0
 
 
 def _slurm_memory(root: Path) -> tuple[int, str] | None:

@@ -69,6 +69,14 @@ def test_v1_tightest_of_step_and_job(tmp_path: Path) -> None:
     assert mem == 4 * GiB and "at /slurm/uid_0/job_12/step_0 " in source
 
 
+def test_inactive_page_cache_is_not_use(tmp_path: Path) -> None:
+    files = v1_memory(10 * GiB, step_limit=str(5 * GiB))
+    files["sys/fs/cgroup/memory/slurm/uid_0/job_12/step_0/memory.usage_in_bytes"] = str(5 * GiB)
+    files["sys/fs/cgroup/memory/slurm/uid_0/job_12/step_0/memory.stat"] = (
+        f"cache {4 * GiB}\ninactive_file 1\ntotal_inactive_file {3 * GiB}\n")
+    assert jobs.usable_memory(fake(tmp_path, files))[0] == 3 * GiB  # 5 - 5 + 3
+
+
 def test_no_limits_anywhere_is_memavailable(tmp_path: Path) -> None:
     root = fake(tmp_path, v1_memory(UNLIMITED), avail_gb=20)
     assert jobs.usable_memory(root) == (20 * GiB, "MemAvailable")
