@@ -53,7 +53,7 @@ class Host:
     """The HIP compiler, when detection was asked for and found one."""
     cpus: int
     memory_bytes: int
-    """Usable memory: MemAvailable capped by the cgroup limit."""
+    """Usable memory: MemAvailable capped by the tightest cgroup (v1/v2, parents) or Slurm limit."""
     memory_source: str
     cpus_source: str = ""
     """Where ``cpus`` came from (``cgroup v1 cpu quota at /slurm/job_12``; empty: not known)."""
