@@ -295,7 +295,8 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
         add(Check("disk", "fail", f"{free:.1f} GiB free at {where}, the build needs ~{disk_gb:g} "
                   "GiB", "free space, or point --workdir / ROCMBUILD_WORKDIR at a bigger disk"))
     jp = jobs.plan(mem_per_job, None, cpus=h.cpus, usable_bytes=h.memory_bytes,
-                   source=h.memory_source)
+                   source=h.memory_source,
+                   cpus_source=h.cpus_source)
     if jp.usable_bytes >= mem_per_job * GiB:
         add(Check("memory", "ok", f"MAX_JOBS={jp.jobs}: {jp.reason}",
                   data={"jobs": jp.jobs, "mem_per_job_gb": mem_per_job}))

@@ -53,8 +53,10 @@ class Host:
     """The HIP compiler, when detection was asked for and found one."""
     cpus: int
     memory_bytes: int
-    """Usable memory: MemAvailable capped by the cgroup limit."""
+    """Usable memory: MemAvailable capped by the tightest cgroup (v1/v2, parents) or Slurm limit."""
     memory_source: str
+    cpus_source: str = ""
+    """Where ``cpus`` came from (``cgroup v1 cpu quota at /slurm/job_12``; empty: not known)."""
     gpus: tuple[str, ...] = ()
     """gfx targets of the AMD GPUs found in KFD sysfs (empty without a GPU)."""
     dists: Mapping[str, str] = field(default_factory=dict)
@@ -81,6 +83,7 @@ class Host:
             "compiler": None if self.compiler is None else self.compiler.to_json(),
             "compiler_error": self.compiler_error,
             "cpus": self.cpus,
+            **({"cpus_source": self.cpus_source} if self.cpus_source else {}),
             "memory": {"usable_bytes": self.memory_bytes, "source": self.memory_source},
             "gpus": list(self.gpus),
             "dists": dict(sorted(self.dists.items())),
@@ -105,6 +108,7 @@ def detect(*, rocm_path: str | None = None, hip_compiler: str | None = None,
                 raise  # named by the user: say what is wrong with it
             compiler_error = exc.message
     mem, mem_source = jobs.usable_memory(fs_root)
+    cpus, cpus_source = jobs.usable_cpus_why(fs_root)
     names = dict.fromkeys([*BUILD_DISTS, *dists])
     return Host(
         python=f"{sys.version_info.major}.{sys.version_info.minor}",
@@ -114,7 +118,8 @@ def detect(*, rocm_path: str | None = None, hip_compiler: str | None = None,
         rocm_root=toolchain.find_rocm_root(rocm_path, fs_root=fs_root),
         compiler=found_compiler,
         compiler_error=compiler_error,
-        cpus=jobs.usable_cpus(fs_root),
+        cpus=cpus,
+        cpus_source=cpus_source,
         memory_bytes=mem,
         memory_source=mem_source,
         gpus=tuple(dict.fromkeys(n["gfx"] for n in arch.kfd_nodes(
@@ -220,6 +225,7 @@ def from_json(data: Any, origin: str) -> Host:
         python=r.text(data, "python"), python_tag=r.text(data, "python_tag"),
         platform=r.text(data, "platform"), torch=torch, rocm_root=root, compiler=comp,
         cpus=cpus, memory_bytes=usable, memory_source=r.text(mem, "source", "memory."),
+        cpus_source=r.opt_text(data, "cpus_source", "") or "",
         gpus=tuple(gpus), dists=dict(dists), origin=origin,
         compiler_error=str(data.get("compiler_error") or ""))
 

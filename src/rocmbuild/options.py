@@ -108,6 +108,9 @@ ENV: dict[str, str] = {
     "GITHUB_ACTIONS": "set by GitHub Actions (true): stages are folded in ::group:: blocks",
     "ROCMBUILD_PROGRESS_SECONDS": "seconds between progress lines when stderr is not a "
                                   "terminal (default 10)",
+    "SLURM_CPUS_PER_TASK": "set by Slurm: caps the cpus MAX_JOBS plans with",
+    "SLURM_MEM_PER_CPU": "set by Slurm (MB): caps usable memory at this times the cpus",
+    "SLURM_MEM_PER_NODE": "set by Slurm (MB; 0: the whole node): caps usable memory",
     "ROCMBUILD_PUBLISH_PAUSE_AT": "test hook: pause publishing at this step",
     "ROCMBUILD_PUBLISH_PAUSE_MARKER": "test hook: file touched when the pause starts",
     "ROCMBUILD_PUBLISH_PAUSE_SECONDS": "test hook: pause length (default 60)",
@@ -149,6 +152,9 @@ def check_env() -> None:
         raise UsageError(f"ROCMBUILD_OFFLINE={offline!r}: expected recipe, require or off",
                          hint="e.g. ROCMBUILD_OFFLINE=require, or unset it")
     env_float("ROCMBUILD_PROGRESS_SECONDS", 10.0)
+    env_int("SLURM_CPUS_PER_TASK")
+    env_int("SLURM_MEM_PER_CPU", minimum=0)
+    env_int("SLURM_MEM_PER_NODE", minimum=0)
 
 
 def env_int(name: str, minimum: int = 1) -> int | None:

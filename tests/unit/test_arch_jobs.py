@@ -94,7 +94,7 @@ def test_jobs_respect_cgroup_v2_limit(tmp_path: Path) -> None:
     root = fake_root(tmp_path, avail_gb=500, cg_limit_gb=16, cg_used_gb=1)
     plan = jobs.plan_jobs(5.0, root=root, cpus=64)
     assert plan.jobs == 3  # floor((16 - 1) / 5), not 100 from the host's 500 GB
-    assert "cgroup memory.max 16.0 GiB" in plan.reason
+    assert "cgroup v2 memory.max 16.0 GiB at /build.slice" in plan.reason
 
 
 def test_jobs_limited_by_cpus_and_cpu_quota(tmp_path: Path) -> None:

@@ -148,7 +148,8 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
     components = (variant.rocm_components if variant and variant.rocm_components is not None
                   else recipe.rocm_components)
     job_plan = jobs.plan(mem, target.jobs, cpus=host.cpus, usable_bytes=host.memory_bytes,
-                         source=host.memory_source)
+                         source=host.memory_source,
+                         cpus_source=host.cpus_source)
     rocm = _rocm_target(recipe, target, host)
     root = host.rocm_root
 
