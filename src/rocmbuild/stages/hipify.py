@@ -28,6 +28,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from rocmbuild import buildenv, compiler, hostenv
+from rocmbuild.digest import sha256_file
 from rocmbuild.errors import BuildError, CommandFailed, ToolchainError
 from rocmbuild.recipe.model import Hipify
 from rocmbuild.recipe.plan import Plan
@@ -280,16 +281,8 @@ def _snapshot(root: Path, names: bool) -> dict[str, _Seen]:
     out: dict[str, _Seen] = {}
     for rel in _walk(root):
         if rel.endswith(SOURCE_SUFFIXES) or rel.rsplit("/", 1)[-1] == "CMakeLists.txt":
-            out[rel] = _seen(root / rel) if names else _Seen(_digest(root / rel), {})
+            out[rel] = _seen(root / rel) if names else _Seen(sha256_file(root / rel), {})
     return out
-
-
-def _digest(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _seen(path: Path) -> _Seen:
