@@ -84,8 +84,7 @@ PLACEHOLDERS_DOC = (
     "``{arch_names_comma}`` the same with plain gfx names (``gfx942``), repeats dropped, for "
     "builds whose allow-list knows no features (the audit still checks the features given), "
     "``{jobs}`` MAX_JOBS, ``{rocm_path}`` / ``{rocm_version}`` the ROCm root found on the host, "
-    "``{hip_compiler}`` / ``{hip_flags}`` the detected HIP compiler and its flags (with "
-    "``-fuse-cuid=none``, so device code does not depend on the build directory)."
+    "``{hip_compiler}`` / ``{hip_flags}`` the detected HIP compiler and its flags."
 )
 """What each placeholder (usable in keys whose Key.placeholders is set) stands for."""
 

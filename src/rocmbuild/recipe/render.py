@@ -167,10 +167,9 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         host_requires = (*host_requires, "hip-compiler")
     if rocm.compiler is not None and host.compiler is not None:
         values["hip_compiler"] = host.compiler.path
-        # -fuse-cuid=none: clang's default names each file's device code after a hash of its
-        # path, so the same source built in another directory gave other bytes
-        # (docs/reproducible.md)
-        values["hip_flags"] = " ".join((*host.compiler.flags, "-fuse-cuid=none"))
+        # (the build stage adds a launcher that gives each unit a path-independent CUID:
+        # launchers/cuid.py, docs/reproducible.md)
+        values["hip_flags"] = " ".join(host.compiler.flags)
 
     env: dict[str, str] = {"HIP_PLATFORM": "amd"}  # /usr/local/cuda makes HIP tools pick nvidia
     if root is not None and root.kind == "rocm":

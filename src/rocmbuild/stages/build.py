@@ -247,6 +247,18 @@ def _tried_network(log_path: Path) -> str | None:
     return network_host(text)
 
 
+CUID_LAUNCHER = "CMAKE_HIP_COMPILER_LAUNCHER"
+
+
+def cuid_launcher(tree: Path, existing: str | None) -> str:
+    """CMake's HIP launcher list: launchers/cuid.py (each unit's CUID from its path inside
+    ``tree``, so device code is the same in every workspace), then the user's own launcher
+    (ccache, sccache) if one was set."""
+    script = Path(__file__).resolve().parent.parent / "launchers" / "cuid.py"
+    return ";".join([sys.executable, str(script), "--root", str(tree),
+                     *([existing] if existing else [])])
+
+
 def run(plan: Plan, ctx: Context) -> StageResult:
     start = time.monotonic()
     tree = need(ctx.artifacts.tree, "source tree", "build")
@@ -272,6 +284,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         plan.pass_env)
     for var, where in ctx.artifacts.downloads or ():
         env[var] = str(where)  # [[downloads]]: fetched, verified, cached by fetch
+    if plan.rocm.compiler is not None:  # HIP builds through CMake: path-independent CUIDs
+        env[CUID_LAUNCHER] = cuid_launcher(tree, env.get(CUID_LAUNCHER))
     prefix = _offline_prefix(plan)
     log_path = ctx.log_dir / "build.log"
     if plan.backend == "cmake":

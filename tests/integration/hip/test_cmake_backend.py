@@ -48,7 +48,7 @@ def test_cmake_backend_builds_packs_and_audits(tmp_path: Path) -> None:
     # the repair stage (on by default for cmake): a manylinux tag, libamdhip64 not bundled
     assert re.fullmatch(r"vecadd-1\.2\.0\+rocm[\d.]+\.gfx90a\.gfx942-py3-none-"
                         r"(manylinux\w+\.)?manylinux_2_\d+_x86_64\.whl", wheel.name), wheel.name
-    assert re.search(r"\[5/\d+\] repair\n +ok in [\d.]+s: .*manylinux_2_\d+_x86_64; bundled: "
+    assert re.search(r"\[\d+/\d+\] repair\n +ok in [\d.]+s: .*manylinux_2_\d+_x86_64; bundled: "
                      r"nothing \(ROCm and torch libraries excluded\)", res.stderr), res.stderr
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
