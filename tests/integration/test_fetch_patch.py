@@ -248,4 +248,6 @@ def test_git_epoch_is_the_pinned_commits_committer_time(tmp_path: Path) -> None:
     dest = tmp_path / "out"
     fetch.git_checkout(f"file://{repo}", pinned, (), tmp_path / "cache", dest,
                        tmp_path / "fetch.log")
-    assert fetch.git_epoch(dest, tmp_path / "fetch.log") == 1600000000
+    assert not (dest / ".git").exists()  # the build tree is plain; the mirror knows the commit
+    mirror = fetch.mirror_path(f"file://{repo}", tmp_path / "cache")
+    assert fetch.git_epoch(mirror, pinned, tmp_path / "fetch.log") == 1600000000

@@ -285,9 +285,10 @@ def archive_epoch(archive: Path) -> int | None:
     return max((t for t in times if t > 0), default=None)
 
 
-def git_epoch(tree: Path, log_path: Path) -> int | None:
-    """The checked-out commit's committer time (seconds since the epoch)."""
-    res = sh(["git", "-C", str(tree), "log", "-1", "--format=%ct", "HEAD"], env=_git_env(),
+def git_epoch(repo: Path, commit: str, log_path: Path) -> int | None:
+    """``commit``'s committer time (seconds since the epoch), read from ``repo`` (the cached
+    mirror: the build tree has no ``.git``)."""
+    res = sh(["git", "-C", str(repo), "log", "-1", "--format=%ct", commit], env=_git_env(),
              log_path=log_path, capture=True, check=False)
     out = res.output.strip().splitlines()
     return int(out[-1]) if res.returncode == 0 and out and out[-1].isdigit() else None
@@ -563,7 +564,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         reason = f"sdist {archive.name}" + (" (cached download)" if cached else "")
     elif src.kind == "git":
         git_checkout(src.url, src.commit, src.submodules, ctx.ws.cache, dest, log_path)
-        epoch = git_epoch(dest, log_path)
+        epoch = git_epoch(mirror_path(src.url, ctx.ws.cache), src.commit, log_path)
         reason = f"git {src.url} @ {src.commit[:12]}"
     else:
         # a local tree's file times say when it was checked out or edited, not what it holds
