@@ -211,7 +211,8 @@ def test_real_build_killed_at_a_random_point(sig: signal.Signals, marker: str,
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.communicate()
+        if proc.stdout is not None and not proc.stdout.closed:
+            proc.communicate()  # also closes the pipes of a build that ended on its own
     if sig == signal.SIGKILL:
         assert proc.returncode == -signal.SIGKILL, why
     else:
