@@ -1,8 +1,9 @@
 """The cmake probe wheel (tests/fixtures/cmake-hip) is reproducible, for real: two cold builds
 with the real HIP compiler in two workspaces (so two build directories) give the same sha256,
 and `rocmbuild verify` of a wheel whose header was changed after the build names that member
-and exits 13, with diffoscope's report when diffoscope is installed. Before -fuse-cuid=none the
-.so differed: clang named the device code after a hash of the source file's path."""
+and exits 13, with diffoscope's report when diffoscope is installed. With clang's default CUIDs the
+.so differed (a hash of the source file's absolute path); the build's CUID launcher
+(launchers/cuid.py) names each unit after its path inside the tree instead."""
 
 from __future__ import annotations
 
