@@ -4,14 +4,18 @@ Stages do not import each other; they hand values on through ``ctx.artifacts`` (
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from rocmbuild import options
+from rocmbuild import buildenv, hostenv, options
 from rocmbuild.config import Workspace
 from rocmbuild.errors import BuildError
 from rocmbuild.host import Host
+from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts
 
 T = TypeVar("T")
@@ -39,6 +43,25 @@ def source_date_epoch(artifacts: Artifacts) -> int:
     given = options.env("SOURCE_DATE_EPOCH")
     value = int(given) if given else artifacts.source_date_epoch
     return max(value if value is not None else ZIP_EPOCH, ZIP_EPOCH)
+
+
+def build_child(plan: Plan, ctx: Context, extra: Mapping[str, str] | None = None,
+                ) -> tuple[str, dict[str, str]]:
+    """The Python a build child runs and its environment, for every stage that runs the
+    recipe's code (hipify, build): host variables only through the allow-list
+    (``hostenv.PASS_ENV`` + build.pass_env), then ``extra``, then the plan's env. With the
+    recipe's build env: its python and its bin/ first on PATH; else this interpreter's (its
+    venv's cmake and ninja before the system's)."""
+    benv = ctx.artifacts.build_env
+    if benv is not None:
+        python, host_vars = str(benv.python), buildenv.host_environ(os.environ)
+        own = benv.overlay(os.environ)
+    else:
+        python, host_vars = sys.executable, dict(os.environ)
+        own = {"PATH": os.pathsep.join([str(Path(sys.executable).parent),
+                                        os.environ.get("PATH", "")])}
+    return python, hostenv.child_env(host_vars, {**own, **(extra or {}), **plan.env},
+                                     plan.pass_env)
 
 
 def need(value: T | None, what: str, stage: str) -> T:

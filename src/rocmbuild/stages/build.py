@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 from wheel.wheelfile import WheelFile
 
-from rocmbuild import buildenv, hostenv, log, options
+from rocmbuild import log, options
 from rocmbuild.errors import BuildError, CommandFailed
 from rocmbuild.host import Host
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, StageResult, Status, TorchBuild
 from rocmbuild.run import no_network, redact
 from rocmbuild.run import run as sh
-from rocmbuild.stages import Context, need, source_date_epoch
+from rocmbuild.stages import Context, build_child, need, source_date_epoch
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -267,21 +267,10 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     out_dir.mkdir()
     stage_dir = tree / "_rocmbuild_stage"
     shutil.rmtree(stage_dir, ignore_errors=True)
-    benv = ctx.artifacts.build_env
-    if benv is not None:  # the recipe's build env: its python, its bin/ first on PATH
-        python, host_vars = str(benv.python), buildenv.host_environ(os.environ)
-        own = benv.overlay(os.environ)
-    else:  # this interpreter's bin first: the venv's cmake (>= 3.27) and ninja, not the system's
-        python, host_vars = sys.executable, dict(os.environ)
-        own = {"PATH": os.pathsep.join([str(Path(sys.executable).parent),
-                                        os.environ.get("PATH", "")])}
-    # The host's environment only through the allow-list (hostenv.PASS_ENV + build.pass_env).
     # SOURCE_DATE_EPOCH: the source's own time, so that backends that honour it (setuptools'
     # bdist_wheel, cmake's string(TIMESTAMP), compilers' __DATE__) write the same bytes each time
-    env = hostenv.child_env(
-        host_vars,
-        {**own, "SOURCE_DATE_EPOCH": str(source_date_epoch(ctx.artifacts)), **plan.env},
-        plan.pass_env)
+    python, env = build_child(
+        plan, ctx, {"SOURCE_DATE_EPOCH": str(source_date_epoch(ctx.artifacts))})
     for var, where in ctx.artifacts.downloads or ():
         env[var] = str(where)  # [[downloads]]: fetched, verified, cached by fetch
     if plan.rocm.compiler is not None:  # HIP builds through CMake: path-independent CUIDs

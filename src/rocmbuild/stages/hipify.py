@@ -20,21 +20,20 @@ import json
 import os
 import re
 import shutil
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 
-from rocmbuild import buildenv, compiler, hostenv
+from rocmbuild import compiler, hostenv
 from rocmbuild.digest import sha256_file
 from rocmbuild.errors import BuildError, CommandFailed, ToolchainError
 from rocmbuild.recipe.model import Hipify
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, HipifyReport, StageResult, Status, Unmapped
 from rocmbuild.run import run as sh
-from rocmbuild.stages import Context, need
+from rocmbuild.stages import Context, build_child, need
 
 SOURCE_SUFFIXES = (".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".hxx", ".in",
                    ".hip", ".inl")
@@ -98,7 +97,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     # A command may rewrite a whole PyTorch: its tree is only hashed (scanned: what changed).
     before = _snapshot(root, names=step.tool != "command")
     renamed: tuple[tuple[str, str], ...] = ()
-    python, env = _python(plan, ctx)
+    python, env = build_child(plan, ctx)
     if step.tool == "command":
         _command(plan, tree, log_path, python, env)
         origin = {rel: rel for rel in before}
@@ -143,18 +142,6 @@ def run(plan: Plan, ctx: Context) -> StageResult:
                        time.monotonic() - start,
                        f"{what}: {len(report.changed)} file(s) changed{note}", log_path,
                        Artifacts(hipify=report))
-
-
-def _python(plan: Plan, ctx: Context) -> tuple[str, dict[str, str]]:
-    """The build's Python and its child's environment: host variables through the allow-list
-    (hostenv) under the plan's env; with the recipe's build env, its python and its bin/ first
-    on PATH."""
-    benv = ctx.artifacts.build_env
-    if benv is None:
-        return sys.executable, hostenv.child_env(os.environ, plan.env, plan.pass_env)
-    return str(benv.python), hostenv.child_env(
-        buildenv.host_environ(os.environ), {**benv.overlay(os.environ), **plan.env},
-        plan.pass_env)
 
 
 def _command(plan: Plan, tree: Path, log_path: Path, python: str, env: dict[str, str]

@@ -23,23 +23,11 @@ import pytest
 from wheel.wheelfile import WheelFile
 
 from tests.conftest import REPO, rocmbuild
+from tests.integration.hip.test_cmake_backend import RECIPE as CMAKE_RECIPE
 
 SYSTEM_HIP = Path("/usr/lib/x86_64-linux-gnu/libamdhip64.so.5")
 
-RECIPE = """schema_version = 1
-[package]
-name = "vecadd"
-version = "1.2.0"
-[source]
-path = "{src}"
-[arch]
-supported = ["gfx90a", "gfx942", "gfx950"]
-[build]
-backend = "cmake"
-mem_per_job_gb = 0.5
-python_requires = ["cmake", "ninja"]
-rocm_runtime = "bundle"
-"""
+RECIPE = CMAKE_RECIPE + 'rocm_runtime = "bundle"\n'
 
 
 def _has_patchelf() -> bool:
