@@ -1,0 +1,175 @@
+"""The typed values the nightly's parts pass between them.
+
+A run lives in ``<reports>/<run_id>/``: ``manifest.json`` (the cells and their resolved pins, so a
+night can be rebuilt exactly), ``cells/<cell_id>/`` (``log.txt``, ``result.json``, the build's
+``.ninja_log`` when there is one), ``report.json`` and ``summary.md``. ``<reports>/index.html``
+and ``<reports>/rocmbuild.prom`` cover the last runs.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rocmbuild.results import Status
+
+CELL_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
+"""A cell id: also a directory name under the run, so no ``/`` and no leading dot."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the matrix: recipe x variant x source x arch set (x options)."""
+
+    id: str
+    """Stable across nights, e.g. ``flash-attn.triton.pypi.gfx942``."""
+    recipe: str
+    variant: str | None
+    source: str
+    arch: str
+    """Comma-separated gfx targets, as ``--arch`` takes them."""
+    follow: bool = False
+    """Follow upstream (the git source's ``ref``, PyPI's newest version) instead of the
+    recipe's pin."""
+    options: tuple[tuple[str, str], ...] = ()
+    """Recipe options (``--opt``), sorted by name."""
+    timeout_s: int = 6 * 3600
+
+
+class Decision(enum.Enum):
+    BUILD = "build"
+    SKIP = "skip"
+
+
+@dataclass(frozen=True)
+class Pin:
+    """What upstream had when the run started, resolved once by the controller."""
+
+    kind: str
+    """``git`` (a commit of ``ref``) or ``sdist`` (a version on a package index) or
+    ``recipe`` (the recipe's own pin, nothing followed)."""
+    value: str
+    """The commit, the version, or the recipe's pin as it reads."""
+    url: str = ""
+    """sdist: the file's URL (credentials never kept); git: the repository."""
+    sha256: str = ""
+    """sdist: the file's sha256 from the index."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "value": self.value, "url": self.url, "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    """The controller's decision for one cell, printed by ``--dry-run``."""
+
+    cell: Cell
+    pin: Pin
+    cache_key: str
+    decision: Decision
+    reasons: tuple[str, ...]
+    """Why: ``never built``, ``new upstream commit abc123 (was def456)``, ``new version 2.8.4``,
+    ``recipe changed``, ``patch changed: x.patch``, ``toolchain changed``; for SKIP,
+    ``validated wheel for key <short> in stage staging``."""
+
+
+class End(enum.Enum):
+    """How a cell's task ended, told apart in the report."""
+
+    COMPLETED = "completed"
+    FAILED = "failed"
+    TIMEOUT = "timeout"
+    KILLED = "killed"
+    CANCELLED = "cancelled"
+    NODE_FAIL = "node_fail"
+    OUT_OF_MEMORY = "out_of_memory"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    """What one cell did: written by the task as ``result.json`` (the executor fills in what a
+    task killed before it could write one leaves out) and read back by the controller."""
+
+    cell_id: str
+    status: Status
+    """SUCCESS (built, validated or gate SKIPPED, in staging), FAILED, SKIPPED (unchanged)."""
+    end: End
+    reason: str = ""
+    duration_s: float = 0.0
+    peak_rss_bytes: int | None = None
+    disk_bytes: int | None = None
+    """Bytes the cell's build left in the workspace (source tree, logs)."""
+    wheel: str | None = None
+    """The wheel's file name."""
+    wheel_size: int | None = None
+    version: str | None = None
+    project: str | None = None
+    cache_hit_rate: float | None = None
+    """The compile cache's hit rate in the build (0..1), when the build used one."""
+    tflops: float | None = None
+    """The kernel gate's best TFLOP/s, when it ran."""
+    exit_code: int | None = None
+    log: str = ""
+    """The cell's log, relative to the run directory."""
+    promoted: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cell": self.cell_id, "status": self.status.value, "end": self.end.value,
+            "reason": self.reason, "duration_s": round(self.duration_s, 3),
+            "peak_rss_bytes": self.peak_rss_bytes, "disk_bytes": self.disk_bytes,
+            "wheel": self.wheel, "wheel_size": self.wheel_size, "project": self.project,
+            "version": self.version, "cache_hit_rate": self.cache_hit_rate,
+            "tflops": self.tflops, "exit_code": self.exit_code, "log": self.log,
+            "promoted": self.promoted,
+        }
+
+
+@dataclass(frozen=True)
+class Task:
+    """What an executor runs for one cell: the same ``python -m rocmbuild`` command everywhere."""
+
+    cell_id: str
+    argv: tuple[str, ...]
+    result: Path
+    """The ``result.json`` the command writes (a CellOutcome)."""
+    log: Path
+    cpus: int
+    mem_bytes: int
+    gpus: int = 0
+    time_s: int = 6 * 3600
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """One nightly run, as report.json has it."""
+
+    run_id: str
+    started: str
+    """UTC, ISO 8601 to the second."""
+    finished: str
+    executor: str
+    outcomes: tuple[CellOutcome, ...]
+    lock_note: str = ""
+    """Set when a stale lock of a dead holder was taken over: whose it was."""
+    freed_bytes: int = 0
+    """What the retention prune freed."""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        """Exit 0 only when every non-skipped cell succeeded."""
+        return all(o.status in (Status.SUCCESS, Status.WARNING, Status.SKIPPED)
+                   for o in self.outcomes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run_id, "started": self.started, "finished": self.finished,
+            "executor": self.executor, "ok": self.ok, "lock_note": self.lock_note,
+            "freed_bytes": self.freed_bytes, "notes": list(self.notes),
+            "cells": [o.to_json() for o in self.outcomes],
+        }
