@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
-import errno
 import html
 import http.client
 import json
@@ -383,8 +382,10 @@ def _panel(points: Sequence[Point], value: Callable[[Point], float | None], n_ru
                    "runs</text>")
         return out
     vmax = max(v for _, v in pts) or 1.0
-    tk = ticks(vmax * 1.05)
-    vtop = max(tk[-1], vmax) or 1.0
+    tk = ticks(vmax)
+    if tk[-1] < vmax:  # one gridline above the highest point
+        tk.append(tk[-1] + (tk[1] - tk[0] if len(tk) > 1 else vmax))
+    vtop = tk[-1]
     step = width / max(1, n_runs - 1)
 
     def xy(p: Point, v: float) -> tuple[float, float]:
@@ -392,7 +393,7 @@ def _panel(points: Sequence[Point], value: Callable[[Point], float | None], n_ru
         return x, top + height - v / vtop * height
 
     for t in tk:
-        y = top + height - t / vtop * height
+        y = round(top + height - t / vtop * height) + 0.5  # a crisp 1 px line
         out.append(f'<line class="grid" x1="{left}" y1="{y:.1f}" x2="{left + width}" '
                    f'y2="{y:.1f}" stroke="{_GREY}"/><text class="tick" x="{left - 6}" '
                    f'y="{y + 4:.1f}" text-anchor="end">{t:g}</text>')
@@ -418,7 +419,7 @@ def chart_svg(cell_id: str, points: Sequence[Point], n_runs: int) -> str:
     slow = max((p.duration_s or 0.0 for p in built), default=0.0) > 600
     unit, dur_title = (60.0, "duration (min)") if slow else (1.0, "duration (s)")
     left, width = 70, 640
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="740" height="430" role="img" '
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="780" height="430" role="img" '
            f'class="chart" aria-label="duration and TFLOP/s of {html.escape(cell_id)} over time" '
            'font-family="sans-serif" font-size="11">']
     out += _panel(points, lambda p: p.duration_s, n_runs, 10, dur_title, _BLUE, unit)
@@ -447,7 +448,7 @@ def chart_svg(cell_id: str, points: Sequence[Point], n_runs: int) -> str:
 _CSS = ("body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;"
         "margin:8px 0 16px}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
         "td.num{white-space:nowrap;text-align:right;font-variant-numeric:tabular-nums}"
-        "th{background:#f3f3f3}.success{color:#127a12}.failed{color:#c00;font-weight:bold}"
+        "td:first-child{white-space:nowrap}th{background:#f3f3f3}.success{color:#127a12}.failed{color:#c00;font-weight:bold}"
         ".skipped,.warning{color:#a66b00}a{color:#0645ad}svg.chart{display:block}")
 
 
@@ -485,23 +486,31 @@ def render_page(runs: Sequence[RunReport], links: frozenset[str] = frozenset()) 
         notes = [n for n in (r.lock_note, *r.notes) if n]
         parts.append(
             f"<tr><td>{_href(f'{r.run_id}/{SUMMARY}', links, r.run_id, r.run_id)}</td>"
-            f"<td>{e(r.started)}</td><td>{e(r.finished)}</td><td>{e(r.executor)}</td>"
+            f"<td class='num'>{e(r.started)}</td><td class='num'>{e(r.finished)}</td>"
+            f"<td>{e(r.executor)}</td>"
             f"<td>{_status('success' if r.ok else 'failed')}</td><td>{e(_count(r))}</td>"
             f"<td class='num'>{e(size(r.freed_bytes))}</td><td>"
             + "<br>".join(e(_one_line(n)) for n in notes) + "</td></tr>")
-    parts.append("</table><h2>Cells</h2><table id='cells'><tr><th>cell</th><th>latest status"
-                 "</th><th>duration</th><th>wheel size</th><th>cache hits</th><th>TFLOP/s</th>"
-                 "</tr>")
-    last = {c: next((r, o) for r in runs for o in r.outcomes if o.cell_id == c) for c in cells}
+    parts.append("</table><h2>Cells</h2><p>A skipped cell was unchanged: its last build's "
+                 "numbers are shown.</p><table id='cells'><tr><th>cell</th><th>latest status"
+                 "</th><th>last build</th><th>duration</th><th>wheel size</th><th>cache hits"
+                 "</th><th>TFLOP/s</th></tr>")
     for c in cells:
-        _, o = last[c]
-        parts.append(f"<tr><td><a href='#{_anchor(c)}'>{e(c)}</a></td><td>{_status(o.status)}"
-                     f"</td><td class='num'>{duration(o.duration_s)}</td><td class='num'>"
-                     f"{size(o.wheel_size)}</td><td class='num'>{_pct(o.cache_hit_rate)}</td>"
-                     f"<td class='num'>{_tf(o.tflops)}</td></tr>")
+        status = next(o.status for r in runs for o in r.outcomes if o.cell_id == c)
+        run, o = next(((r, o) for r in runs for o in r.outcomes
+                       if o.cell_id == c and o.status is not Status.SKIPPED), (None, None))
+        nums = ("<td>-</td>" * 5 if run is None or o is None else
+                f"<td>{e(run.run_id)}</td><td class='num'>{duration(o.duration_s)}</td>"
+                f"<td class='num'>{size(o.wheel_size)}</td><td class='num'>"
+                f"{_pct(o.cache_hit_rate)}</td><td class='num'>{_tf(o.tflops)}</td>")
+        parts.append(f"<tr><td><a href='#{_anchor(c)}'>{e(c)}</a></td><td>{_status(status)}"
+                     f"</td>{nums}</tr>")
     parts.append("</table>")
+    days = [r.started[:10] for r in order]  # x labels: the dates, or times when one repeats
+    label = (days if len(set(days)) == len(days)
+             else [r.started[5:16].replace("T", " ") for r in order])
     for c in cells:
-        points = [Point(i, r.started[:10], None if o.status is Status.SKIPPED else o.duration_s,
+        points = [Point(i, label[i], None if o.status is Status.SKIPPED else o.duration_s,
                         o.tflops, o.status is Status.FAILED)
                   for i, r in enumerate(order) for o in r.outcomes if o.cell_id == c]
         parts.append(f"<h3 id='{_anchor(c)}'>{e(c)}</h3>")
@@ -673,6 +682,7 @@ def post_json(url: str, payload: dict[str, Any], timeout: float = NOTIFY_TIMEOUT
         return f"{what}: {_one_line(redact(why), 80)}"
     except TimeoutError:
         return f"{what}: no answer in {timeout:g} s"
-    except (OSError, http.client.HTTPException, ValueError) as exc:
-        code = errno.errorcode.get(getattr(exc, "errno", None) or 0, "")
-        return f"{what}: {type(exc).__name__}{' ' + code if code else ''}"
+    except OSError as exc:
+        return f"{what}: {_one_line(exc.strerror or type(exc).__name__, 80)}"
+    except (http.client.HTTPException, ValueError) as exc:
+        return f"{what}: {type(exc).__name__}"

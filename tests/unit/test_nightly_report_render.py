@@ -1,7 +1,7 @@
 """The nightly's reports: the pure renderers (summary.md, the SVG chart, rocmbuild.prom, the
 webhook's JSON) and ``write`` over a reports directory with hostile earlier runs. In-process
 only; the webhook against a real server and the page in Chromium are in
-tests/integration/test_nightly_report.py. No GPU here: TFLOP/s values are written by hand."""
+tests/integration/test_nightly_report_live.py. No GPU here: TFLOP/s values are written by hand."""
 
 from __future__ import annotations
 
