@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
@@ -92,6 +93,21 @@ def test_chart_without_tflops_says_so() -> None:
     svg = rep.chart_svg(PROBE, [rep.Point(0, "2026-11-01", 60.0, None, False)], 1)
     ET.fromstring(svg)
     assert "no value in these runs" in svg and "duration (s)" in svg
+
+
+def test_page_with_two_runs_a_day_and_no_number() -> None:
+    """Two runs on one date are told apart by their times; a NaN TFLOP/s (the controller's, not
+    read back: those are checked) is drawn as no value."""
+    a = night(1, outcome(FA))
+    b = replace(night(1, outcome(FA, tflops=float("nan"))), run_id="2026-11-01T140000Z",
+                started="2026-11-01T14:00:00Z")
+    page = rep.render_page([b, a])
+    svgs = re.findall(r"<svg .*?</svg>", page)
+    assert len(svgs) == 1
+    root = ET.fromstring(svgs[0])
+    texts = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "xtick"]
+    assert texts == ["11-01 02:00", "11-01 14:00"]
+    assert "nan" not in page.lower() and len(list(root.iter(f"{SVG}polyline"))) == 1
 
 
 # ----------------------------------------------------------------------------- rocmbuild.prom
@@ -200,7 +216,8 @@ def test_write_is_deterministic_and_history_is_bounded(tmp_path: Path) -> None:
     assert two.runs == 2 and "2026-11-01T020000Z" not in two.page.read_text()
 
 
-def test_hostile_history_is_skipped_with_warnings(tmp_path: Path) -> None:
+def test_hostile_history_is_skipped_with_warnings(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
     reports = tmp_path / "reports"
     n1, n2, n3 = three_nights()
     write_nights(reports, [n1, n2])
@@ -211,7 +228,8 @@ def test_hostile_history_is_skipped_with_warnings(tmp_path: Path) -> None:
         "huge": b" " * (rep.MAX_REPORT_BYTES + 1) + b"{}",
         "notobj": b"[1, 2]",
         "badcell": json.dumps({**n1.to_json(), "run": "badcell",
-                               "cells": [{**n1.outcomes[0].to_json(), "cell": "../x"}]}).encode(),
+                               "cells": [{**n1.outcomes[0].to_json(),
+                                          "cell": "[/bold] ../x"}]}).encode(),
         "negative": json.dumps({**n1.to_json(), "run": "negative", "freed_bytes": -1}).encode(),
         "other": json.dumps(n1.to_json()).encode(),  # names another run
     }
@@ -229,7 +247,8 @@ def test_hostile_history_is_skipped_with_warnings(tmp_path: Path) -> None:
     (reports / evil.run_id).mkdir()
     (reports / evil.run_id / "report.json").write_text(json.dumps(evil.to_json()))
     n3_later = replace(n3, run_id="2026-11-05T020000Z", started="2026-11-05T02:00:00Z")
-    files = rep.write(reports, n3_later)
+    files = rep.write(reports, n3_later)  # the warnings are printed (rich markup escaped)
+    assert "cell id '[/bold] ../x' is not a cell id" in capsys.readouterr().err
     skipped = sorted(w.split("/reports/")[1].split("/")[0] for w in files.warnings)
     assert skipped == ["badcell", "broken", "fifo", "huge", "linked", "negative", "notobj", "other"]
     assert files.runs == 4  # n1, n2, evil and this one

@@ -30,6 +30,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
+from rich.markup import escape
+
 from rocmbuild import fsutil, log
 from rocmbuild.errors import RocmbuildError
 from rocmbuild.nightly.model import CELL_ID, CellOutcome, End, RunReport
@@ -97,7 +99,7 @@ def write(reports_dir: Path, report: RunReport, history: int = 30,
         earlier, warnings = load_history(reports_dir, exclude=report.run_id,
                                          limit=max(0, history - 1))
         for w in warnings:
-            log.warn(w)
+            log.warn(escape(w))
         files = _write_files(reports_dir, (report, *earlier))
         payload = notification((report, *earlier), reports_dir)
         event = None if payload is None else str(payload["event"])
@@ -106,7 +108,7 @@ def write(reports_dir: Path, report: RunReport, history: int = 30,
         problem = post_json(notify_url, payload)
         if problem is None:
             return replace(files, event=event, notified=True, warnings=warnings)
-        log.warn(problem)
+        log.warn(escape(problem))
         report = replace(report, notes=(*report.notes, problem))
         files = _write_files(reports_dir, (report, *earlier))
         return replace(files, event=event, warnings=(*warnings, problem))
@@ -305,7 +307,7 @@ def _pct(x: float | None) -> str:
 
 
 def _tf(x: float | None) -> str:
-    return "-" if x is None else f"{x:.1f}"
+    return "-" if x is None or not math.isfinite(x) else f"{x:.1f}"
 
 
 def _md(text: str) -> str:
@@ -363,7 +365,7 @@ class Point:
     x: int
     """The run's place in the window, oldest 0."""
     label: str
-    """The run's start date, for the x axis."""
+    """The run's start date (or date and time, when two runs share a date), for the x axis."""
     duration_s: float | None
     tflops: float | None
     failed: bool
@@ -448,8 +450,14 @@ def chart_svg(cell_id: str, points: Sequence[Point], n_runs: int) -> str:
 _CSS = ("body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;"
         "margin:8px 0 16px}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px}"
         "td.num{white-space:nowrap;text-align:right;font-variant-numeric:tabular-nums}"
-        "td:first-child{white-space:nowrap}th{background:#f3f3f3}.success{color:#127a12}.failed{color:#c00;font-weight:bold}"
+        "td:first-child{white-space:nowrap}th{background:#f3f3f3}.success{color:#127a12}"
+        ".failed{color:#c00;font-weight:bold}"
         ".skipped,.warning{color:#a66b00}a{color:#0645ad}svg.chart{display:block}")
+
+
+def _finite(v: float | None) -> float | None:
+    """``v`` when the chart can draw it (a number, finite, not negative)."""
+    return v if v is not None and math.isfinite(v) and v >= 0 else None
 
 
 def _status(s: Status | str) -> str:
@@ -475,8 +483,8 @@ def render_page(runs: Sequence[RunReport], links: frozenset[str] = frozenset()) 
     latest = runs[0]
     order = list(reversed(runs))  # oldest first, for the chart's x axis
     cells = sorted({o.cell_id for r in runs for o in r.outcomes})
-    parts = ["<!DOCTYPE html>", "<html><head><meta charset='utf-8'><title>rocmbuild nightly"
-             f"</title><style>{_CSS}</style></head><body>",
+    parts = ["<!DOCTYPE html>", "<html lang='en'><head><meta charset='utf-8'>"
+             f"<title>rocmbuild nightly</title><style>{_CSS}</style></head><body>",
              f"<h1>rocmbuild nightly: {_status('success' if latest.ok else 'failed')}</h1>",
              f"<p>Latest run {e(latest.run_id)}, started {e(latest.started)}: "
              f"{e(_count(latest))}. The last {len(runs)} run(s), newest first.</p>",
@@ -510,8 +518,9 @@ def render_page(runs: Sequence[RunReport], links: frozenset[str] = frozenset()) 
     label = (days if len(set(days)) == len(days)
              else [r.started[5:16].replace("T", " ") for r in order])
     for c in cells:
-        points = [Point(i, label[i], None if o.status is Status.SKIPPED else o.duration_s,
-                        o.tflops, o.status is Status.FAILED)
+        points = [Point(i, label[i],
+                        None if o.status is Status.SKIPPED else _finite(o.duration_s),
+                        _finite(o.tflops), o.status is Status.FAILED)
                   for i, r in enumerate(order) for o in r.outcomes if o.cell_id == c]
         parts.append(f"<h3 id='{_anchor(c)}'>{e(c)}</h3>")
         parts.append(chart_svg(c, points, len(order)))
@@ -638,6 +647,7 @@ def notification(runs: Sequence[RunReport], reports_dir: Path) -> dict[str, Any]
     text = f"rocmbuild nightly {cur.run_id}: " + "; ".join(
         p for p in (f"failed: {', '.join(failed)}" if failed else "",
                     f"recovered: {', '.join(recovered)}" if recovered else "") if p)
+    reports_dir = Path(os.path.abspath(reports_dir))
     run_dir = reports_dir / cur.run_id
     return {"event": event, "run": cur.run_id, "ok": cur.ok, "text": text, "failed": failed,
             "recovered": recovered, "changed": changed, "report": str(run_dir / REPORT),
