@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.errors import UsageError
+from rocmbuild.errors import CommandFailed, UsageError
 from rocmbuild.nightly.model import End, Task
 from rocmbuild.nightly.slurm import SLURM_JSON, SlurmExecutor, SlurmSettings
 from rocmbuild.results import Status
-
 from tests.integration import slurm_cluster
 
 SECRET = "ROCMBUILD_TEST_SLURM_TOKEN"
@@ -159,3 +158,21 @@ def test_pending_tasks_cancelled_as_one_range(slurm: slurm_cluster.Cluster,
     assert all("cancelled before it started" in o.reason for o in outcomes)
     assert [t.submit_to_start_s for t in ex.timings] == [None] * 3
 
+
+
+def test_sbatch_refusal_is_one_line(slurm: slurm_cluster.Cluster, tmp_path: Path) -> None:
+    """A GPU cell on a cluster without GPUs: the CPU array goes in first, then sbatch
+    refuses the GPU one; its own reason in one line with a hint, the CPU array is taken back
+    (scancel) and no slurm.json is written."""
+    run_dir = tmp_path / "run"
+    gpu = ok_task(run_dir, "gpu")
+    gpu = Task(gpu.cell_id, gpu.argv, gpu.result, gpu.log, 1, gpu.mem_bytes, gpus=1)
+    ex = SlurmExecutor(SlurmSettings(gpu_partition="debug", job_name="refused"), run_dir)
+    with pytest.raises(CommandFailed) as info:
+        ex.submit([ok_task(run_dir, "cpu"), gpu])
+    assert info.value.message.startswith("sbatch exited with code 1")
+    assert "Invalid generic resource (gres) specification" in info.value.message  # no GPUs
+    assert "\n" not in info.value.message and "[executor]" in (info.value.hint or "")
+    assert not (run_dir / SLURM_JSON).exists()
+    states = slurm.sh("squeue", "-h", "-t", "all", "-n", "refused", "-o", "%T").split()
+    assert states and set(states) == {"CANCELLED"}, states

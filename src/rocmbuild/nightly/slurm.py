@@ -241,13 +241,12 @@ class SlurmExecutor:
                     f"--job-name={self.settings.job_name}", "--export=ALL",
                     f"--chdir={chdir}", f"--output={run_dir}/slurm/array{k}-%A_%a.out",
                     *shape.sbatch_args(self.settings), *self.settings.extra_args, str(script)]
-            res = run.run(argv, capture=True, timeout=120, hint=(
-                "read sbatch's message: a partition, account or resource request the cluster "
-                "does not accept (set them in nightly.toml's [executor])"))
-            job_id = res.output.strip().splitlines()[-1].split(";")[0] if res.output else ""
-            if not job_id.isdigit():
-                raise CommandFailed(f"sbatch printed no job id: {res.output.strip()[:200]!r}",
-                                    hint="check that sbatch is Slurm's (--parsable)")
+            try:
+                job_id = _sbatch(argv)
+            except CommandFailed:
+                if jobs:  # no half-submitted night: what went in already is taken back
+                    run.run(["scancel", *(j.job_id for j in jobs)], check=False, timeout=60)
+                raise
             log.info(f"slurm: submitted job {job_id}: {len(group)} cells, "
                      + " ".join(shape.sbatch_args(self.settings)))
             jobs.append(ArrayJob(job_id, script.relative_to(run_dir).as_posix(), shape,
@@ -363,6 +362,19 @@ def batch_script(tasks: Sequence[Task], run_dir: Path) -> str:
 
 
 # -- Slurm's answers ----------------------------------------------------------------------
+
+def _sbatch(argv: Sequence[str]) -> str:
+    """Submit; the job id sbatch --parsable printed (``12`` or ``12;cluster``)."""
+    res = run.run(argv, capture=True, timeout=120, hint=(
+        "read sbatch's message: a partition, account or resource request the cluster does not "
+        "accept (set them in nightly.toml's [executor])"))
+    lines = res.output.strip().splitlines()
+    job_id = lines[-1].split(";")[0].strip() if lines else ""
+    if not job_id.isdigit():
+        raise CommandFailed(f"sbatch printed no job id: {res.output.strip()[:200]!r}",
+                            hint="check that this sbatch is Slurm's (it must know --parsable)")
+    return job_id
+
 
 def _need(tool: str) -> None:
     if shutil.which(tool) is None:

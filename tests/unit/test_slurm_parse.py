@@ -1,0 +1,214 @@
+"""The Slurm executor's pure parts: resource shapes, the batch script, Slurm's answers
+(``scontrol -o show job`` lines as Slurm 22.05 printed them on the test cluster, cut to the
+fields that matter; ``sacct -P`` lines in its documented format: accounting needs slurmdbd and a
+database, which the test cluster does not run), the mapping of states to ends, and the checks of
+the untrusted result.json and slurm.json. The real cluster runs in
+tests/integration/test_slurm.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rocmbuild.errors import ToolchainError, UsageError
+from rocmbuild.nightly.model import End, Task
+from rocmbuild.nightly.slurm import (
+    SLURM_JSON,
+    SlurmExecutor,
+    SlurmSettings,
+    SubmittedCell,
+    TaskRecord,
+    batch_script,
+    load_submission,
+    outcome,
+    parse_sacct,
+    parse_scontrol,
+    read_result,
+    shape_of,
+    task_ids,
+)
+from rocmbuild.results import Status
+
+PENDING_CANCELLED = (
+    "JobId=1 ArrayJobId=1 ArrayTaskId=0-2 JobName=wrap UserId=root(0) JobState=CANCELLED "
+    "Reason=None ExitCode=0:0 RunTime=00:00:00 TimeLimit=UNLIMITED "
+    "SubmitTime=2026-11-30T16:02:29 StartTime=2026-11-30T16:02:29 "
+    "EndTime=2026-11-30T16:02:29 AllocNode:Sid=vm:2720 NodeList= NumNodes=1 "
+    "WorkDir=/work/wt-n-slurm StdOut=/dev/null Power= ")
+RUNNING_CANCELLED = (
+    "JobId=3 ArrayJobId=2 ArrayTaskId=0 JobName=wrap JobState=CANCELLED Reason=None "
+    "ExitCode=0:15 RunTime=00:00:02 TimeLimit=UNLIMITED SubmitTime=2026-11-30T16:02:30 "
+    "StartTime=2026-11-30T16:02:31 EndTime=2026-11-30T16:02:33 NodeList=vm BatchHost=vm "
+    "Command=/tmp/a b/JobState=COMPLETED")
+FAILED = RUNNING_CANCELLED.replace("JobId=3 ", "JobId=4 ").replace(
+    "ArrayTaskId=0", "ArrayTaskId=1").replace("JobState=CANCELLED", "JobState=FAILED").replace(
+    "ExitCode=0:15", "ExitCode=1:0")
+
+
+def task(tmp: Path, cell: str, cpus: int = 2, mem: int = 3 << 30, gpus: int = 0,
+         time_s: int = 3600) -> Task:
+    return Task(cell, ("python", "-m", "rocmbuild", "nightly", "--cell", cell, "it's"),
+                tmp / "cells" / cell / "result.json", tmp / "cells" / cell / "log.txt",
+                cpus=cpus, mem_bytes=mem, gpus=gpus, time_s=time_s)
+
+
+def test_shape_resources_and_partitions(tmp_path: Path) -> None:
+    s = SlurmSettings(partition="cpu", gpu_partition="mi300", account="proj1",
+                      max_time_s=2 * 3600)
+    cpu = shape_of(task(tmp_path, "a", cpus=8, mem=(5 << 30) + 1, time_s=90), s)
+    assert cpu.sbatch_args(s) == ["--cpus-per-task=8", "--time=2", "--mem=5121M",
+                                  "--partition=cpu", "--account=proj1"]
+    gpu = shape_of(task(tmp_path, "b", gpus=1, time_s=6 * 3600), s)
+    assert gpu.sbatch_args(s) == ["--cpus-per-task=2", "--time=120", "--mem=3072M",
+                                  "--gres=gpu:1", "--partition=mi300", "--account=proj1"]
+    bare = shape_of(task(tmp_path, "c", cpus=0, mem=0), SlurmSettings())
+    assert bare.sbatch_args(SlurmSettings()) == ["--cpus-per-task=1", "--time=60"]
+    assert shape_of(task(tmp_path, "d", gpus=2), SlurmSettings(partition="p")).partition == "p"
+
+
+def test_batch_script_quotes_and_maps_tasks(tmp_path: Path) -> None:
+    text = batch_script([task(tmp_path, "a"), task(tmp_path, "b")], tmp_path)
+    assert "  1)  # b\n    exec python -m rocmbuild nightly --cell b 'it'\"'\"'s' >" in text
+    assert f">{tmp_path}/cells/b/log.txt 2>&1 ;;" in text
+    assert text == batch_script([task(tmp_path, "a"), task(tmp_path, "b")], tmp_path)
+
+
+@pytest.mark.parametrize(("text", "ids"), [
+    ("3", [3]), ("2-3", [2, 3]), ("[0-2,5]", [0, 1, 2, 5]), ("0-3%2", [0, 1, 2, 3]),
+    ("", []), ("N/A", []),
+])
+def test_task_ids(text: str, ids: list[int]) -> None:
+    assert task_ids(text) == ids
+
+
+def test_parse_scontrol_expands_ranges_and_ignores_values_with_spaces() -> None:
+    recs = parse_scontrol(PENDING_CANCELLED + "\n", "1")
+    assert [(r.task_index, r.state, r.start, r.node) for r in recs] == [
+        (0, "CANCELLED", None, ""), (1, "CANCELLED", None, ""), (2, "CANCELLED", None, "")]
+    [ran] = parse_scontrol(RUNNING_CANCELLED, "2")
+    assert (ran.state, ran.exit_code, ran.signal, ran.node) == ("CANCELLED", 0, 15, "vm")
+    assert ran.end is not None and ran.start is not None and ran.end - ran.start == 2
+    assert parse_scontrol(RUNNING_CANCELLED, "1") == []  # another job's line
+
+
+def test_parse_sacct() -> None:
+    text = ("7_0|COMPLETED|0:0|2026-11-30T16:00:00|2026-11-30T16:00:05|n1\n"
+            "7_[2-3]|CANCELLED by 0|0:0|None|2026-11-30T16:00:06|None assigned\n"
+            "7_1|TIMEOUT|0:15|2026-11-30T16:00:00|2026-11-30T17:00:00|n2\n")
+    recs = {r.task_index: r for r in parse_sacct(text, "7")}
+    assert sorted(recs) == [0, 1, 2, 3]
+    assert recs[3].state == "CANCELLED" and recs[3].start is None
+    assert (recs[1].state, recs[1].signal) == ("TIMEOUT", 15)
+
+
+def rec(state: str, code: int | None = 0, sig: int | None = 0, started: bool = True,
+        limit: str = "01:00:00") -> TaskRecord:
+    return TaskRecord("5", 1, state, code, sig, 100.0 if started else None, 130.0,
+                      "n1" if started else "", "", limit)
+
+
+CELL = SubmittedCell("c1", "5", 1, "cells/c1/result.json", "cells/c1/log.txt")
+
+
+@pytest.mark.parametrize(("record", "end", "words"), [
+    (rec("TIMEOUT", 0, 15), End.TIMEOUT, "reached its Slurm time limit (01:00:00) after 30s"),
+    (rec("NODE_FAIL"), End.NODE_FAIL, "node failure on n1"),
+    (rec("OUT_OF_MEMORY", 0, 9), End.OUT_OF_MEMORY, "ran out of its --mem"),
+    (rec("CANCELLED", 0, 15), End.CANCELLED, "cancelled while running on n1 after 30s"),
+    (rec("CANCELLED", started=False), End.CANCELLED, "cancelled before it started"),
+    (rec("FAILED", 0, 9), End.FAILED, "killed by signal 9"),
+    (rec("FAILED", 3, 0), End.FAILED, "exit code 3"),
+    (rec("PREEMPTED"), End.KILLED, "ended PREEMPTED"),
+    (rec("COMPLETED"), End.FAILED, "exited 0 but no result.json"),
+])
+def test_ends_are_told_apart(record: TaskRecord, end: End, words: str) -> None:
+    o = outcome(CELL, record, None, "no result.json")
+    assert (o.cell_id, o.status, o.end, o.log) == ("c1", Status.FAILED, end, "cells/c1/log.txt")
+    assert words in o.reason and o.reason.startswith("Slurm task 5_1"), o.reason
+
+
+def test_result_json_is_checked(tmp_path: Path) -> None:
+    p = tmp_path / "result.json"
+    good = {"cell": "c1", "status": "success", "end": "completed", "duration_s": 3,
+            "wheel": "w.whl", "wheel_size": 9, "log": "../../etc/passwd"}
+    p.write_text(json.dumps(good))
+    res, why = read_result(p, "c1")
+    assert res is not None and why == "" and res.wheel_size == 9
+    done = outcome(CELL, rec("COMPLETED"), res, why)
+    assert (done.status, done.end, done.log, done.duration_s) == (
+        Status.SUCCESS, End.COMPLETED, "cells/c1/log.txt", 3)  # the log is the executor's
+    lied = outcome(CELL, rec("FAILED", 2), res, why)  # exit 2 after a successful result
+    assert (lied.status, lied.end, lied.exit_code) == (Status.FAILED, End.FAILED, 2)
+    for bad, words in [
+        ({**good, "cell": "c2"}, "is for cell 'c2', not c1"),
+        ({**good, "status": "great"}, "result.json: 'great' is not a valid Status"),
+        ({**good, "wheel_size": "9"}, "wheel_size is not int"),
+        ({**good, "wheel_size": True}, "wheel_size is not int"),
+        ([1], "not a JSON object"),
+    ]:
+        p.write_text(json.dumps(bad))
+        res, why = read_result(p, "c1")
+        assert res is None and words in why, why
+    p.write_text("{")
+    assert read_result(p, "c1") == (None, "result.json unreadable: JSONDecodeError")
+    p.write_text(" " * ((1 << 20) + 1))
+    assert "larger than" in read_result(p, "c1")[1]
+    p.unlink()
+    p.symlink_to(tmp_path / "elsewhere.json")
+    assert read_result(p, "c1") == (None, "no result.json")
+
+
+def test_slurm_json_is_checked(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no such file: this run was not submitted to Slurm"):
+        load_submission(tmp_path)
+    doc = {"version": 1, "submitted": 1.5,
+           "jobs": [{"job_id": "12", "script": "slurm/array0.sh", "cells": ["a"], "cpus": 1,
+                     "mem_mb": 0, "gpus": 0, "time_min": 5, "partition": None}],
+           "cells": [{"cell": "a", "job_id": "12", "task": 0, "result": "cells/a/result.json",
+                      "log": "cells/a/log.txt"}]}
+    (tmp_path / SLURM_JSON).write_text(json.dumps(doc))
+    assert load_submission(tmp_path).cells[0].job_id == "12"
+    for path, value, words in [
+        (("cells", 0, "result"), "../x", "is not inside the run directory"),
+        (("cells", 0, "log"), "/etc/passwd", "is not inside the run directory"),
+        (("jobs", 0, "job_id"), "12; rm", "job id '12; rm' is not a number"),
+        (("cells", 0, "cell"), "../a", "cell id '../a'"),
+    ]:
+        broken = json.loads(json.dumps(doc))
+        broken[path[0]][path[1]][path[2]] = value
+        (tmp_path / SLURM_JSON).write_text(json.dumps(broken))
+        with pytest.raises(UsageError, match="not a Slurm submission") as info:
+            load_submission(tmp_path)
+        assert words in info.value.message and "\n" not in info.value.message
+    (tmp_path / SLURM_JSON).write_text("[")
+    with pytest.raises(UsageError, match=r"\(JSONDecodeError\)"):
+        load_submission(tmp_path)
+
+
+def test_missing_sbatch_is_a_toolchain_error(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ToolchainError) as info:
+        SlurmExecutor(SlurmSettings(), tmp_path / "run").submit([task(tmp_path, "a")])
+    assert info.value.message == "sbatch: command not found (the Slurm executor needs it)"
+    assert info.value.hint is not None and "slurm-client" in info.value.hint
+
+
+def test_bad_tasks_are_refused_before_submitting(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "bin").mkdir()
+    fake = tmp_path / "bin" / "sbatch"  # only found on PATH, never run: the checks come first
+    fake.write_text("#!/bin/sh\nexit 99\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    run_dir = tmp_path / "run"
+    ex = SlurmExecutor(SlurmSettings(shared_dir=tmp_path / "shared"), run_dir)
+    with pytest.raises(UsageError, match="is not under the Slurm shared_dir"):
+        ex.submit([task(run_dir, "a")])
+    ex = SlurmExecutor(SlurmSettings(), run_dir)
+    with pytest.raises(UsageError, match="bad or repeated cell id 'a'"):
+        ex.submit([task(run_dir, "a"), task(run_dir, "a")])
+    with pytest.raises(UsageError, match="is not under the run directory"):
+        ex.submit([task(tmp_path / "other", "a")])
