@@ -1,8 +1,9 @@
 """A private, throwaway single-node Slurm cluster on 127.0.0.1 for the tests: slurmctld + slurmd
 from Debian's slurm-wlm with a slurm.conf of its own in a temporary directory (random ports,
-auth/none, proctrack/linuxproc, task/none, no accounting: nothing systemd or cgroups would give),
-reached by setting ``SLURM_CONF``. ``cluster()`` starts it, waits for the node to be idle and
-tears it down (scancel, wait, scontrol shutdown, then the daemons by pid)."""
+auth/none, proctrack/linuxproc, task/none: nothing systemd or cgroups would give; no accounting,
+a jobcomp/filetxt file), reached by setting ``SLURM_CONF``. ``cluster()`` starts it, waits for
+the node to be idle and tears it down (scancel, wait, scontrol shutdown, then the daemons by
+pid)."""
 
 from __future__ import annotations
 
@@ -89,6 +90,8 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc={base}/log/jobcomp.txt
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SchedulerType=sched/backfill

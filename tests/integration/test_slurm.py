@@ -18,7 +18,7 @@ import pytest
 
 from rocmbuild.errors import CommandFailed, UsageError
 from rocmbuild.nightly.model import End, Task
-from rocmbuild.nightly.slurm import SLURM_JSON, SlurmExecutor, SlurmSettings
+from rocmbuild.nightly.slurm import SLURM_JSON, SlurmExecutor, SlurmSettings, jobcomp_records
 from rocmbuild.results import Status
 from tests.integration import slurm_cluster
 
@@ -36,8 +36,11 @@ open(result, "w").write(json.dumps({"cell": cell, "status": "success", "end": "c
 """
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def slurm() -> Iterator[slurm_cluster.Cluster]:
+    """One cluster per session in effect: this module is its only user. (A session-scoped
+    fixture would be torn down in whichever test runs last, maybe a unit test, whose guard
+    forbids processes.)"""
     reason = slurm_cluster.why_not()
     if reason:
         pytest.skip(reason)
@@ -115,6 +118,12 @@ def test_no_wait_then_collect_ok_failed_cancelled(slurm: slurm_cluster.Cluster,
     for t in data["tasks"]:
         assert t["submit_to_start_s"] is not None and t["end_to_collected_s"] is not None
     assert [t.cell_id for t in later.timings] == ["ok", "fails", "sleeps"]
+    # After MinJobAge slurmctld forgets the job; the jobcomp file still has every task.
+    # (It writes a cancelled task's line before the signal is known: ExitCode=0:0.)
+    from_file = {r.task_index: (r.state, r.exit_code, r.start is not None)
+                 for r in jobcomp_records(job)}
+    assert from_file == {0: ("COMPLETED", 0, True), 1: ("FAILED", 1, True),
+                         2: ("CANCELLED", 0, True)}
 
 
 def test_run_two_shapes_and_untrusted_results(slurm: slurm_cluster.Cluster,

@@ -273,7 +273,7 @@ class SlurmExecutor:
             counts = {"pending": 0, "running": 0, "done": 0}
             for job in submission.jobs:
                 states = squeue_states(job.job_id)
-                if states is None:  # purged: ended long ago
+                if not states:  # purged (or nothing listed): ended long ago
                     counts["done"] += len(job.cells)
                     continue
                 for state, n in states.items():
@@ -438,15 +438,17 @@ def _exit(text: str) -> tuple[int | None, int | None]:
 
 def parse_scontrol(text: str, job_id: str) -> list[TaskRecord]:
     """Task records of array job ``job_id`` from ``scontrol -o show job`` (one line per task;
-    tasks cancelled while pending share one line whose ArrayTaskId is a range)."""
+    tasks cancelled while pending share one line whose ArrayTaskId is a range) or from a
+    ``jobcomp/filetxt`` file (the same ``Key=value`` lines)."""
     out: list[TaskRecord] = []
     for line in text.splitlines():
         f = fields(line)
         if f.get("ArrayJobId", f.get("JobId")) != job_id or "JobState" not in f:
             continue
         code, sig = _exit(f.get("ExitCode", ""))
-        host = f.get("BatchHost", "")
-        # A task cancelled while pending has StartTime = EndTime = the cancel, and no BatchHost.
+        host = f.get("BatchHost") or f.get("NodeList", "")
+        host = "" if host in ("(null)", "None") else host
+        # A task cancelled while pending has StartTime = EndTime = the cancel, and no node.
         start = _when(f.get("StartTime", "")) if host else None
         for i in task_ids(f.get("ArrayTaskId", "0")):
             out.append(TaskRecord(job_id, i, f["JobState"], code, sig, start,
@@ -475,17 +477,37 @@ def parse_sacct(text: str, job_id: str) -> list[TaskRecord]:
 
 def job_records(job_id: str) -> list[TaskRecord]:
     """Every task of ``job_id``: scontrol while slurmctld keeps the job (MinJobAge), then
-    sacct where accounting works; [] when neither knows it."""
+    sacct where accounting works, then the jobcomp/filetxt file where the cluster writes one;
+    [] when none knows it."""
     res = run.run(["scontrol", "-o", "show", "job", job_id], capture=True, check=False,
                   timeout=60)
     if res.returncode == 0:
         return parse_scontrol(res.output, job_id)
-    if shutil.which("sacct") is None:
+    if shutil.which("sacct") is not None:
+        acct = run.run(["sacct", "-n", "-P", "-X", "-j", job_id,
+                        "-o", "JobID,State,ExitCode,Start,End,NodeList"],
+                       capture=True, check=False, timeout=60)
+        if acct.returncode == 0 and (recs := parse_sacct(acct.output, job_id)):
+            return recs
+    return jobcomp_records(job_id)
+
+
+def jobcomp_records(job_id: str) -> list[TaskRecord]:
+    """The tasks of ``job_id`` in the cluster's ``jobcomp/filetxt`` file (``scontrol show
+    config``: JobCompType, JobCompLoc), which outlives slurmctld's memory; [] without one. The
+    last line of a task wins (job ids start again at 1 on a new cluster)."""
+    res = run.run(["scontrol", "show", "config"], capture=True, check=False, timeout=60)
+    conf = dict(ln.split("=", 1) for ln in res.output.splitlines() if " = " in ln)
+    conf = {k.strip(): v.strip() for k, v in conf.items()}
+    if res.returncode != 0 or conf.get("JobCompType") != "jobcomp/filetxt":
         return []
-    acct = run.run(["sacct", "-n", "-P", "-X", "-j", job_id,
-                    "-o", "JobID,State,ExitCode,Start,End,NodeList"],
-                   capture=True, check=False, timeout=60)
-    return parse_sacct(acct.output, job_id) if acct.returncode == 0 else []
+    mark = f" ArrayJobId={job_id} "
+    try:
+        with open(conf.get("JobCompLoc", ""), encoding="utf-8", errors="replace") as f:
+            lines = [ln for ln in f if mark in ln]
+    except OSError:
+        return []
+    return parse_scontrol("".join(lines), job_id)
 
 
 # -- outcomes -----------------------------------------------------------------------------
@@ -551,7 +573,8 @@ def _slurm_reason(c: SubmittedCell, rec: TaskRecord) -> str:
     if rec.state == "CANCELLED":
         if rec.start is None:
             return f"{task} cancelled before it started (scancel)"
-        return f"{task} cancelled while running{on}{ran} (scancel, signal {rec.signal or 0})"
+        sig = f", signal {rec.signal}" if rec.signal else ""
+        return f"{task} cancelled while running{on}{ran} (scancel{sig})"
     if rec.state in ("TIMEOUT", "DEADLINE"):
         limit = f" ({rec.time_limit})" if rec.time_limit else ""
         return f"{task} reached its Slurm time limit{limit}{ran}{on}"
