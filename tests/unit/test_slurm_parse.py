@@ -42,6 +42,11 @@ RUNNING_CANCELLED = (
     "ExitCode=0:15 RunTime=00:00:02 TimeLimit=UNLIMITED SubmitTime=2026-11-30T16:02:30 "
     "StartTime=2026-11-30T16:02:31 EndTime=2026-11-30T16:02:33 NodeList=vm BatchHost=vm "
     "Command=/tmp/a b/JobState=COMPLETED")
+TIMED_OUT = (  # `--time=1` on the test cluster, run by hand once (90 s: too slow for CI)
+    "JobId=1 ArrayJobId=1 ArrayTaskId=0 JobName=rocmbuild-nightly JobState=TIMEOUT "
+    "Reason=TimeLimit ExitCode=0:15 RunTime=00:01:26 TimeLimit=00:01:00 "
+    "SubmitTime=2026-11-30T16:13:53 StartTime=2026-11-30T16:13:55 EndTime=2026-11-30T16:15:21 "
+    "NodeList=vm BatchHost=vm Command=/tmp/tmp7um6re71/run/slurm/array0.sh")
 FAILED = RUNNING_CANCELLED.replace("JobId=3 ", "JobId=4 ").replace(
     "ArrayTaskId=0", "ArrayTaskId=1").replace("JobState=CANCELLED", "JobState=FAILED").replace(
     "ExitCode=0:15", "ExitCode=1:0")
@@ -91,6 +96,14 @@ def test_parse_scontrol_expands_ranges_and_ignores_values_with_spaces() -> None:
     assert (ran.state, ran.exit_code, ran.signal, ran.node) == ("CANCELLED", 0, 15, "vm")
     assert ran.end is not None and ran.start is not None and ran.end - ran.start == 2
     assert parse_scontrol(RUNNING_CANCELLED, "1") == []  # another job's line
+
+
+def test_a_real_timeout() -> None:
+    [r] = parse_scontrol(TIMED_OUT, "1")
+    o = outcome(SubmittedCell("slow", "1", 0, "cells/slow/result.json", "cells/slow/log.txt"),
+                r, None, "no result.json")
+    assert (o.status, o.end, o.duration_s) == (Status.FAILED, End.TIMEOUT, 86)
+    assert o.reason == "Slurm task 1_0 reached its Slurm time limit (00:01:00) after 86s on vm"
 
 
 def test_parse_sacct() -> None:

@@ -621,7 +621,8 @@ def _ran(rec: TaskRecord) -> float:
 
 def _with(result: CellOutcome, c: SubmittedCell, rec: TaskRecord | None, reason: str,
           failed: bool = False) -> CellOutcome:
-    return replace(result, reason=reason, log=c.log,
+    # Promotion is the controller's, after collecting: a task's word for it does not count.
+    return replace(result, reason=reason, log=c.log, promoted=False,
                    exit_code=rec.exit_code if rec is not None else result.exit_code,
                    duration_s=result.duration_s or (_ran(rec) if rec else 0.0),
                    status=Status.FAILED if failed else result.status,
