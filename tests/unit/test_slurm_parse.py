@@ -26,6 +26,7 @@ from rocmbuild.nightly.slurm import (
     parse_sacct,
     parse_scontrol,
     read_result,
+    settings_from_table,
     shape_of,
     task_ids,
 )
@@ -225,3 +226,34 @@ def test_bad_tasks_are_refused_before_submitting(tmp_path: Path,
         ex.submit([task(run_dir, "a"), task(run_dir, "a")])
     with pytest.raises(UsageError, match="is not under the run directory"):
         ex.submit([task(tmp_path / "other", "a")])
+
+
+def test_settings_from_the_executor_table(tmp_path: Path) -> None:
+    s = settings_from_table({"kind": "slurm", "partition": "cpu", "gpu_partition": "mi300x",
+                             "account": "proj_1", "sbatch_args": ["--qos=normal"],
+                             "time": "12h", "shared_dir": "shared", "poll": "500"},
+                            "nightly.toml: executor", tmp_path)
+    assert s == SlurmSettings("cpu", "mi300x", "proj_1", ("--qos=normal",), 12 * 3600,
+                              tmp_path / "shared", 500.0)
+    assert settings_from_table({}, "x", tmp_path) == SlurmSettings()
+    assert settings_from_table({"time": 90, "poll": "0.5s", "shared_dir": "/lustre/n"},
+                               "x", tmp_path) == SlurmSettings(
+        max_time_s=90, poll_s=0.5, shared_dir=Path("/lustre/n"))
+
+
+@pytest.mark.parametrize(("table", "words"), [
+    ({"partition": "a b"}, "nightly.toml: executor.partition: 'a b' is not a Slurm name"),
+    ({"account": 3}, "nightly.toml: executor.account: '3' is not a Slurm name"),
+    ({"time": "soon"}, "nightly.toml: executor.time: 'soon' is not a duration"),
+    ({"time": 0}, "nightly.toml: executor.time: 0 is out of range"),
+    ({"poll": True}, "nightly.toml: executor.poll: 'True' is not a duration"),
+    ({"sbatch_args": "--qos=x"}, "executor.sbatch_args: must be a list of sbatch options"),
+    ({"sbatch_args": ["--array=0-3"]}, "executor.sbatch_args: --array is the executor's own"),
+    ({"shared_dir": ""}, "nightly.toml: executor.shared_dir: must be a path"),
+])
+def test_bad_executor_keys_are_one_line(tmp_path: Path, table: dict[str, object],
+                                        words: str) -> None:
+    with pytest.raises(UsageError) as info:
+        settings_from_table(table, "nightly.toml: executor", tmp_path)
+    assert info.value.message == words or words in info.value.message, info.value.message
+    assert "\n" not in info.value.message and info.value.hint
