@@ -75,10 +75,10 @@ def test_shape_resources_and_partitions(tmp_path: Path) -> None:
 
 
 def test_batch_script_quotes_and_maps_tasks(tmp_path: Path) -> None:
-    text = batch_script([task(tmp_path, "a"), task(tmp_path, "b")], tmp_path)
+    text = batch_script([task(tmp_path, "a"), task(tmp_path, "b")])
     assert "  1)  # b\n    exec python -m rocmbuild nightly --cell b 'it'\"'\"'s' >" in text
     assert f">{tmp_path}/cells/b/log.txt 2>&1 ;;" in text
-    assert text == batch_script([task(tmp_path, "a"), task(tmp_path, "b")], tmp_path)
+    assert text == batch_script([task(tmp_path, "a"), task(tmp_path, "b")])
 
 
 @pytest.mark.parametrize(("text", "ids"), [

@@ -8,8 +8,9 @@
   ``sbatch --parsable --array=0-N``. The job ids and which task is which cell go to
   ``<run_dir>/slurm.json`` (a ``Submission``), so ``collect`` works from a later process.
 - ``wait(submission)``: polls ``squeue`` until every task has ended, with a progress line.
-- ``collect(run_dir)``: per task the state and exit code from ``scontrol -o show job`` (``sacct``
-  when slurmctld no longer knows the job and accounting exists), and the task's ``result.json``
+- ``collect(run_dir)``: per task the state and exit code from ``scontrol -o show job`` (when
+  slurmctld no longer knows the job: ``sacct`` where accounting exists, then the cluster's
+  jobcomp/filetxt file), and the task's ``result.json``
   (untrusted: it must parse into a CellOutcome of that cell). Slurm's ends (COMPLETED, FAILED,
   CANCELLED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, ...) map to ``End``; the reason says which and
   why. The overhead per cell (submit -> start, end -> collected) is written back to slurm.json.
@@ -298,7 +299,7 @@ class SlurmExecutor:
         cells: list[SubmittedCell] = []
         for k, (shape, group) in enumerate(groups.items()):
             script = run_dir / "slurm" / f"array{k}.sh"
-            write_atomic(script, batch_script(group, run_dir))
+            write_atomic(script, batch_script(group))
             for t in group:
                 t.log.parent.mkdir(parents=True, exist_ok=True)
                 t.result.parent.mkdir(parents=True, exist_ok=True)
@@ -408,7 +409,7 @@ class SlurmExecutor:
 
 # -- the batch script ---------------------------------------------------------------------
 
-def batch_script(tasks: Sequence[Task], run_dir: Path) -> str:
+def batch_script(tasks: Sequence[Task]) -> str:
     """The array's batch script: array task i execs task i's argv, output to its log."""
     lines = [
         "#!/bin/bash",
@@ -468,7 +469,9 @@ def squeue_states(job_id: str) -> dict[str, int] | None:
         if "Invalid job id" in res.output:
             return None
         raise CommandFailed(f"squeue exited with code {res.returncode}: {res.cause}",
-                            hint="check that slurmctld answers (scontrol ping)")
+                            hint="check that slurmctld answers (scontrol ping); the tasks keep "
+                                 "running in Slurm: collect them later with "
+                                 "`nightly --collect RUN`")
     counts: dict[str, int] = {}
     for line in res.output.splitlines():
         ids, _, state = line.partition("|")
