@@ -129,21 +129,23 @@ def _teardown(base: Path, env: dict[str, str]) -> None:
         return ""
 
     pids = [p for p in (_pid(base / "slurmctld.pid"), _pid(base / "slurmd.pid")) if p]
-    quiet("scancel", "--user=root")  # running jobs would outlive scontrol shutdown
-    for _ in range(150):
-        if not quiet("squeue", "-h").strip():
-            break
-        time.sleep(0.2)
-    quiet("scontrol", "shutdown")
-    for _ in range(100):
-        alive = [p for p in pids if _alive(p)]
-        if not alive:
-            break
-        time.sleep(0.1)
-    for p in pids:
-        with contextlib.suppress(OSError):
-            os.kill(p, 9)
-    shutil.rmtree(base, ignore_errors=True)
+    try:
+        quiet("scancel", "--user=root")  # running jobs would outlive scontrol shutdown
+        for _ in range(150):
+            if not quiet("squeue", "-h").strip():
+                break
+            time.sleep(0.2)
+        quiet("scontrol", "shutdown")
+        for _ in range(100):
+            if not any(_alive(p) for p in pids):
+                break
+            time.sleep(0.1)
+    finally:  # whatever stopped the polite way (even a BaseException): no daemon outlives us
+        for p in pids:
+            if _alive(p):
+                with contextlib.suppress(OSError):
+                    os.kill(p, 9)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def _alive(pid: int) -> bool:
