@@ -10,8 +10,9 @@
 - **compile cache**: ``CCACHE_DIR`` / ``SCCACHE_DIR``, when set, is a directory this user can
   write (made when missing).
 - **argv**: with ``build.link_units_per_arch``, the final link's command line (objects x archs x
-  object path length, plus the environment) against ``ARG_MAX``; a single shell string of that
-  size over ``MAX_ARG_STRLEN`` (128 KiB) is a warning.
+  object path length, plus the environment) against ``ARG_MAX``; that the line would not fit
+  ``MAX_ARG_STRLEN`` (128 KiB) as one shell string is a debug note (setuptools links by execve,
+  CMake's Ninja generator uses response files).
 
 Each problem is one line with the fix and the exit code of its class (ToolchainError for what the
 host lacks, UsageError for a plan that cannot link). ``ROCMBUILD_PREFLIGHT=warn`` reports them
@@ -54,7 +55,7 @@ class Problem:
 
 
 def _gib(n: float) -> str:
-    return f"{n / GiB:.1f} GiB"
+    return f"{n / GiB:.1f} GiB" if n >= GiB else f"{n / 1024**2:.1f} MiB"
 
 
 # --------------------------------------------------------------------------- disk
@@ -145,7 +146,7 @@ def memory_problem(plan: Plan, host: Host) -> Problem | None:
     return Problem(
         f"{plan.recipe} ({plan.variant}): {_gib(host.memory_bytes)} usable "
         f"({host.memory_source}), one compile job needs {plan.mem_per_job_gb:g} GiB "
-        f"(build.mem_per_job_gb)",
+        f"(mem_per_job_gb in {plan.recipe_path.name})",
         "free memory or raise the limit (cgroup, container, Slurm --mem); if the recipe's "
         f"figure is too high for your archs, lower mem_per_job_gb in "
         f"{plan.recipe_path.name} (ROCMBUILD_PREFLIGHT=warn builds anyway)")
@@ -184,7 +185,7 @@ def env_bytes(env: dict[str, str]) -> int:
 
 def argv_problem(plan: Plan, tree: Path, arg_max: int, environ_bytes: int
                  ) -> tuple[Problem | None, str]:
-    """(a Problem when the link line cannot fit ARG_MAX, a warning when it cannot be one
+    """(a Problem when the link line cannot fit ARG_MAX, a note when it could not be one
     shell string) for a plan with build.link_units_per_arch."""
     units = plan.link_units_per_arch
     if not units:
@@ -192,8 +193,9 @@ def argv_problem(plan: Plan, tree: Path, arg_max: int, environ_bytes: int
     n = len(plan.archs)
     size = link_bytes(units, n, tree)
     room = arg_max - environ_bytes
-    what = (f"{plan.recipe} ({plan.variant}): the final link names ~{units * n} objects "
-            f"({units} per arch x {n} archs, paths under {tree}): ~{size // 1024} KiB")
+    what = (f"{plan.recipe} ({plan.variant}): link_units_per_arch = {units} in "
+            f"{plan.recipe_path.name}: the final link names ~{units * n} objects ({units} per "
+            f"arch x {n} archs, paths under {tree}): ~{size // 1024} KiB")
     if size > room:
         fits = max(0, (room - LINK_BASE_BYTES) // ((size - LINK_BASE_BYTES) // n))
         return Problem(
@@ -216,7 +218,7 @@ def argv_problem(plan: Plan, tree: Path, arg_max: int, environ_bytes: int
 def problems(plan: Plan, host: Host, src_root: Path, cache: Path,
              env: dict[str, str] | None = None, arg_max: int | None = None
              ) -> tuple[list[Problem], list[str]]:
-    """(problems, warnings) of the resource checks for building ``plan`` with its tree under
+    """(problems, notes) of the resource checks for building ``plan`` with its tree under
     ``src_root`` (the workspace's src/). ``env``: the environment the build starts from (its
     size counts against ARG_MAX; CCACHE_DIR / SCCACHE_DIR are read from it); ``arg_max``:
     default ``os.sysconf('SC_ARG_MAX')``."""
@@ -250,8 +252,8 @@ def check(plan: Plan, host: Host, src_root: Path, cache: Path) -> None:
         return
     given = {v: x for v in CACHE_VARS if (x := options.env(v))}
     found, warnings = problems(plan, host, src_root, cache, env={**os.environ, **given})
-    for w in warnings:
-        log.warn(w)
+    for note in warnings:
+        log.debug(note)
     if not found:
         return
     if mode == "warn":
