@@ -202,9 +202,11 @@ def argv_problem(plan: Plan, tree: Path, arg_max: int, environ_bytes: int
             f"{what} of arguments, over this host's ARG_MAX of {arg_max // 1024} KiB "
             f"(minus {environ_bytes // 1024} KiB of environment): it would fail with "
             "\"Argument list too long\" after every unit compiled",
-            f"build at most {fits} arch(es) per wheel (--arch), or fewer kernels (e.g. "
-            "--opt flash-attn.opt_dim=128), or raise the stack limit (`ulimit -s 65536` "
-            "allows up to 6 MiB) or use a shorter --workdir",
+            (f"build at most {fits} arch(es) per wheel (--arch, one wheel per arch group), "
+             if fits else "") + "compile fewer kernels (a recipe option such as flash-attn's "
+            "opt_dim, where the recipe has one), raise the stack limit before the build "
+            "(`ulimit -s 65536`: ARG_MAX is a quarter of it, at most 6 MiB), or use a shorter "
+            "--workdir",
             UsageError), ""
     if size > MAX_ARG_STRLEN:
         return None, (f"{what}: fits ARG_MAX, but a tool that passes it as one shell string "
