@@ -230,8 +230,10 @@ def problems(plan: Plan, host: Host, src_root: Path, cache: Path,
     warnings: list[str] = []
     where = _nearest_existing(src_root)
     free = shutil.disk_usage(where).free
-    replaced = tree_bytes(tree) if tree.is_dir() else 0
-    disk = disk_problem(plan, where, free, learned_disk(cache, plan), replaced)
+    learned = learned_disk(cache, plan)
+    disk = disk_problem(plan, where, free, learned, 0)
+    if disk is not None and tree.is_dir():  # walked only when it could decide
+        disk = disk_problem(plan, where, free, learned, tree_bytes(tree))
     found += [disk] if disk else []
     mem = memory_problem(plan, host)
     found += [mem] if mem else []
