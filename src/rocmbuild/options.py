@@ -111,6 +111,12 @@ ENV: dict[str, str] = {
     "SLURM_CPUS_PER_TASK": "set by Slurm: caps the cpus MAX_JOBS plans with",
     "SLURM_MEM_PER_CPU": "set by Slurm (MB): caps usable memory at this times the cpus",
     "SLURM_MEM_PER_NODE": "set by Slurm (MB; 0: the whole node): caps usable memory",
+    "ROCMBUILD_PREFLIGHT": "the build's resource preflight (disk, memory, compile cache dir, "
+                           "link line length): 'on' (default: a problem stops the build), "
+                           "'warn' (warn and build), 'off'",
+    "CCACHE_DIR": "ccache's cache directory: the preflight checks that it can be written",
+    "SCCACHE_DIR": "sccache's local cache directory: the preflight checks that it can be "
+                   "written",
     "ROCMBUILD_PUBLISH_PAUSE_AT": "test hook: pause publishing at this step",
     "ROCMBUILD_PUBLISH_PAUSE_MARKER": "test hook: file touched when the pause starts",
     "ROCMBUILD_PUBLISH_PAUSE_SECONDS": "test hook: pause length (default 60)",
@@ -152,6 +158,10 @@ def check_env() -> None:
         raise UsageError(f"ROCMBUILD_OFFLINE={offline!r}: expected recipe, require or off",
                          hint="e.g. ROCMBUILD_OFFLINE=require, or unset it")
     env_float("ROCMBUILD_PROGRESS_SECONDS", 10.0)
+    preflight = (env("ROCMBUILD_PREFLIGHT") or "").strip().lower()
+    if preflight not in ("", "on", "warn", "off"):
+        raise UsageError(f"ROCMBUILD_PREFLIGHT={preflight!r}: expected on, warn or off",
+                         hint="e.g. ROCMBUILD_PREFLIGHT=warn, or unset it")
     env_int("SLURM_CPUS_PER_TASK")
     env_int("SLURM_MEM_PER_CPU", minimum=0)
     env_int("SLURM_MEM_PER_NODE", minimum=0)

@@ -1,7 +1,7 @@
 """The pipeline: a visible tuple of stages run in order over one Plan.
 
-preflight -> [cache hit? deliver] -> fetch -> patch -> env -> hipify -> build -> repair
-          -> bundle -> tag -> audit
+preflight -> [cache hit? deliver] -> resource preflight -> fetch -> patch -> env -> hipify
+          -> build -> repair -> bundle -> tag -> audit
           -> [validate] -> store in cache -> deliver to the wheel dir
 
 A hit is verified (entry.json's shape, the wheel's sha256; a bad entry is discarded and
@@ -23,7 +23,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from rocmbuild import cache, fsutil, host, lock, log
+from rocmbuild import cache, fsutil, host, lock, log, preflight
 from rocmbuild.digest import sha256_file
 from rocmbuild.errors import (
     AuditError,
@@ -142,6 +142,9 @@ def build_record(plan: Plan, ctx: Context, sha256: str, duration: float) -> dict
                  "memory_bytes": ctx.host.memory_bytes},
         "original_wheel": ({"name": raw.name, "sha256": sha256_file(raw)}
                            if raw is not None and raw.is_file() else None),
+        **({"oom_retry": ctx.artifacts.oom_retry} if ctx.artifacts.oom_retry else {}),
+        **({"disk": {"tree_bytes": ctx.artifacts.tree_bytes}}
+           if ctx.artifacts.tree_bytes else {}),
     }
 
 
@@ -222,7 +225,11 @@ def _build_locked(plan: Plan, ctx: Context, start: float, validate: bool) -> Bui
         if hit is not None:
             return _hit(plan, ctx, start, hit, validate)
     total = len(STAGES) if validate else len(BUILD_STAGES)
+    # a build, not a hit: room for it (disk, memory, compile cache dir, link line), in seconds
+    preflight.check(plan, ctx.host, ctx.ws.src, ctx.ws.cache)
     results = _run_stages(plan, ctx, BUILD_STAGES, 1, total)
+    if ctx.artifacts.tree_bytes:
+        preflight.record_disk(ctx.ws.cache, plan, ctx.artifacts.tree_bytes)
     wheel = need(ctx.artifacts.wheel, "tagged wheel", "pipeline")
     sha = sha256_file(wheel)
     meta = {

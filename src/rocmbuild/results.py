@@ -136,6 +136,11 @@ class Artifacts:
     build_log: Path | None = None
     torch: TorchBuild | None = None
     """build: the torch the build compiled against."""
+    oom_retry: str | None = None
+    """build: ``OOM-killed at MAX_JOBS 8 (unit X); retried at 4, finished`` when it was."""
+    tree_bytes: int | None = None
+    """build: the disk the source and build tree took when the build finished (the next
+    build's preflight plans free disk with it)."""
     bundle: Bundle | None = None
     """bundle: ``raw_wheel`` with the ROCm runtime inside (rocm_runtime = "bundle")."""
     wheel: Path | None = None

@@ -194,6 +194,7 @@ def test_read_only_workdir_source_tree(tmp_path: Path, ro_disk: Path) -> None:
     ws = tmp_path / "build"
     ws.mkdir()
     (ws / "src").symlink_to(ro_disk)
-    res = rocmbuild("--workdir", str(ws), "build", str(recipe), "--arch", "gfx942")
+    res = rocmbuild("--workdir", str(ws), "build", str(recipe), "--arch", "gfx942",
+                    env={"ROCMBUILD_PREFLIGHT": "off"})  # past the preflight's free-space check
     line = _error_line(res, "fetch error", 4)
     assert "Read-only file system" in line and str(ws / "src") in line, line

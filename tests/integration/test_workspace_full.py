@@ -51,7 +51,8 @@ def test_full_disk_while_extracting(tmp_path: Path, small_disk: Path) -> None:
     ws = small_disk / "build"
     t0 = time.monotonic()
     res = rocmbuild("--workdir", str(ws), "--cache-dir", str(tmp_path / "cache"),
-                    "build", str(recipe), "--arch", "gfx942")
+                    "build", str(recipe), "--arch", "gfx942",
+                    env={"ROCMBUILD_PREFLIGHT": "off"})  # the disk filling up, not foreseen
     took = time.monotonic() - t0
     out = res.stdout + res.stderr
     assert "Traceback" not in out and "internal error" not in out, out

@@ -177,6 +177,9 @@ class Checker:
         if k.type == "integer":
             if k.const is not None and value != k.const:
                 self.bad(loc, f"unsupported version {value!r}; this rocmbuild reads {k.const}")
+            if k.positive and value <= 0:
+                self.bad(loc, f"must be > 0, got {value}")
+                return False, None
             return True, value
         if k.type == "number":
             if not math.isfinite(value):

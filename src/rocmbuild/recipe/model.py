@@ -379,6 +379,10 @@ class Variant:
         "disk_gb", "number", "Overrides build.disk_gb.", "1", default=None, positive=True,
         default_text="build.disk_gb",
     )
+    link_units_per_arch: int | None = toml(
+        "link_units_per_arch", "integer", "Overrides build.link_units_per_arch.", "930",
+        default=None, positive=True, default_text="build.link_units_per_arch",
+    )
     runtime_env: tuple[tuple[str, str], ...] = toml(
         "runtime_env", "env",
         "Environment the built wheel needs at run time (e.g. the flash-attn Triton backend is "
@@ -593,8 +597,18 @@ class Recipe:
         default=2.0, positive=True,
     )
     disk_gb: float = toml("build.disk_gb", "number",
-                          "Rough disk needed for source and build tree.", "30", default=5.0,
+                          "Rough disk needed for source and build tree: the preflight's need "
+                          "until a build of this recipe and variant has measured its tree "
+                          "(docs/long-builds.md).", "30", default=5.0,
                           positive=True)
+    link_units_per_arch: int | None = toml(
+        "build.link_units_per_arch", "integer",
+        "Object files per GPU arch that the final link names on one command line (generated "
+        "kernels such as the flash-attn CK variant's). The preflight estimates that command's "
+        "length (objects x archs x path length) and refuses a build whose link would exceed "
+        "the host's ARG_MAX before hours of compiling (docs/long-builds.md). Unset: no check.",
+        "930", default=None, positive=True,
+    )
     env: tuple[tuple[str, str], ...] = toml(
         "build.env", "env", "Environment for the build (on top of the host's).",
         '{ BUILD_TARGET = "rocm", MAX_JOBS = "{jobs}" }', default=(), placeholders=True,

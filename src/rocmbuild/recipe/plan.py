@@ -191,6 +191,9 @@ class Plan:
     """The wheel's PEP 427 build tag (``--build-tag``), "" for none; in the cache key when set."""
     build_env: BuildEnvSpec | None = None
     """None: the recipe declares no build requirements; the build runs with this interpreter."""
+    link_units_per_arch: int | None = None
+    """build.link_units_per_arch: objects per arch on the final link's command line, for the
+    preflight's argv-length check (None: not checked). Not in the cache key or the JSON."""
     cache_key: str = ""
 
     @property

@@ -138,6 +138,8 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
     )
     mem = variant.mem_per_job_gb if variant and variant.mem_per_job_gb else recipe.mem_per_job_gb
     disk = variant.disk_gb if variant and variant.disk_gb else recipe.disk_gb
+    link_units = (variant.link_units_per_arch if variant and variant.link_units_per_arch
+                  else recipe.link_units_per_arch)
     host_requires = (
         variant.host_requires
         if variant and variant.host_requires is not None
@@ -241,6 +243,7 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         jobs_reason=job_plan.reason,
         mem_per_job_gb=mem,
         disk_gb=disk,
+        link_units_per_arch=link_units,
         patches=patches,
         hipify=hipify,
         commands=commands,

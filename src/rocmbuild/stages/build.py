@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 from wheel.wheelfile import WheelFile
 
-from rocmbuild import log, options
+from rocmbuild import log, oom, options, preflight
 from rocmbuild.errors import BuildError, CommandFailed
 from rocmbuild.host import Host
 from rocmbuild.recipe.plan import Plan
@@ -289,14 +289,28 @@ def run(plan: Plan, ctx: Context) -> StageResult:
                                                 env)), daemon=True,
     )
     prober.start()
+    retried = ""  # set when an OOM kill made the build run again at half the jobs
     try:
-        for command in plan.commands:
-            argv = [
+        jobs, i = plan.jobs, 0
+        while i < len(plan.commands):
+            argv = oom.argv_with_jobs([
                 python if a == "python" else
                 a.replace("{wheel_tmp}", str(out_dir)).replace("{stage_dir}", str(stage_dir))
-                for a in command
-            ]
-            sh(argv, cwd=tree, env=env, log_path=log_path, on_line=progress, wrap=prefix)
+                for a in plan.commands[i]
+            ], plan.jobs, jobs)
+            mark, kills = _log_size(log_path), oom.oom_kills()
+            try:
+                sh(argv, cwd=tree, env=env, log_path=log_path, on_line=progress, wrap=prefix)
+            except CommandFailed as exc:
+                killed = oom.detect(_log_text(log_path, mark), exc.returncode, kills,
+                                    oom.oom_kills(), tree)
+                if killed is None:
+                    raise
+                retried = _oom_retry(plan, jobs, killed, retried, log_path, exc)
+                jobs = oom.half(jobs)
+                env = oom.env_with_jobs(env, plan.jobs, jobs)
+                continue  # the same command again, in the same tree: finished units stay
+            i += 1
     except CommandFailed as exc:
         host = _tried_network(log_path) if prefix else None
         if host is not None:
@@ -327,9 +341,49 @@ def run(plan: Plan, ctx: Context) -> StageResult:
             hint=f"see {log_path}",
         )
     return StageResult(
-        Status.SUCCESS,
+        Status.WARNING if retried else Status.SUCCESS,
         time.monotonic() - start,
-        wheels[0].name,
+        wheels[0].name + (f"; {retried}, finished" if retried else ""),
         log_path,
-        Artifacts(raw_wheel=wheels[0], build_log=log_path, torch=torch[0] if torch else None),
+        Artifacts(raw_wheel=wheels[0], build_log=log_path, torch=torch[0] if torch else None,
+                  oom_retry=f"{retried}, finished" if retried else None,
+                  tree_bytes=preflight.tree_bytes(tree)),
     )
+
+
+def _log_size(log_path: Path) -> int:
+    try:
+        return log_path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _log_text(log_path: Path, start: int) -> str:
+    """What the log got from ``start`` on (its last _SCAN_BYTES): one command's output."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(max(start, f.seek(0, os.SEEK_END) - _SCAN_BYTES))
+            return f.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _oom_retry(plan: Plan, jobs: int, killed: oom.OomKill, retried: str, log_path: Path,
+               exc: CommandFailed) -> str:
+    """After an OOM kill at ``jobs``: the note for the retry at half of them (warned), or a
+    BuildError when the build was retried already or runs one job."""
+    unit = f" (unit {killed.unit})" if killed.unit else ""
+    again = " again, on the retry," if retried else ""
+    what = f"{plan.recipe} ({plan.variant}): a compile was OOM-killed{again} at MAX_JOBS " \
+        f"{jobs}{unit}"
+    if retried or jobs <= 1:
+        raise BuildError(
+            f"{what}; {killed.evidence}",
+            hint=f"lower --jobs (ROCMBUILD_JOBS), raise the memory limit (cgroup, Slurm "
+            f"--mem), or raise build.mem_per_job_gb in {plan.recipe_path.name} (now "
+            f"{plan.mem_per_job_gb:g} GiB per job); full log: {log_path}",
+            detail=exc.detail,
+        ) from exc
+    log.warn(f"{escape(what)}; {escape(killed.evidence)}: retrying at MAX_JOBS "
+             f"{oom.half(jobs)} in the same tree (finished units are kept)")
+    return f"OOM-killed at MAX_JOBS {jobs}{unit}; retried at {oom.half(jobs)}"
