@@ -2,7 +2,7 @@
 output to ``<workdir>/logs/<recipe>/<key>/build.log``, show ninja's ``[N/M]`` progress with an
 ETA (progress.py), and hand back the one wheel produced. On failure: the last 30 lines, then the
 log path. The build's ``.ninja_log`` is kept next to build.log (``build.ninja_log``: the next
-build's ETA); cmake builds measure each unit's peak memory (launchers/memlog.py, ``units.jsonl``)
+build's ETA); CMake-driven builds measure each unit's peak memory (launchers/memlog.py, ``units.jsonl``)
 into the cache's learned memory (learned.py), which the next plan's MAX_JOBS uses.
 
 With ``build.offline`` the commands run in a new network namespace (``run.no_network``); a
@@ -270,14 +270,13 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     if log_path.exists():
         log_path.unlink()
     # Progress: ninja's status as [finished/total running]; each unit's peak memory and time
-    # measured by launchers/memlog.py (cmake builds) for the next plan's MAX_JOBS
+    # measured by launchers/memlog.py (CMake-driven builds) for the next plan's MAX_JOBS
     ctx.log_dir.mkdir(parents=True, exist_ok=True)
     units = ctx.log_dir / UNITS_LOG
     units.unlink(missing_ok=True)
     env.setdefault("NINJA_STATUS", progress.NINJA_STATUS)
-    if plan.backend == "cmake":
-        for var in MEMLOG_LAUNCHERS:
-            env[var] = memlog_launcher(units, env.get(var))
+    for var in MEMLOG_LAUNCHERS:  # CMake reads them at configure: the cmake backend, and pip
+        env[var] = memlog_launcher(units, env.get(var))  # builds whose backend runs CMake
     since = time.time()
     shown = progress.Display(f"building {plan.package} ({plan.variant}, MAX_JOBS={plan.jobs})",
                              plan.jobs, previous_ninja_log(ctx.log_dir))
