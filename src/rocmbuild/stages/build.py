@@ -2,8 +2,9 @@
 output to ``<workdir>/logs/<recipe>/<key>/build.log``, show ninja's ``[N/M]`` progress with an
 ETA (progress.py), and hand back the one wheel produced. On failure: the last 30 lines, then the
 log path. The build's ``.ninja_log`` is kept next to build.log (``build.ninja_log``: the next
-build's ETA); CMake-driven builds measure each unit's peak memory (launchers/memlog.py, ``units.jsonl``)
-into the cache's learned memory (learned.py), which the next plan's MAX_JOBS uses.
+build's ETA); CMake-driven builds measure each unit's peak memory (launchers/memlog.py,
+``units.jsonl``) into the cache's learned memory (learned.py), which the next plan's MAX_JOBS
+uses.
 
 With ``build.offline`` the commands run in a new network namespace (``run.no_network``); a
 build that then fails after trying to reach the network is reported naming the host it tried."""
