@@ -133,3 +133,30 @@ def test_tree_rss_of_a_fixture_proc(tmp_path) -> None:
     (tmp_path / "self").mkdir()
     assert progress.tree_rss(10, tmp_path) == (5 + 7) * page
     assert progress.tree_rss(99, tmp_path) == 0
+
+
+def test_kept_ninja_logs_feed_the_next_builds_eta(tmp_path) -> None:
+    """The build stage's file side: every .ninja_log the build wrote in the tree (cmake's build
+    dir, cpp_extension's build/temp.*) is kept as one build.ninja_log next to build.log; one
+    older than the build is not; the next build of the recipe (another key) reads the newest."""
+    import os
+    import time
+
+    from rocmbuild.stages.build import NINJA_LOG, keep_ninja_log, previous_ninja_log
+
+    tree = tmp_path / "tree"
+    (tree / "_rocmbuild_cmake").mkdir(parents=True)
+    (tree / "build/temp.linux-x86_64-cpython-311").mkdir(parents=True)
+    (tree / "old").mkdir()
+    (tree / "_rocmbuild_cmake/.ninja_log").write_text("# ninja log v5\n0\t2000\t0\ta.o\th\n")
+    (tree / "build/temp.linux-x86_64-cpython-311/.ninja_log").write_text(
+        "# ninja log v5\n0\t4000\t0\t/abs/b.o\th\n")
+    (tree / "old/.ninja_log").write_text("# ninja log v5\n0\t9000\t0\tstale.o\th\n")
+    since = time.time() - 60
+    os.utime(tree / "old/.ninja_log", (since - 3600, since - 3600))
+    logs = tmp_path / "logs/recipe"
+    (logs / "key1").mkdir(parents=True)
+    assert keep_ninja_log(tree, logs / "key1", since) == logs / "key1" / NINJA_LOG
+    assert previous_ninja_log(logs / "key2") == {"a.o": 2.0, "/abs/b.o": 4.0}
+    assert keep_ninja_log(tmp_path / "logs", logs / "key1", time.time() + 60) is None
+    assert previous_ninja_log(tmp_path / "elsewhere/key") == {}
