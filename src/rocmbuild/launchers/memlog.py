@@ -47,12 +47,11 @@ def main() -> None:
     except OSError as exc:
         sys.stderr.write(f"memlog.py: cannot run {cmd[0]}: {exc.strerror or exc}\n")
         raise SystemExit(127) from None
-    while True:
-        try:
-            _, wstatus, usage = os.wait4(pid, 0)
-            break
-        except InterruptedError:
-            continue
+    # ninja interrupts a unit's whole process group: the compiler gets the signal too, and its
+    # end decides (passed on below); the child was started with the default handlers
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: None)
+    _, wstatus, usage = os.wait4(pid, 0)  # retried after a handled signal (PEP 475)
     status = os.waitstatus_to_exitcode(wstatus)
     try:  # one write of one short line with O_APPEND: lines of parallel units never mix
         fd = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
