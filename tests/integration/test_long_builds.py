@@ -15,7 +15,7 @@ import os
 import re
 from pathlib import Path
 
-from rocmbuild import learned, progress
+from rocmbuild import host, learned, progress
 from rocmbuild.run import run
 from rocmbuild.stages.build import memlog_launcher
 from tests.conftest import rocmbuild
@@ -125,3 +125,13 @@ def test_cmake_build_keeps_ninja_log_and_learns_unit_memory(tmp_path: Path) -> N
     assert f"p95 measured over {N} units + 15 %" in reason, reason
     other = rocmbuild("plan", str(recipe), "--arch", "gfx90a", env=env)  # nothing learned
     assert "measured" not in other.stdout and "4 GiB per job" in other.stdout, other.stdout
+    # a controller planning for a node (--host: 64 cpus, 256 GiB) with the shared cache
+    node = host.detect(dists=("cmake", "ninja")).to_json()
+    node.update(cpus=64, memory={"usable_bytes": 256 << 30, "source": "node's MemAvailable"})
+    (tmp_path / "node.json").write_text(json.dumps(node))
+    ctl = rocmbuild("plan", str(recipe), "--arch", "gfx942", "--host", str(tmp_path / "node.json"),
+                    "--cache-dir", str(tmp_path / "w/cache"), env={"ROCMBUILD_WORKDIR": str(
+                        tmp_path / "controller")})
+    assert ctl.returncode == 0, ctl.stderr
+    assert re.search(rf"^MAX_JOBS 64: min\(64 cpus( \([a-z ]+\))?, floor\(256.0 GiB usable \(node's "
+                     rf"MemAvailable\) / .* measured over {N} units", ctl.stdout, re.M), ctl.stdout
