@@ -101,6 +101,7 @@ class Eta:
     def __init__(self, jobs: int, previous: Mapping[str, float] | None = None) -> None:
         self.jobs = max(1, jobs)
         self.previous = dict(previous or {})
+        self.previous_total = sum(self.previous.values())
         self.status: Status | None = None
         self.first: tuple[float, int] | None = None  # (time, done) at the first status line
         self.done_work = 0.0  # previous seconds of the units finished now
@@ -130,7 +131,7 @@ class Eta:
         s = self.status
         if not self.previous or s is None:
             return None
-        total = sum(self.previous.values())
+        total = self.previous_total
         if self.matched:
             left = max(0.0, total - self.done_work)
         else:  # ninja's lines name no output of the previous log: its mean unit time
