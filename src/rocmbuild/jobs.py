@@ -224,8 +224,10 @@ def usable_cpus(root: Path = Path("/")) -> int:
 
 
 def plan(mem_per_job_gb: float, override: int | None, *, cpus: int, usable_bytes: int,
-         source: str, cpus_source: str = "") -> JobPlan:
-    """MAX_JOBS from given facts (pure: the Host carries cpus and usable memory)."""
+         source: str, cpus_source: str = "", mem_why: str = "") -> JobPlan:
+    """MAX_JOBS from given facts (pure: the Host carries cpus and usable memory). ``mem_why``
+    says where a per-job figure that is not the recipe's came from (learned.LearnedMemory.why:
+    measured units)."""
     if override is not None:
         return JobPlan(override, f"set by --jobs/ROCMBUILD_JOBS to {override}", cpus,
                        usable_bytes, mem_per_job_gb)
@@ -234,7 +236,8 @@ def plan(mem_per_job_gb: float, override: int | None, *, cpus: int, usable_bytes
     cpu_why = f" ({cpus_source})" if cpus_source else ""
     reason = (
         f"min({cpus} cpus{cpu_why}, floor({usable_bytes / GiB:.1f} GiB usable ({source}) / "
-        f"{mem_per_job_gb:g} GiB per job) = {by_mem}) = {jobs}"
+        + (f"{mem_per_job_gb:.3g} GiB per job ({mem_why})" if mem_why else
+           f"{mem_per_job_gb:g} GiB per job") + f") = {by_mem}) = {jobs}"
     )
     return JobPlan(jobs, reason, cpus, usable_bytes, mem_per_job_gb)
 

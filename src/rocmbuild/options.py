@@ -107,7 +107,7 @@ ENV: dict[str, str] = {
                          "commit time or the sdist's newest member; path sources 1980-01-01)",
     "GITHUB_ACTIONS": "set by GitHub Actions (true): stages are folded in ::group:: blocks",
     "ROCMBUILD_PROGRESS_SECONDS": "seconds between progress lines when stderr is not a "
-                                  "terminal (default 10)",
+                                  "terminal (default 30; also one at each 10 % of the units)",
     "SLURM_CPUS_PER_TASK": "set by Slurm: caps the cpus MAX_JOBS plans with",
     "SLURM_MEM_PER_CPU": "set by Slurm (MB): caps usable memory at this times the cpus",
     "SLURM_MEM_PER_NODE": "set by Slurm (MB; 0: the whole node): caps usable memory",
@@ -157,7 +157,7 @@ def check_env() -> None:
     if offline not in ("", "recipe", "require", "off"):
         raise UsageError(f"ROCMBUILD_OFFLINE={offline!r}: expected recipe, require or off",
                          hint="e.g. ROCMBUILD_OFFLINE=require, or unset it")
-    env_float("ROCMBUILD_PROGRESS_SECONDS", 10.0)
+    env_float("ROCMBUILD_PROGRESS_SECONDS", 30.0)
     preflight = (env("ROCMBUILD_PREFLIGHT") or "").strip().lower()
     if preflight not in ("", "on", "warn", "off"):
         raise UsageError(f"ROCMBUILD_PREFLIGHT={preflight!r}: expected on, warn or off",

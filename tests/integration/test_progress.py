@@ -71,8 +71,8 @@ def test_ci_lines_with_and_without_github_actions(tmp_path: Path) -> None:
         depth += ln.startswith("::group::") - (ln == "::endgroup::")
         assert depth in (0, 1), gh.stderr
     ticks = [ln for ln in lines if re.fullmatch(
-        r"  building progress-demo \(default, MAX_JOBS=\d+\): (\[\d/3\]|\d+ lines), "
-        r"\d+s elapsed", ln)]
+        r"  building progress-demo \(default, MAX_JOBS=\d+\): (\[\d/3\] \d+ %|\d+ lines), "
+        r"\d+s elapsed(, ETA \S+ \([a-z +]+\))?(, peak [\d.]+ GiB)?", ln)]
     assert ticks, gh.stderr  # plain periodic lines, not a live display
     assert "None" not in gh.stderr and "\x1b[" not in gh.stderr
 

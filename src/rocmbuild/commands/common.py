@@ -102,7 +102,8 @@ def rel(p: Path) -> Path:
 
 def plan_from_args(args: argparse.Namespace, host_file: str | None = None) -> tuple[Any, Any]:
     """(Plan, Host) for build and plan: the recipe, the Target from the flags, and the Host
-    detected here (or read from ``host_file``), rendered."""
+    detected here (or read from ``host_file``), rendered with the unit memory earlier builds
+    measured (``learned.load`` from the cache)."""
     from rocmbuild import host as hostmod
     from rocmbuild.recipe import load, render
 
@@ -124,4 +125,10 @@ def plan_from_args(args: argparse.Namespace, host_file: str | None = None) -> tu
             hip_compiler=options.resolve("hip_compiler", args.hip_compiler),
             want_compiler=render.uses_hip_compiler(recipe, target.variant),
             dists=recipe.python_requires)
-    return render.render(recipe, target, host), host
+    # What earlier builds measured (learned.py), from the cache a controller may share with
+    # its nodes: MAX_JOBS from the units' p95 instead of the recipe's guess.
+    from rocmbuild import config, learned
+
+    ws = config.workspace(getattr(args, "workdir", None), getattr(args, "cache_dir", None))
+    measured = learned.load(ws.cache, recipe.path.stem)
+    return render.render(recipe, target, host, measured), host

@@ -12,7 +12,7 @@ import fnmatch
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from rocmbuild import __version__, arch, jobs, label, options
 from rocmbuild.config import SOURCE_TREE_IGNORE
 from rocmbuild.errors import RecipeError, ToolchainError, UsageError
 from rocmbuild.host import Host
+from rocmbuild.learned import LearnedMemory, pick
 from rocmbuild.recipe.model import ROCM_LIBS, Download, Patch, Recipe, Source
 from rocmbuild.recipe.plan import (
     BuildEnvSpec,
@@ -105,7 +106,11 @@ def _rocm_target(recipe: Recipe, target: Target, host: Host) -> RocmTarget:
                       root_version=root.version if root else None, compiler=comp)
 
 
-def render(recipe: Recipe, target: Target, host: Host) -> Plan:
+def render(recipe: Recipe, target: Target, host: Host,
+           learned: Sequence[LearnedMemory] = ()) -> Plan:
+    """The plan. ``learned``: measured unit memory loaded by the command layer
+    (``learned.load``); the one for this recipe, variant, archs and compiler replaces the
+    recipe's mem_per_job_gb in MAX_JOBS (not in the cache key)."""
     if target.variant and recipe.variants and target.variant not in recipe.variants:
         raise UsageError(
             f"--variant: {recipe.path.stem} has no variant {target.variant!r}",
@@ -149,10 +154,13 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
               else recipe.host_requires_reason)
     components = (variant.rocm_components if variant and variant.rocm_components is not None
                   else recipe.rocm_components)
-    job_plan = jobs.plan(mem, target.jobs, cpus=host.cpus, usable_bytes=host.memory_bytes,
-                         source=host.memory_source,
-                         cpus_source=host.cpus_source)
     rocm = _rocm_target(recipe, target, host)
+    measured = pick(learned, recipe.path.stem, variant_name, archs,
+                    rocm.compiler.version if rocm.compiler else "")
+    job_plan = jobs.plan(measured.per_job_gb() if measured else mem, target.jobs,
+                         cpus=host.cpus, usable_bytes=host.memory_bytes,
+                         source=host.memory_source,
+                         cpus_source=host.cpus_source, mem_why=measured.why() if measured else "")
     root = host.rocm_root
 
     values = {

@@ -1,12 +1,17 @@
 """Build: run the plan's commands in the patched tree with the plan's environment, stream the
 output to ``<workdir>/logs/<recipe>/<key>/build.log``, show ninja's ``[N/M]`` progress with an
-ETA, and hand back the one wheel produced. On failure: the last 30 lines, then the log path.
+ETA (progress.py), and hand back the one wheel produced. On failure: the last 30 lines, then the
+log path. The build's ``.ninja_log`` is kept next to build.log (``build.ninja_log``: the next
+build's ETA); CMake-driven builds measure each unit's peak memory (launchers/memlog.py,
+``units.jsonl``) into the cache's learned memory (learned.py), which the next plan's MAX_JOBS
+uses.
 
 With ``build.offline`` the commands run in a new network namespace (``run.no_network``); a
 build that then fails after trying to reach the network is reported naming the host it tried."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -16,12 +21,11 @@ import sysconfig
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from wheel.wheelfile import WheelFile
 
-from rocmbuild import log, oom, options, preflight
+from rocmbuild import learned, log, oom, options, preflight, progress
 from rocmbuild.errors import BuildError, CommandFailed
 from rocmbuild.host import Host
 from rocmbuild.recipe.plan import Plan
@@ -29,81 +33,6 @@ from rocmbuild.results import Artifacts, StageResult, Status, TorchBuild
 from rocmbuild.run import no_network, redact
 from rocmbuild.run import run as sh
 from rocmbuild.stages import Context, build_child, need, source_date_epoch
-
-if TYPE_CHECKING:
-    from rich.progress import Progress, TaskID
-
-NINJA = re.compile(r"^\s*\[(\d+)/(\d+)\]")
-
-
-class _Progress:
-    """Turns output lines into a progress display. On a terminal: a spinner with the elapsed
-    time and the line count until ninja prints ``[N/M]``, then a bar with N/M and an ETA.
-    Elsewhere (CI, a file): a plain line every ROCMBUILD_PROGRESS_SECONDS (default 10; 0: none)
-    with ninja's last [N/M] or the line count, and the elapsed time."""
-
-    def __init__(self, label: str) -> None:
-        self.bar: Progress | None = None
-        self.task: TaskID | None = None
-        self.label = label
-        self.lines = 0
-        self.ninja = ""  # the last [N/M]
-        self.start = time.monotonic()
-        self.every = options.env_float("ROCMBUILD_PROGRESS_SECONDS", 10.0)
-        self.done = threading.Event()
-        self.ticker: threading.Thread | None = None
-        if log.level() == 1 and log.is_tty():
-            from rich.progress import (  # here: a build without a terminal never needs it
-                BarColumn,
-                Progress,
-                SpinnerColumn,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self.bar = Progress(
-                SpinnerColumn(),
-                TextColumn("{task.description}"),
-                BarColumn(),
-                TextColumn("{task.fields[count]}"),  # "N lines", then ninja's "N/M"
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                console=log.console,
-                transient=True,
-            )
-            self.task = self.bar.add_task(label, total=None, count="0 lines")
-            self.bar.start()
-        elif log.level() == 1 and self.every > 0:
-            self.ticker = threading.Thread(target=self._tick, daemon=True)
-            self.ticker.start()
-
-    def _tick(self) -> None:
-        """A plain line every ``every`` seconds, also while a long compile step prints nothing."""
-        while not self.done.wait(self.every):
-            done = self.ninja or f"{self.lines} lines"
-            log.info(f"  {escape(self.label)}: {done}, "
-                     f"{time.monotonic() - self.start:.0f}s elapsed")
-
-    def __call__(self, line: str) -> None:
-        self.lines += 1
-        m = NINJA.match(line)
-        if self.bar is not None and self.task is not None:
-            if m:
-                self.bar.update(self.task, completed=int(m.group(1)), total=int(m.group(2)),
-                                count=f"{m.group(1)}/{m.group(2)}")
-            elif self.bar.tasks[0].total is None:
-                self.bar.update(self.task, count=f"{self.lines} lines")
-        elif m:
-            self.ninja = f"[{m.group(1)}/{m.group(2)}]"
-
-    def stop(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-        self.done.set()
-        if self.ticker is not None:
-            self.ticker.join()
-
 
 _TORCH_PROBE = (
     "import json, torch; print(json.dumps({'version': torch.__version__, "
@@ -259,6 +188,67 @@ def cuid_launcher(tree: Path, existing: str | None) -> str:
                      *([existing] if existing else [])])
 
 
+MEMLOG_LAUNCHERS = tuple(f"CMAKE_{lang}_COMPILER_LAUNCHER" for lang in ("C", "CXX", "HIP"))
+UNITS_LOG = "units.jsonl"  # in the build's log dir: one line per compile unit (memlog.py)
+NINJA_LOG = "build.ninja_log"  # in the build's log dir: the build's .ninja_log(s), kept
+
+
+def memlog_launcher(units: Path, existing: str | None) -> str:
+    """CMake's launcher list with launchers/memlog.py first (each unit's peak RSS and time to
+    ``units``), then whatever was there (cuid.py, the user's ccache)."""
+    script = Path(__file__).resolve().parent.parent / "launchers" / "memlog.py"
+    return ";".join([sys.executable, "-S", str(script), "--out", str(units),
+                     *([existing] if existing else [])])
+
+
+def previous_ninja_log(log_dir: Path) -> dict[str, float]:
+    """Unit times of the newest kept .ninja_log of this recipe (any earlier key: a patch changes
+    the key, not the units), for the ETA; {} when there is none."""
+    try:
+        kept = sorted(log_dir.parent.glob(f"*/{NINJA_LOG}"), key=lambda p: p.stat().st_mtime)
+    except OSError:
+        return {}
+    return progress.load_ninja_log(kept[-1]) if kept else {}
+
+
+def keep_ninja_log(tree: Path, log_dir: Path, since: float) -> Path | None:
+    """Copy the .ninja_log files the build wrote (cmake's build dir, cpp_extension's
+    build/temp.*: anywhere in the tree, modified since ``since``) next to build.log as one
+    ``build.ninja_log``; None when ninja ran nothing."""
+    found = []
+    for d, dirs, files in os.walk(tree):
+        dirs.sort()
+        if ".ninja_log" in files:
+            f = Path(d) / ".ninja_log"
+            with contextlib.suppress(OSError):
+                if f.is_file() and not f.is_symlink() and f.stat().st_mtime >= since:
+                    found.append(f)
+    if not found:
+        return None
+    body: list[str] = []
+    header = "# ninja log v5"
+    for f in found:
+        text = f.read_text(encoding="utf-8", errors="replace").splitlines()
+        body.extend(ln for ln in text if not ln.startswith("#"))
+        header = next((ln for ln in text if ln.startswith("# ninja log")), header)
+    target = log_dir / NINJA_LOG
+    target.write_text("\n".join([header, *body]) + "\n")
+    return target
+
+
+def _learn(plan: Plan, ctx: Context, units: Path) -> None:
+    """Merge the units this build measured into the cache's learned memory (learned.py)."""
+    try:
+        got = learned.record(ctx.ws.cache, units, plan.recipe, plan.variant, plan.archs,
+                             plan.rocm.compiler.version if plan.rocm.compiler else "")
+    except OSError as exc:  # a read-only or full cache: the build itself is fine
+        log.debug(f"learned memory not recorded: {exc}")
+        return
+    if got is not None:
+        log.debug(f"learned memory: {got.count} units, p95 {got.p95 / learned.GiB:.2f} GiB, "
+                  f"max {got.max / learned.GiB:.2f} GiB -> {got.path}")
+
+
 def run(plan: Plan, ctx: Context) -> StageResult:
     start = time.monotonic()
     tree = need(ctx.artifacts.tree, "source tree", "build")
@@ -281,7 +271,17 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         _check_source_dir(plan, tree)
     if log_path.exists():
         log_path.unlink()
-    progress = _Progress(f"building {plan.package} ({plan.variant}, MAX_JOBS={plan.jobs})")
+    # Progress: ninja's status as [finished/total running]; each unit's peak memory and time
+    # measured by launchers/memlog.py (CMake-driven builds) for the next plan's MAX_JOBS
+    ctx.log_dir.mkdir(parents=True, exist_ok=True)
+    units = ctx.log_dir / UNITS_LOG
+    units.unlink(missing_ok=True)
+    env.setdefault("NINJA_STATUS", progress.NINJA_STATUS)
+    for var in MEMLOG_LAUNCHERS:  # CMake reads them at configure: the cmake backend, and pip
+        env[var] = memlog_launcher(units, env.get(var))  # builds whose backend runs CMake
+    since = time.time()
+    shown = progress.Display(f"building {plan.package} ({plan.variant}, MAX_JOBS={plan.jobs})",
+                             plan.jobs, previous_ninja_log(ctx.log_dir))
     # Probe torch (the ABI flag needs an import, about a second) while the build runs.
     torch: list[TorchBuild] = []
     prober = threading.Thread(
@@ -300,7 +300,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
             ], plan.jobs, jobs)
             mark, kills = _log_size(log_path), oom.oom_kills()
             try:
-                sh(argv, cwd=tree, env=env, log_path=log_path, on_line=progress, wrap=prefix)
+                sh(argv, cwd=tree, env=env, log_path=log_path, on_line=shown, wrap=prefix)
             except CommandFailed as exc:
                 killed = oom.detect(_log_text(log_path, mark), exc.returncode, kills,
                                     oom.oom_kills(), tree)
@@ -330,8 +330,11 @@ def run(plan: Plan, ctx: Context) -> StageResult:
             detail=exc.detail,
         ) from exc
     finally:
-        progress.stop()
+        shown.stop()
         prober.join()
+        with contextlib.suppress(OSError):
+            keep_ninja_log(tree, ctx.log_dir, since)
+        _learn(plan, ctx, units)  # also after a failure: the finished units were measured
     if plan.backend == "cmake":
         package_prefix(stage_dir, out_dir, plan.package, plan.version)
     wheels = sorted(out_dir.glob("*.whl"))

@@ -85,7 +85,10 @@ def test_cmake_backend_builds_packs_and_audits(tmp_path: Path) -> None:
     assert pip.returncode == 0, pip.output
     assert (tmp_path / "site/vecadd/lib/libvecadd.so").is_file()
     log = next((tmp_path / "build/logs").rglob("build.log")).read_text()
-    assert re.search(r"^\[\d+/\d+\] ", log, re.M), "ninja's [N/M] progress lines are logged"
+    # ninja's status as rocmbuild asks for it (NINJA_STATUS): [finished/total running]
+    assert re.search(r"^\[\d+/\d+ \d+\] ", log, re.M), "ninja's [N/M] progress lines are logged"
+    units = next((tmp_path / "build/logs").rglob("units.jsonl")).read_text()
+    assert '"out": "CMakeFiles/vecadd.dir/' in units  # memlog measured the HIP units too
     # the audit in the build refuses a wheel without a requested arch: audit it against gfx950
     bad = rocmbuild("audit", str(wheel), "--arch", "gfx950")
     assert bad.returncode == 7 and "libvecadd.so" in bad.stderr

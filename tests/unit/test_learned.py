@@ -1,0 +1,118 @@
+"""learned.py and launchers/memlog.py's record format: per-unit peak memory merged per recipe +
+variant + archs + compiler, read back as untrusted, and a plan that sizes MAX_JOBS by the
+measured p95 (+15 %) and says so, with the cache key unchanged. The units files here are written
+by the test in memlog's format (tests/integration/test_learned_build.py runs the real launcher
+in a real cmake build)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rocmbuild import learned
+from rocmbuild.host import Host
+from rocmbuild.launchers.memlog import output_of, record
+from rocmbuild.recipe.load import find_recipe, load
+from rocmbuild.recipe.render import Target, render
+from rocmbuild.toolchain import TorchInfo
+
+GiB = 1024**3
+HOST = Host(python="3.11", python_tag="cp311", platform="linux",
+            torch=TorchInfo("2.13.0+cpu", None, None), rocm_root=None, compiler=None,
+            cpus=16, memory_bytes=58 * GiB, memory_source="MemAvailable")
+
+
+def _units(path: Path, rss_gib: list[float], rc: int = 0) -> Path:
+    with open(path, "a") as f:
+        for i, g in enumerate(rss_gib):
+            f.write(record(["c++", "-c", f"u{i}.cpp", "-o", f"u{i}.o"], int(g * GiB) // 1024,
+                           1.5, rc))
+    return path
+
+
+def test_memlog_record_and_output() -> None:
+    assert output_of(["clang++", "-c", "a.cpp", "-o", "obj/a.o"]) == "obj/a.o"
+    assert output_of(["clang++", "-c", "a.cpp", "-oobj/a.o"]) == "obj/a.o"
+    assert output_of(["clang++", "-c", "a.cpp"]) == ""
+    rec = json.loads(record(["c++", "-o", "a.o"], 2048, 1.23456, -9))
+    assert rec == {"out": "a.o", "rss": 2048 * 1024, "s": 1.235, "rc": -9}
+
+
+def test_percentiles() -> None:
+    values = list(range(1, 101))
+    assert learned.percentile(values, 0.5) == 50
+    assert learned.percentile(values, 0.95) == 95
+    assert learned.percentile([7], 0.95) == 7
+
+
+def test_record_load_pick_roundtrip(tmp_path: Path) -> None:
+    units = _units(tmp_path / "units.jsonl", [1.0] * 18 + [9.0, 10.0])
+    _units(units, [50.0], rc=-9)  # an OOM-killed unit: not a measurement of a finished compile
+    got = learned.record(tmp_path / "cache", units, "flash-attn", "ck", ("gfx942",), "22.0")
+    assert got is not None and got.count == 20
+    assert got.p50 == GiB and got.p95 == 9 * GiB and got.max == 10 * GiB
+    loaded = learned.load(tmp_path / "cache", "flash-attn")
+    assert [(m.count, m.p95) for m in loaded] == [(20, 9 * GiB)]
+    assert learned.pick(loaded, "flash-attn", "ck", ["gfx942"], "22.0") == loaded[0]
+    for other in (("flash-attn", "triton", ["gfx942"], "22.0"),
+                  ("flash-attn", "ck", ["gfx942", "gfx90a"], "22.0"),
+                  ("flash-attn", "ck", ["gfx942"], "19.1")):
+        assert learned.pick(loaded, *other) is None
+    assert loaded[0].why() == "9 GiB p95 measured over 20 units + 15 %"
+
+
+def test_record_keeps_each_units_largest_peak(tmp_path: Path) -> None:
+    """A rebuild from a compile cache takes little memory per unit: it must not lower what was
+    learned."""
+    cache = tmp_path / "cache"
+    learned.record(cache, _units(tmp_path / "a.jsonl", [4.0, 4.0, 4.0]), "r", "v", ("gfx942",), "")
+    got = learned.record(cache, _units(tmp_path / "b.jsonl", [0.1, 0.1, 0.1, 2.0]), "r", "v",
+                         ("gfx942",), "")
+    assert got is not None and got.count == 4 and got.p50 == 4 * GiB
+    assert learned.record(cache, tmp_path / "missing.jsonl", "r", "v", ("gfx942",), "") is None
+
+
+@pytest.mark.parametrize("content", [
+    "not json", "[]", '{"schema": "other"}',
+    '{"schema": "rocmbuild-learned/1", "recipe": "r", "variant": "v", "archs": ["gfx942"], '
+    '"compiler": "", "units": {"a.o": -5}}',
+    '{"schema": "rocmbuild-learned/1", "recipe": "r", "variant": "v", "archs": "gfx942", '
+    '"compiler": "", "units": {"a.o": 5}}',
+])
+def test_a_broken_learned_file_is_ignored_with_a_warning(
+        tmp_path: Path, content: str, capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / "learned" / "r"
+    d.mkdir(parents=True)
+    (d / "0123456789abcdef.json").write_text(content)
+    assert learned.load(tmp_path, "r") == ()
+    err = capsys.readouterr().err
+    assert "0123456789abcdef.json: ignored (" in err and "delete the file" in err
+    assert "Traceback" not in err
+
+
+def test_recipe_names_never_leave_the_cache(tmp_path: Path) -> None:
+    assert learned.file_for(tmp_path, "../x", "v", ("gfx942",), "") is None
+    assert learned.load(tmp_path, "../x") == ()
+
+
+def test_plan_uses_the_measured_p95_and_keeps_its_cache_key(tmp_path: Path) -> None:
+    recipe = load(find_recipe("flash-attn"))
+    target = Target(arch="gfx942")
+    before = render(recipe, target, HOST)
+    units = _units(tmp_path / "u.jsonl", [1.0] * 18 + [9.1, 9.5])
+    learned.record(tmp_path, units, "flash-attn", before.variant, before.archs, "")
+    after = render(recipe, target, HOST, learned.load(tmp_path, "flash-attn"))
+    # 58 GiB / (9.1 GiB x 1.15 = 10.5 GiB) = 5 jobs, instead of 58 / 5 (the recipe) = 11
+    assert (before.jobs, after.jobs) == (11, 5)
+    assert "9.1 GiB p95 measured over 20 units + 15 %" in after.jobs_reason, after.jobs_reason
+    assert after.jobs_reason.startswith("min(16 cpus, floor(58.0 GiB usable (MemAvailable) / "
+                                        "10.5 GiB per job (9.1 GiB p95 measured over 20 units")
+    assert after.cache_key == before.cache_key
+    assert after.mem_per_job_gb == before.mem_per_job_gb == 5.0  # the recipe's, as keyed
+    # --jobs still wins; another arch set learns on its own
+    assert render(recipe, Target(arch="gfx942", jobs=3), HOST,
+                  learned.load(tmp_path, "flash-attn")).jobs == 3
+    assert render(recipe, Target(arch="gfx90a"), HOST,
+                  learned.load(tmp_path, "flash-attn")).jobs == 11
