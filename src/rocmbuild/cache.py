@@ -274,6 +274,16 @@ def _asos_error(path: Path, what: str, hint: str = _HINT) -> Iterator[None]:
         raise os_error(path, what, exc, hint) from exc
 
 
+PRUNE_LOCK = "prune.lock"
+"""In ``<cache>/locks/``: every build holds it shared; ``rocmbuild cache prune`` takes it
+exclusively (never waiting) before it removes downloads and git mirrors any build may use."""
+
+
+def touch(entry: Entry) -> None:
+    """Record a use of ``entry`` (its directory's mtime), the last use prune's LRU reads."""
+    fsutil.touch(entry.wheel.parent)
+
+
 RECORD = "build.json"
 """The build record's name inside an entry; delivered as ``<wheel>.build.json``."""
 

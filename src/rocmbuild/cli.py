@@ -1,7 +1,7 @@
 """Command line: the parser and the one place that turns errors into exit codes.
 
     rocmbuild <recipe> [--arch ...]          same as `rocmbuild build <recipe> ...`
-    rocmbuild build|plan|recipes|doctor|audit|validate|publish|promote|completion ...
+    rocmbuild build|plan|recipes|doctor|audit|validate|publish|promote|cache|completion ...
 
 Each command is one module in ``rocmbuild.commands``: the route from here into the house is the
 COMMANDS tuple below.
@@ -24,6 +24,7 @@ from rocmbuild import __version__, config, log, options, run
 from rocmbuild.commands import (
     audit,
     build,
+    cache,
     common,
     completion,
     doctor,
@@ -36,7 +37,8 @@ from rocmbuild.commands import (
 )
 from rocmbuild.errors import INTERNAL_ERROR_EXIT, RocmbuildError, UsageError
 
-COMMANDS = (build, plan, recipes, doctor, audit, validate, verify, publish, promote, completion)
+COMMANDS = (build, plan, recipes, doctor, audit, validate, verify, publish, promote, cache,
+            completion)
 
 # Global options that take a value (needed to find the first positional for the shorthand).
 _GLOBAL_VALUE_OPTS = {"--workdir", "--cache-dir", "--recipes"}

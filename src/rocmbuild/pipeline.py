@@ -96,6 +96,10 @@ def build(plan: Plan, ctx: Context, validate: bool = False) -> BuildResult:
     lock_path = ctx.ws.cache / "locks" / f"{plan.cache_key}.lock"
     with contextlib.ExitStack() as held:
         try:
+            # shared with other builds; `cache prune` takes it alone before it removes shared
+            # downloads and mirrors
+            held.enter_context(lock.held(lock_path.with_name(cache.PRUNE_LOCK),
+                                         "a running `rocmbuild cache prune`", shared=True))
             held.enter_context(lock.held(lock_path, "another build of the same inputs"))
         except OSError as exc:
             raise cache.os_error(lock_path, "cannot take the build lock", exc,
@@ -196,6 +200,7 @@ def _hit(plan: Plan, ctx: Context, start: float, hit: cache.Entry, validate: boo
             hint="fix the cause, then re-validate it with `rocmbuild build ... --validate`, "
             "or rebuild it with --force")
     delivered = cache.deliver(hit, ctx.wheel_dir)
+    cache.touch(hit)  # its last use, for `cache prune`
     results: dict[str, StageResult] = {}
     if validate:
         ctx.artifacts = Artifacts(wheel=delivered)
