@@ -22,6 +22,7 @@ report it came from; the pipeline refuses to hand back a failed wheel silently.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -378,8 +379,12 @@ def _deliver_record(entry: Entry, wheel_dir: Path, hint: str) -> None:
     record = build_record(entry)
     if record is None:
         return
+    dest, text = wheel_dir / record_name(entry.wheel.name), _entry_json(record)
+    with contextlib.suppress(OSError, ValueError):
+        if not dest.is_symlink() and dest.read_text(encoding="utf-8") == text:
+            return  # a no-op rebuild: already there (no write, no fsync)
     with _asos_error(wheel_dir, "cannot write the build record into the wheel directory", hint):
-        fsutil.write_atomic(wheel_dir / record_name(entry.wheel.name), _entry_json(record))
+        fsutil.write_atomic(dest, text)
 
 
 def _same_bytes(path: Path, entry: Entry) -> bool:

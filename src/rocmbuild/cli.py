@@ -20,7 +20,7 @@ from types import FrameType
 
 from rich.markup import escape
 
-from rocmbuild import __version__, config, log, options, run
+from rocmbuild import __version__, config, log, options
 from rocmbuild.commands import (
     audit,
     build,
@@ -155,7 +155,9 @@ def _main(raw: list[str]) -> int:
         return exc.exit_code
     except KeyboardInterrupt as exc:
         _ignore_stop_signals()
-        run.kill_all()  # commands started from other threads (the pipeline kills its own)
+        running = sys.modules.get("rocmbuild.run")  # not imported: nothing was started
+        if running is not None:
+            running.kill_all()  # commands started from other threads (the pipeline kills its own)
         signum = exc.signum if isinstance(exc, Terminated) else int(signal.SIGINT)
         name = signal.Signals(signum).name
         log.console.print(f"[bold red]interrupted:[/bold red] stopped by {name}; the running "
@@ -178,6 +180,8 @@ def _internal_error(argv: list[str]) -> int:
     import tempfile
     import time
     import traceback
+
+    from rocmbuild import run
 
     text = run.redact(traceback.format_exc())  # a URL's user:password never reaches the file
     name = f"internal-error-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.txt"

@@ -1,11 +1,13 @@
 """`rocmbuild cache prune` through the real CLI over real builds: a cache hit records its last
 use, so LRU follows use and not age; a build lock held by another process keeps its build; the
-JSON and the human report say what was freed. The builds are a small local setuptools project
-(real pip, no compiler); nothing is faked."""
+JSON and the human report say what was freed. And the no-op rebuild (issue 13): a hit imports
+only what it needs. The builds are a small local setuptools project (real pip, no compiler);
+nothing is faked."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -28,6 +30,29 @@ def two_builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         res = rocmbuild("build", str(recipe), "--arch", arch, "--json", env=env, check=True)
         keys.append(json.loads(res.stdout)["cache_key"])
     return {"base": base, "recipe": recipe, "env": env, "keys": keys}
+
+
+# What a cache hit must not import: every stage (and through them http, tarfile, ...), the build
+# env, the process runner, the compiler search (this recipe compiles no HIP), importlib.metadata
+# (host facts are read from the dist-info files) and the modules those pulled in.
+NOT_ON_A_HIT = ("rocmbuild.stages.fetch", "rocmbuild.stages.build", "rocmbuild.stages.tag",
+                "rocmbuild.stages.audit", "rocmbuild.stages.validate", "rocmbuild.buildenv",
+                "rocmbuild.run", "rocmbuild.compiler", "rocmbuild.audit", "rocmbuild.wheel",
+                "rocmbuild.validate", "importlib.metadata", "email.message", "http.client",
+                "urllib.request", "tarfile", "zipfile", "difflib", "platform")
+
+
+def test_noop_rebuild_imports_only_what_a_hit_needs(two_builds: dict[str, Any]) -> None:
+    """Runs first (file order): both entries are still cached."""
+    res = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "rocmbuild", "build",
+         str(two_builds["recipe"]), "--arch", "gfx942"],
+        capture_output=True, text=True, env={**os.environ, **two_builds["env"]}, cwd=REPO)
+    assert res.returncode == 0 and res.stderr.rstrip().endswith("cached"), res.stderr
+    imported = {line.rsplit("|", 1)[1].strip() for line in res.stderr.splitlines()
+                if line.startswith("import time:") and "|" in line}
+    assert "rocmbuild.pipeline" in imported and "rocmbuild.cache" in imported  # it did parse
+    assert sorted(imported & set(NOT_ON_A_HIT)) == []
 
 
 def _prune(env: dict[str, str], *args: str) -> dict[str, Any]:

@@ -18,9 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
 from rocmbuild.recipe.model import (
     KNOWN_ENV,
     PLACEHOLDERS,
@@ -224,6 +221,8 @@ class Checker:
             self.bad(loc, f"{base!r} takes no version range, got {value!r} (ranges: "
                      f"{', '.join(RANGED_REQUIREMENTS)})")
             return
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet  # only when there is one
+
         try:
             SpecifierSet(spec)
         except InvalidSpecifier:
@@ -232,6 +231,8 @@ class Checker:
 
     def requirement(self, text: str, key: str) -> None:
         """A PEP 508 requirement from an index: a URL or a path would bypass the pins."""
+        from packaging.requirements import InvalidRequirement, Requirement  # when there is one
+
         try:
             req = Requirement(text)
         except InvalidRequirement as exc:
