@@ -11,7 +11,8 @@ What it manages, as items with a size and a last use:
   and extracted downloads (``<cache>/extracted/<id>``): any build may use them, so they are
   removed only while no build runs (``<cache>/locks/prune.lock``, which every build holds
   shared, can be taken exclusively).
-- leftovers of an earlier prune that was killed: ``.trash/`` in the cache and the workdir.
+- leftovers of an earlier prune that was killed: ``.trash/`` in the cache and the workdir
+  (emptied, like the shared items, only while no build or other prune runs).
 
 Rules: ``keep_days`` removes what was last used longer ago; ``max_size`` then removes the least
 recently used until the total is at most that many bytes. Removal is crash-safe: an item is
@@ -346,7 +347,8 @@ def prune(ws: config.Workspace, max_size: int | None, keep_days: float | None,
     locks_dir = ws.cache / "locks"
     with _held(create=not dry_run and _real_dir(locks_dir)) as locks:
         idle = locks.take(locks_dir / cache.PRUNE_LOCK) if _real_dir(locks_dir) else True
-        trash = _empty_trash(ws, dry_run)
+        # another prune (which holds prune.lock) may be deleting what is in the trash now
+        trash = _empty_trash(ws, dry_run) if idle else []
         items = [_measure(i) for i in [*_builds(ws).values(), *_shared(ws)]]
         before = sum(i.size for i in items) + sum(t.size for t in trash)
         removed: list[Pruned] = list(trash)

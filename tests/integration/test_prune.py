@@ -38,8 +38,8 @@ def two_builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 NOT_ON_A_HIT = ("rocmbuild.stages.fetch", "rocmbuild.stages.build", "rocmbuild.stages.tag",
                 "rocmbuild.stages.audit", "rocmbuild.stages.validate", "rocmbuild.buildenv",
                 "rocmbuild.run", "rocmbuild.compiler", "rocmbuild.audit", "rocmbuild.wheel",
-                "rocmbuild.validate", "importlib.metadata", "email.message", "http.client",
-                "urllib.request", "tarfile", "zipfile", "difflib", "platform")
+                "rocmbuild.validate.runner", "importlib.metadata", "email.message", "http.client",
+                "urllib.request", "tarfile", "zipfile", "difflib")
 
 
 def test_noop_rebuild_imports_only_what_a_hit_needs(two_builds: dict[str, Any]) -> None:

@@ -183,6 +183,14 @@ def test_interrupted_prune_leftovers_are_emptied(tmp_path: Path) -> None:
     (left / "x.whl").write_bytes(b"w" * 5000)
     res = prune.prune(ws, None, 14, dry_run=True)
     assert [r.kind for r in res.removed] == ["trash"] and left.is_dir()
+    lock = ws.cache / "locks" / cache.PRUNE_LOCK
+    lock.parent.mkdir(parents=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)  # a build runs: another prune may be emptying the trash
+        assert prune.prune(ws, None, 14, dry_run=False).removed == () and left.is_dir()
+    finally:
+        os.close(fd)
     res = prune.prune(ws, None, 14, dry_run=False)
     assert [r.kind for r in res.removed] == ["trash"] and res.freed_bytes >= 5000
     assert not left.exists()

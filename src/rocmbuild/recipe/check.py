@@ -9,7 +9,6 @@ converts it to the field's Python shape. Every problem is collected, one line ea
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import string
@@ -29,6 +28,8 @@ from rocmbuild.recipe.model import (
 
 
 def suggest(key: str, choices: Iterable[str], cutoff: float = 0.75) -> str:
+    import difflib  # only for the "did you mean" of a bad key
+
     close = difflib.get_close_matches(key, list(choices), n=1, cutoff=cutoff)
     return f" (did you mean {close[0]}?)" if close else ""
 
@@ -257,6 +258,8 @@ class Checker:
                 self.bad(k, f'expected a string, got {type(val).__name__} (quote it: "{val}")')
                 continue
             if name not in KNOWN_ENV:
+                import difflib  # only for a bad name
+
                 close = difflib.get_close_matches(name, KNOWN_ENV, n=1, cutoff=0.9)
                 if close:
                     self.bad(k, f"unknown variable (did you mean {close[0]}?)")
