@@ -201,9 +201,10 @@ class _Locks:
             os.close(fd)
             return False
         self.fds.append(fd)
-        with contextlib.suppress(OSError):  # who holds it, for a build that waits (lock.py)
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        if self.create:  # not in a dry run, which writes nothing
+            with contextlib.suppress(OSError):  # who holds it, for a build that waits (lock.py)
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         return True
 
     def close(self) -> None:
@@ -309,23 +310,16 @@ def _empty_trash(ws: config.Workspace, dry_run: bool) -> list[Pruned]:
 
 # -- the rules -------------------------------------------------------------------------------
 
-def _decide(items: list[_Item], max_size: int | None, keep_days: float | None, now: float
-            ) -> list[tuple[_Item, str]]:
-    """The items to remove, least recently used first, each with its reason."""
-    order = sorted(items, key=lambda i: (i.last_use, i.kind, i.key))
-    total = sum(i.size for i in items)
-    out: list[tuple[_Item, str]] = []
-    for item in order:
-        age = (now - item.last_use) / DAY
-        if keep_days is not None and age > keep_days:
-            out.append((item, f"unused for {age:.1f} days (--keep-days {keep_days:g})"))
-        elif max_size is not None and total > max_size:
-            out.append((item, f"least recently used ({age:.1f} days), the total "
-                              f"{human(total)} is over --max-size {human(max_size)}"))
-        else:
-            continue
-        total -= item.size
-    return out
+def _reason(item: _Item, total: int, max_size: int | None, keep_days: float | None,
+            now: float) -> str | None:
+    """Why ``item`` goes (None: it stays), with ``total`` bytes still there."""
+    age = (now - item.last_use) / DAY
+    if keep_days is not None and age > keep_days:
+        return f"unused for {age:.1f} days (--keep-days {keep_days:g})"
+    if max_size is not None and total > max_size:
+        return (f"least recently used ({age:.1f} days), the total {human(total)} is over "
+                f"--max-size {human(max_size)}")
+    return None
 
 
 @contextlib.contextmanager
@@ -353,17 +347,21 @@ def prune(ws: config.Workspace, max_size: int | None, keep_days: float | None,
         before = sum(i.size for i in items) + sum(t.size for t in trash)
         removed: list[Pruned] = list(trash)
         kept: list[Pruned] = []
-        for item, reason in _decide(items, max_size, keep_days, now):
-            done = Pruned(item.kind, item.key, tuple(item.paths), item.size, item.last_use,
-                          reason)
+        total = sum(i.size for i in items)
+        for item in sorted(items, key=lambda i: (i.last_use, i.kind, i.key)):  # LRU first
+            reason = _reason(item, total, max_size, keep_days, now)
+            if reason is None:
+                continue
             if not _free(item, locks, locks_dir, idle):
-                kept.append(Pruned(item.kind, item.key, done.paths, item.size, item.last_use,
-                                   "in use by a running build"))
+                kept.append(Pruned(item.kind, item.key, tuple(item.paths), item.size,
+                                   item.last_use, "in use by a running build"))
                 continue
             if not dry_run:
                 for p in sorted(item.paths, key=lambda p: not p.is_relative_to(ws.cache)):
                     _remove(p, ws)  # the cache entry first: the rest is useless without it
-            removed.append(done)
+            removed.append(Pruned(item.kind, item.key, tuple(item.paths), item.size,
+                                  item.last_use, reason))
+            total -= item.size
     freed = sum(r.size for r in removed)
     return PruneResult(tuple(removed), tuple(kept), freed, before, before - freed, dry_run)
 

@@ -130,6 +130,25 @@ def test_build_holding_its_lock_is_kept(tmp_path: Path) -> None:
     assert _keys(ws) == {A} and (ws.src / "demo" / A[:16]).is_dir()
 
 
+def test_max_size_passes_over_a_build_in_use(tmp_path: Path) -> None:
+    """The least recently used build is running: it stays and counts, the next one goes."""
+    ws = _ws(tmp_path)
+    _entry(ws, A, 9)
+    _entry(ws, B, 5)
+    _entry(ws, C, 1)
+    total = prune.prune(ws, 0, None, dry_run=True).total_before
+    lock = ws.cache / "locks" / f"{A}.lock"
+    lock.parent.mkdir(parents=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        res = prune.prune(ws, total - 1, None, dry_run=False)
+    finally:
+        os.close(fd)
+    assert [r.key for r in res.kept_in_use] == [A] and [r.key for r in res.removed] == [B]
+    assert _keys(ws) == {A, C} and res.total_after <= total - 1
+
+
 def test_shared_downloads_kept_while_any_build_runs(tmp_path: Path) -> None:
     ws = _ws(tmp_path)
     dl = ws.cache / "downloads" / ("d" * 64)
