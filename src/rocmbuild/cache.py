@@ -381,7 +381,8 @@ def _deliver_record(entry: Entry, wheel_dir: Path, hint: str) -> None:
         return
     dest, text = wheel_dir / record_name(entry.wheel.name), _entry_json(record)
     with contextlib.suppress(OSError, ValueError):
-        if not dest.is_symlink() and dest.read_text(encoding="utf-8") == text:
+        if dest.lstat().st_size == len(text.encode()) and not dest.is_symlink() \
+                and dest.read_text(encoding="utf-8") == text:
             return  # a no-op rebuild: already there (no write, no fsync)
     with _asos_error(wheel_dir, "cannot write the build record into the wheel directory", hint):
         fsutil.write_atomic(dest, text)
