@@ -8,7 +8,6 @@ which is how the tests feed fixture trees.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -113,6 +112,8 @@ def check_target(target: str, flag: str = "--arch") -> str:
     """Check one ``gfx...[:feature+|-]...`` target; returns its base gfx name."""
     base, *feats = target.split(":")
     if base not in KNOWN_ARCHS:
+        import difflib  # only for the "did you mean" of a bad name
+
         close = difflib.get_close_matches(base, KNOWN_ARCHS, n=1)
         raise UsageError(
             f"{flag}: unknown GPU architecture {target!r}"

@@ -22,6 +22,7 @@ report it came from; the pipeline refuses to hand back a failed wheel silently.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -274,6 +275,16 @@ def _asos_error(path: Path, what: str, hint: str = _HINT) -> Iterator[None]:
         raise os_error(path, what, exc, hint) from exc
 
 
+PRUNE_LOCK = "prune.lock"
+"""In ``<cache>/locks/``: every build holds it shared; ``rocmbuild cache prune`` takes it
+exclusively (never waiting) before it removes downloads and git mirrors any build may use."""
+
+
+def touch(entry: Entry) -> None:
+    """Record a use of ``entry`` (its directory's mtime), the last use prune's LRU reads."""
+    fsutil.touch(entry.wheel.parent)
+
+
 RECORD = "build.json"
 """The build record's name inside an entry; delivered as ``<wheel>.build.json``."""
 
@@ -368,8 +379,13 @@ def _deliver_record(entry: Entry, wheel_dir: Path, hint: str) -> None:
     record = build_record(entry)
     if record is None:
         return
+    dest, text = wheel_dir / record_name(entry.wheel.name), _entry_json(record)
+    with contextlib.suppress(OSError, ValueError):
+        if dest.lstat().st_size == len(text.encode()) and not dest.is_symlink() \
+                and dest.read_text(encoding="utf-8") == text:
+            return  # a no-op rebuild: already there (no write, no fsync)
     with _asos_error(wheel_dir, "cannot write the build record into the wheel directory", hint):
-        fsutil.write_atomic(wheel_dir / record_name(entry.wheel.name), _entry_json(record))
+        fsutil.write_atomic(dest, text)
 
 
 def _same_bytes(path: Path, entry: Entry) -> bool:

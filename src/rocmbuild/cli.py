@@ -1,7 +1,7 @@
 """Command line: the parser and the one place that turns errors into exit codes.
 
     rocmbuild <recipe> [--arch ...]          same as `rocmbuild build <recipe> ...`
-    rocmbuild build|plan|recipes|doctor|audit|validate|publish|promote|completion ...
+    rocmbuild build|plan|recipes|doctor|audit|validate|publish|promote|cache|completion ...
 
 Each command is one module in ``rocmbuild.commands``: the route from here into the house is the
 COMMANDS tuple below.
@@ -20,10 +20,11 @@ from types import FrameType
 
 from rich.markup import escape
 
-from rocmbuild import __version__, config, log, options, run
+from rocmbuild import __version__, config, log, options
 from rocmbuild.commands import (
     audit,
     build,
+    cache,
     common,
     completion,
     doctor,
@@ -36,7 +37,8 @@ from rocmbuild.commands import (
 )
 from rocmbuild.errors import INTERNAL_ERROR_EXIT, RocmbuildError, UsageError
 
-COMMANDS = (build, plan, recipes, doctor, audit, validate, verify, publish, promote, completion)
+COMMANDS = (build, plan, recipes, doctor, audit, validate, verify, publish, promote, cache,
+            completion)
 
 # Global options that take a value (needed to find the first positional for the shorthand).
 _GLOBAL_VALUE_OPTS = {"--workdir", "--cache-dir", "--recipes"}
@@ -153,7 +155,9 @@ def _main(raw: list[str]) -> int:
         return exc.exit_code
     except KeyboardInterrupt as exc:
         _ignore_stop_signals()
-        run.kill_all()  # commands started from other threads (the pipeline kills its own)
+        running = sys.modules.get("rocmbuild.run")  # not imported: nothing was started
+        if running is not None:
+            running.kill_all()  # commands started from other threads (the pipeline kills its own)
         signum = exc.signum if isinstance(exc, Terminated) else int(signal.SIGINT)
         name = signal.Signals(signum).name
         log.console.print(f"[bold red]interrupted:[/bold red] stopped by {name}; the running "
@@ -176,6 +180,8 @@ def _internal_error(argv: list[str]) -> int:
     import tempfile
     import time
     import traceback
+
+    from rocmbuild import run
 
     text = run.redact(traceback.format_exc())  # a URL's user:password never reaches the file
     name = f"internal-error-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.txt"

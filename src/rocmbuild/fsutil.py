@@ -116,3 +116,10 @@ def os_errors(error: type[RocmbuildError], what: str, where: Path, hint: str) ->
         yield
     except OSError as exc:
         raise os_error(error, what, exc, where, hint) from exc
+
+
+def touch(path: Path) -> None:
+    """Set ``path``'s mtime to now (a record of its last use, which `cache prune` reads); a
+    read-only file system is not an error."""
+    with contextlib.suppress(OSError):
+        os.utime(path, follow_symlinks=False)

@@ -20,14 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import InvalidVersion, Version
-
-from rocmbuild import arch, compiler, components, jobs, toolchain
+from rocmbuild import arch, components, jobs, toolchain
 from rocmbuild.errors import ToolchainError, UsageError
 from rocmbuild.recipe.model import split_requirement
 
 if TYPE_CHECKING:
+    from rocmbuild import compiler  # imported where used: it runs clang, a hit may not need it
     from rocmbuild.recipe.plan import Plan
 
 HOST_SCHEMA = "rocmbuild-host/1"
@@ -101,6 +99,8 @@ def detect(*, rocm_path: str | None = None, hip_compiler: str | None = None,
     found_compiler: compiler.HipCompiler | None = None
     compiler_error = ""
     if hip_compiler or want_compiler:
+        from rocmbuild import compiler
+
         try:
             found_compiler = compiler.detect(hip_compiler, root=fs_root)
         except ToolchainError as exc:
@@ -110,6 +110,7 @@ def detect(*, rocm_path: str | None = None, hip_compiler: str | None = None,
     mem, mem_source = jobs.usable_memory(fs_root)
     cpus, cpus_source = jobs.usable_cpus_why(fs_root)
     names = dict.fromkeys([*BUILD_DISTS, *dists])
+    found = toolchain.find_dists(names)
     return Host(
         python=f"{sys.version_info.major}.{sys.version_info.minor}",
         python_tag=f"cp{sys.version_info.major}{sys.version_info.minor}",
@@ -124,7 +125,7 @@ def detect(*, rocm_path: str | None = None, hip_compiler: str | None = None,
         memory_source=mem_source,
         gpus=tuple(dict.fromkeys(n["gfx"] for n in arch.kfd_nodes(
             fs_root / "sys" if fs_root != Path("/") else None))),
-        dists={n: v for n in names if (v := toolchain.dist_version(n)) is not None},
+        dists={n: v for n in names if (v := found.get(n, (None, None))[1]) is not None},
     )
 
 
@@ -197,6 +198,8 @@ def from_json(data: Any, origin: str) -> Host:
     c = r.table(data, "compiler", optional=True)
     comp = None
     if c is not None:
+        from rocmbuild import compiler
+
         flags = r.get(c, "flags", list, "compiler.")
         defines = r.get(c, "cmake_defines", dict, "compiler.")
         if not all(isinstance(f, str) for f in flags) or not all(
@@ -251,6 +254,9 @@ def load(path: Path) -> Host:
 def _within(version: str, spec: str) -> bool:
     """``version`` (a torch's local label ignored) inside the range ``spec`` (the recipe checker
     has refused a bad one)."""
+    from packaging.specifiers import SpecifierSet  # packaging.tags, logging: only when asked
+    from packaging.version import InvalidVersion, Version
+
     try:
         return SpecifierSet(spec).contains(Version(version).public, prereleases=True)
     except InvalidVersion:

@@ -23,16 +23,21 @@ def _holder(fd: int) -> str:
 
 
 @contextlib.contextmanager
-def held(path: Path, what: str) -> Iterator[None]:
-    """Hold an exclusive lock on ``path`` (created if missing); ``what`` names it for people."""
+def held(path: Path, what: str, shared: bool = False) -> Iterator[None]:
+    """Hold an exclusive (or ``shared``) lock on ``path`` (created if missing); ``what`` names
+    it for people. Only an exclusive holder writes its pid."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
         except BlockingIOError:
             log.info(f"waiting for {what} ({path}{_holder(fd)})")
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, mode)
+        if shared:
+            yield
+            return
         with contextlib.suppress(OSError):  # only informative: a full disk must not stop us
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

@@ -14,12 +14,13 @@ a later ``build`` of it fails with exit 8 naming the report (it is not delivered
 from __future__ import annotations
 
 import contextlib
-import platform
+import importlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
@@ -36,24 +37,40 @@ from rocmbuild.errors import (
 )
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, StageResult, Status
-from rocmbuild.stages import Context, audit, env, fetch, hipify, need, patch, repair, tag
-from rocmbuild.stages import build as build_stage
-from rocmbuild.stages import bundle as bundle_stage
-from rocmbuild.stages import validate as validate_stage
+from rocmbuild.stages import Context, need
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 Stage = Callable[[Plan, Context], StageResult]
 
+
+def _stage(name: str) -> ModuleType:
+    """``rocmbuild.stages.<name>``, imported when first needed: a cache hit imports no stage
+    (and none of what they import: http, tarfile, packaging, ...)."""
+    return importlib.import_module(f"rocmbuild.stages.{name}")
+
+
+def _lazy(name: str) -> Stage:
+    def run(plan: Plan, ctx: Context) -> StageResult:
+        result: StageResult = _stage(name).run(plan, ctx)
+        return result
+
+    run.__qualname__ = run.__name__ = f"stages.{name}.run"
+    return run
+
+
 STAGES: tuple[tuple[str, Stage], ...] = (
-    ("fetch", fetch.run),
-    ("patch", patch.run),
-    ("env", env.run),
-    ("hipify", hipify.run),
-    ("build", build_stage.run),
-    ("repair", repair.run),  # before tag: the label and provenance land in the repaired wheel
-    ("bundle", bundle_stage.run),  # rocm_runtime = "bundle" only (else skipped)
-    ("tag", tag.run),
-    ("audit", audit.run),
-    ("validate", validate_stage.run),  # last, and only when asked (build --validate)
+    ("fetch", _lazy("fetch")),
+    ("patch", _lazy("patch")),
+    ("env", _lazy("env")),
+    ("hipify", _lazy("hipify")),
+    ("build", _lazy("build")),
+    ("repair", _lazy("repair")),  # before tag: the label and provenance land in the repaired wheel
+    ("bundle", _lazy("bundle")),  # rocm_runtime = "bundle" only (else skipped)
+    ("tag", _lazy("tag")),
+    ("audit", _lazy("audit")),
+    ("validate", _lazy("validate")),  # last, and only when asked (build --validate)
 )
 BUILD_STAGES, VALIDATE_STAGE = STAGES[:-1], STAGES[-1:]
 
@@ -96,6 +113,10 @@ def build(plan: Plan, ctx: Context, validate: bool = False) -> BuildResult:
     lock_path = ctx.ws.cache / "locks" / f"{plan.cache_key}.lock"
     with contextlib.ExitStack() as held:
         try:
+            # shared with other builds; `cache prune` takes it alone before it removes shared
+            # downloads and mirrors
+            held.enter_context(lock.held(lock_path.with_name(cache.PRUNE_LOCK),
+                                         "a running `rocmbuild cache prune`", shared=True))
             held.enter_context(lock.held(lock_path, "another build of the same inputs"))
         except OSError as exc:
             raise cache.os_error(lock_path, "cannot take the build lock", exc,
@@ -138,7 +159,7 @@ def build_record(plan: Plan, ctx: Context, sha256: str, duration: float) -> dict
         "duration_s": round(duration, 3),
         "timings": {k: round(v, 3) for k, v in ctx.timings.items()},
         "jobs": {"max_jobs": plan.jobs, "reason": plan.jobs_reason},
-        "host": {"hostname": platform.node(), "cpus": ctx.host.cpus,
+        "host": {"hostname": os.uname().nodename, "cpus": ctx.host.cpus,
                  "memory_bytes": ctx.host.memory_bytes},
         "original_wheel": ({"name": raw.name, "sha256": sha256_file(raw)}
                            if raw is not None and raw.is_file() else None),
@@ -149,7 +170,7 @@ def build_record(plan: Plan, ctx: Context, sha256: str, duration: float) -> dict
 
 
 def _report(plan: Plan, ctx: Context) -> str:
-    return str(validate_stage.report_stem(plan, ctx).with_suffix(".md"))
+    return str(_stage("validate").report_stem(plan, ctx).with_suffix(".md"))
 
 
 def _validate(plan: Plan, ctx: Context, first: int = 1
@@ -199,6 +220,7 @@ def _hit(plan: Plan, ctx: Context, start: float, hit: cache.Entry, validate: boo
             hint="fix the cause, then re-validate it with `rocmbuild build ... --validate`, "
             "or rebuild it with --force")
     delivered = cache.deliver(hit, ctx.wheel_dir)
+    cache.touch(hit)  # its last use, for `cache prune`
     results: dict[str, StageResult] = {}
     if validate:
         ctx.artifacts = Artifacts(wheel=delivered)

@@ -8,8 +8,10 @@ headers, no SDK) is reported as kind "debian" and is never treated as a ROCm SDK
 
 from __future__ import annotations
 
-import importlib.metadata
+import os
 import re
+import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,27 +105,79 @@ def find_rocm_root(explicit: str | None = None, fs_root: Path = Path("/")) -> Ro
     return None
 
 
+def _norm(name: str) -> str:
+    """A distribution name as importlib.metadata compares them (``Flash-Attn`` -> flash_attn)."""
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def find_dists(names: Iterable[str], paths: list[str] | None = None
+               ) -> dict[str, tuple[Path, str | None]]:
+    """Name -> (metadata directory, version) of the first distribution of each of ``names``
+    installed on ``paths`` (default sys.path), searched as ``importlib.metadata`` does
+    (``*.dist-info`` and ``*.egg-info`` directories, path by path, each directory listed once);
+    reading a file per distribution instead of importing importlib.metadata (and email,
+    zipfile) keeps a cache hit fast. The version is the metadata's ``Version:`` field (None when
+    it has none). Names not installed are left out."""
+    wanted: dict[str, list[str]] = {}
+    for n in names:
+        wanted.setdefault(_norm(n), []).append(n)
+    found: dict[str, tuple[Path, str | None]] = {}
+    seen: set[str] = set()
+    for entry in sys.path if paths is None else paths:
+        if len(seen) == len(wanted):
+            break
+        try:
+            children = os.listdir(entry or ".")
+        except OSError:
+            continue  # not a directory (a zip, gone): importlib.metadata finds no dist there either
+        for child in children:
+            low = child.lower()
+            if not low.endswith((".dist-info", ".egg-info")):
+                continue
+            norm = _norm(low.rpartition(".")[0].partition("-")[0])
+            if norm not in wanted or norm in seen:
+                continue
+            seen.add(norm)
+            where = Path(entry or ".") / child
+            version = _version(where / ("METADATA" if low.endswith(".dist-info")
+                                        else "PKG-INFO"))
+            found.update((n, (where, version)) for n in wanted[norm])
+    return found
+
+
+def _version(metadata: Path) -> str | None:
+    """The ``Version:`` header of a METADATA / PKG-INFO file (the headers end at a blank line)."""
+    try:
+        with metadata.open(encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if not line.strip():
+                    break
+                key, _, value = line.partition(":")
+                if key.strip().lower() == "version":
+                    return value.strip()
+    except OSError:
+        pass
+    return None
+
+
 def torch_info(site_paths: list[str] | None = None) -> TorchInfo:
     """The torch in this interpreter (or in ``site_paths``), read from its metadata and
     torch/version.py without importing it."""
-    found = (importlib.metadata.distributions(name="torch", path=list(site_paths))
-             if site_paths is not None else importlib.metadata.distributions(name="torch"))
-    dist = next(iter(found), None)
-    if dist is None:
+    found = find_dists(["torch"], None if site_paths is None else list(site_paths)).get("torch")
+    if found is None or found[1] is None:
         return TorchInfo("", None, None)
     hip = cuda = None
-    version_py = Path(str(dist.locate_file("torch/version.py")))
+    version_py = found[0].parent / "torch" / "version.py"
     if version_py.is_file():
         text = version_py.read_text(errors="replace")
         m = re.search(r"^hip\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
         hip = m.group(1) if m else None
         m = re.search(r"^cuda\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
         cuda = m.group(1) if m else None
-    return TorchInfo(dist.version, hip, cuda, str(version_py.parent))
+    return TorchInfo(found[1], hip, cuda, str(version_py.parent))
 
 
 def dist_version(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    """The installed version of distribution ``name`` (importlib.metadata.version's answer)."""
+    found = find_dists([name]).get(name)
+    return None if found is None else found[1]

@@ -206,6 +206,7 @@ CLASS_DOC = {
     "verify": "verify and --build-tag: damaged provenance, recipe paths, build tags",
     "buildenv": "build venv: build requirements (build_requires, requirements files)",
     "preflight": "resource preflight: disk, memory for one job, compile cache dir, link line",
+    "prune": "cache prune: sizes, day counts, a prune without a rule",
 }
 
 

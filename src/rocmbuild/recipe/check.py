@@ -9,7 +9,6 @@ converts it to the field's Python shape. Every problem is collected, one line ea
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import string
@@ -17,9 +16,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from rocmbuild.recipe.model import (
     KNOWN_ENV,
@@ -32,6 +28,8 @@ from rocmbuild.recipe.model import (
 
 
 def suggest(key: str, choices: Iterable[str], cutoff: float = 0.75) -> str:
+    import difflib  # only for the "did you mean" of a bad key
+
     close = difflib.get_close_matches(key, list(choices), n=1, cutoff=cutoff)
     return f" (did you mean {close[0]}?)" if close else ""
 
@@ -227,6 +225,8 @@ class Checker:
             self.bad(loc, f"{base!r} takes no version range, got {value!r} (ranges: "
                      f"{', '.join(RANGED_REQUIREMENTS)})")
             return
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet  # only when there is one
+
         try:
             SpecifierSet(spec)
         except InvalidSpecifier:
@@ -235,6 +235,8 @@ class Checker:
 
     def requirement(self, text: str, key: str) -> None:
         """A PEP 508 requirement from an index: a URL or a path would bypass the pins."""
+        from packaging.requirements import InvalidRequirement, Requirement  # when there is one
+
         try:
             req = Requirement(text)
         except InvalidRequirement as exc:
@@ -259,6 +261,8 @@ class Checker:
                 self.bad(k, f'expected a string, got {type(val).__name__} (quote it: "{val}")')
                 continue
             if name not in KNOWN_ENV:
+                import difflib  # only for a bad name
+
                 close = difflib.get_close_matches(name, KNOWN_ENV, n=1, cutoff=0.9)
                 if close:
                     self.bad(k, f"unknown variable (did you mean {close[0]}?)")

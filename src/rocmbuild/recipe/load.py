@@ -15,8 +15,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
-
 from rocmbuild import config
 from rocmbuild.arch import KNOWN_ARCHS
 from rocmbuild.errors import RecipeError, UsageError
@@ -34,7 +32,6 @@ from rocmbuild.recipe.model import (
     Variant,
     key_of,
 )
-from rocmbuild.run import redact
 
 
 def find_recipe(name: str) -> Path:
@@ -230,9 +227,13 @@ def requirement_problem(text: str) -> str | None:
     """Why ``text`` is not a PEP 508 requirement pip may be given (None: it is one)."""
     if text.strip().startswith("-"):  # not echoed: it may carry an index URL's password
         return "a pip option, not a requirement (set pip options in pip.conf or PIP_*)"
+    from packaging.requirements import InvalidRequirement, Requirement  # when there is one
+
     try:
         Requirement(text)
     except InvalidRequirement as exc:  # user:password@ never reaches output
+        from rocmbuild.run import redact
+
         return (f"{redact(text)!r} is not a requirement: {redact(str(exc).splitlines()[0])} "
                 '(e.g. "triton>=3.0")')
     return None

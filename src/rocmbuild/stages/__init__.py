@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from rocmbuild import buildenv, hostenv, options
+from rocmbuild import hostenv, options
 from rocmbuild.config import Workspace
 from rocmbuild.errors import BuildError
 from rocmbuild.host import Host
@@ -54,6 +54,8 @@ def build_child(plan: Plan, ctx: Context, extra: Mapping[str, str] | None = None
     venv's cmake and ninja before the system's)."""
     benv = ctx.artifacts.build_env
     if benv is not None:
+        from rocmbuild import buildenv  # not at the top: a cache hit needs no build env
+
         python, host_vars = str(benv.python), buildenv.host_environ(os.environ)
         own = benv.overlay(os.environ)
     else:

@@ -153,6 +153,7 @@ def download(url: str, sha256: str, cache: Path, what: str = "source.sdist.url")
     dest = cache / "downloads" / sha256 / name
     if dest.is_file():
         if sha256_file(dest) == sha256:
+            fsutil.touch(dest.parent)  # its last use, for `cache prune`
             return dest
         log.warn(f"{dest}: cached file does not match its sha256; downloading again")
         dest.unlink()
@@ -365,6 +366,7 @@ def _mirror(url: str, commit: str, cache: Path, env: dict[str, str], log_path: P
                 "the superproject pins a submodule commit its URL does not have; check "
                 "source.commit and the submodule's URL in .gitmodules",
             )
+    fsutil.touch(mirror)  # its last use, for `cache prune`
     return mirror
 
 
@@ -530,6 +532,7 @@ def fetch_downloads(plan: Plan, cache: Path) -> tuple[tuple[str, Path], ...]:
         key = hashlib.sha256("\0".join(
             f"{plan.downloads[i].sha256}:{int(x)}" for i, _, x in items).encode()).hexdigest()
         dest = cache / "extracted" / key[:32]
+        fsutil.touch(dest)  # its last use, for `cache prune` (nothing when not there yet)
         if not dest.is_dir():
             dest.parent.mkdir(parents=True, exist_ok=True)
             work = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{key[:12]}-"))

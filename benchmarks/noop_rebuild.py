@@ -1,0 +1,111 @@
+"""The no-op rebuild (issue 13): `python -m rocmbuild <recipe> ...` when the cache already holds
+the wheel, the whole CLI process, median of N runs. Goal: <= 0.15 s, and a hit imports only
+what it needs.
+
+It builds the flash-attn Triton variant from the real PyPI sdist once in a temporary workspace
+(the download is reused from ``--downloads DIR`` when given, e.g. pytest's cache
+``.pytest_cache/d/rocmbuild-downloads``), then runs the same command N times with byte-code
+caching on (``PYTHONDONTWRITEBYTECODE`` removed, as on a user's machine: an installed tool has
+its .pyc files) and reports the median and best wall time, the CPU time of the process (user +
+system: less sensitive than wall time to other work on a shared machine), the load average and
+the number of modules a hit imports. ``--write`` puts the row into docs/benchmarks.md (the table
+between the ``noop-rebuild`` markers; the newest row last, at most 8 kept).
+
+Run: .venv/bin/python benchmarks/noop_rebuild.py [--repeat 20] [--downloads DIR] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ARGS = ["flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi"]
+DOC = REPO / "docs" / "benchmarks.md"
+BEGIN, END = "<!-- noop-rebuild:begin -->", "<!-- noop-rebuild:end -->"
+HEADER = ("| date (UTC) | machine | load avg | modules imported | median wall s | best wall s "
+          "| median CPU s |\n|---|---|---|---|---|---|---|")
+
+
+def _child_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def measure(repeat: int, downloads: Path | None) -> dict[str, object]:
+    base = Path(tempfile.mkdtemp(prefix="rocmbuild-noop-"))
+    cache = base / "cache"
+    cache.mkdir()
+    if downloads is not None:
+        (cache / "downloads").symlink_to(downloads.absolute())
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(ROCMBUILD_WORKDIR=str(base / "build"), ROCMBUILD_CACHE_DIR=str(cache),
+               PYTHONPATH=os.pathsep.join([str(REPO / "src"), env.get("PYTHONPATH", "")]))
+    rb = [sys.executable, "-m", "rocmbuild", *ARGS]
+    subprocess.run(rb, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(rb, env=env, check=True, capture_output=True)  # writes the .pyc files
+    walls, cpus = [], []
+    for _ in range(repeat):
+        cpu0, t = _child_cpu(), time.perf_counter()
+        res = subprocess.run(rb, env=env, check=True, capture_output=True, text=True)
+        walls.append(time.perf_counter() - t)
+        cpus.append(_child_cpu() - cpu0)
+        assert res.stderr.rstrip().endswith("cached"), res.stderr
+    res = subprocess.run([sys.executable, "-X", "importtime", *rb[1:]], env=env, check=True,
+                         capture_output=True, text=True)
+    modules = sum(1 for line in res.stderr.splitlines() if line.startswith("import time:")) - 1
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
+        "machine": f"{platform.node() or 'this host'}: {os.cpu_count()} cpus, python "
+                   f"{platform.python_version()}",
+        "load": f"{os.getloadavg()[0]:.1f}",
+        "modules": modules,
+        "median": statistics.median(walls),
+        "best": min(walls),
+        "cpu": statistics.median(cpus),
+    }
+
+
+def row(m: dict[str, object]) -> str:
+    return (f"| {m['date']} | {m['machine']} | {m['load']} | {m['modules']} "
+            f"| {m['median']:.3f} | {m['best']:.3f} | {m['cpu']:.3f} |")
+
+
+def write(line: str) -> None:
+    text = DOC.read_text(encoding="utf-8")
+    if BEGIN not in text:
+        raise SystemExit(f"{DOC}: no {BEGIN} marker; add the section first")
+    head, rest = text.split(BEGIN, 1)
+    table, tail = rest.split(END, 1)
+    rows = [r for r in table.strip().splitlines()[2:] if r.startswith("|")]
+    rows = [*rows, line][-8:]
+    DOC.write_text(f"{head}{BEGIN}\n{HEADER}\n" + "\n".join(rows) + f"\n{END}{tail}",
+                   encoding="utf-8")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--downloads", type=Path, default=None,
+                    help="a directory of verified downloads to reuse (<sha256>/<file>)")
+    ap.add_argument("--write", action="store_true", help="add the row to docs/benchmarks.md")
+    opts = ap.parse_args()
+    m = measure(opts.repeat, opts.downloads)
+    print(HEADER)
+    print(row(m))
+    print(f"\n- no-op rebuild: median {m['median']:.3f} s over {opts.repeat} runs "
+          f"(goal <= 0.15 s); {m['modules']} modules imported")
+    if opts.write:
+        write(row(m))
+
+
+if __name__ == "__main__":
+    main()
