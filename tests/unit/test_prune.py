@@ -4,7 +4,7 @@ nothing followed through a symlink.
 Real files on the real file system: entries are stored by ``cache.store`` with real (small)
 wheels; "last use" is set with os.utime, which is what a cache hit does (``cache.touch``). A held
 build lock here is a second open file description in this process (flock conflicts between
-those as between processes); tests/integration/test_prune.py holds one from a child process."""
+those as between processes); tests/integration/test_prune_live.py holds one from a child process."""
 
 from __future__ import annotations
 
