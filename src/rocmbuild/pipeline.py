@@ -35,7 +35,7 @@ from rocmbuild.errors import (
     ValidationError,
 )
 from rocmbuild.recipe.plan import Plan
-from rocmbuild.results import Artifacts, StageResult, Status
+from rocmbuild.results import Artifacts, CompileStats, StageResult, Status
 from rocmbuild.stages import Context, audit, env, fetch, hipify, need, patch, repair, tag
 from rocmbuild.stages import build as build_stage
 from rocmbuild.stages import bundle as bundle_stage
@@ -75,6 +75,13 @@ class BuildResult:
     plan: Plan
     stages: dict[str, StageResult] = field(default_factory=dict)
     validation: cache.ValidationStatus = "not validated"
+    compile_cache: CompileStats | None = None
+    """What the compile cache did in this build (None: a cache hit, no compile cache)."""
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        """The compile cache's hit rate, 0..1 (the nightly's CellOutcome.cache_hit_rate)."""
+        return self.compile_cache.hit_rate if self.compile_cache is not None else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -85,6 +92,7 @@ class BuildResult:
             "cache_key": self.plan.cache_key,
             "validation": self.validation,
             "stages": {k: v.to_json() for k, v in self.stages.items()},
+            "compile_cache": self.compile_cache.to_json() if self.compile_cache else None,
         }
 
 
@@ -142,6 +150,8 @@ def build_record(plan: Plan, ctx: Context, sha256: str, duration: float) -> dict
                  "memory_bytes": ctx.host.memory_bytes},
         "original_wheel": ({"name": raw.name, "sha256": sha256_file(raw)}
                            if raw is not None and raw.is_file() else None),
+        "compile_cache": (ctx.artifacts.compile_cache.to_json()
+                          if ctx.artifacts.compile_cache is not None else None),
     }
 
 
@@ -257,4 +267,4 @@ def _build_locked(plan: Plan, ctx: Context, start: float, validate: bool) -> Bui
                         record=rec)
     delivered = cache.deliver(entry, ctx.wheel_dir)
     return BuildResult(Status.SUCCESS, delivered, sha, time.monotonic() - start, plan, results,
-                       record.status)
+                       record.status, ctx.artifacts.compile_cache)
