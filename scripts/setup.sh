@@ -13,8 +13,8 @@ t0=$SECONDS
 # System packages: git for sources, chromium for the page tests, nginx for the PEP 691 serving
 # test (it runs its own nginx on 127.0.0.1 with a temp prefix; the package's own service is not
 # used), zsh for the completion test, diffoscope-minimal for `rocmbuild verify` (it shows how a
-# rebuilt wheel differs).
-APT_PKGS=(git chromium nginx zsh diffoscope-minimal)
+# rebuilt wheel differs), ccache for the compile cache (docs/compile-cache.md).
+APT_PKGS=(git chromium nginx zsh diffoscope-minimal ccache)
 if [ "${ROCMBUILD_SKIP_APT:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   missing=()
   for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

@@ -134,6 +134,9 @@ def build_env(cache: CompileCache, env: Mapping[str, str], tree: Path, launch_di
         return out
     # pip-wheel: setup.py / cpp_extension read CC and CXX; scikit-build-core's CMake does too
     # (and takes CMAKE_HIP_COMPILER_LAUNCHER for HIP, after the CUID launcher)
+    # torch's cpp_extension puts a ccache/sccache it finds on PATH before CXX (not on a ROCm
+    # torch): ours is in CXX already, with our settings
+    out["TORCH_NO_COMPILER_WRAPPER"] = "1"
     shutil.rmtree(launch_dir, ignore_errors=True)
     host = launch_dir / "host"
     host.mkdir(parents=True)
@@ -195,6 +198,7 @@ def finish(cache: CompileCache, env: Mapping[str, str], before: CompileStats | N
             log_path=log_path)
     except CommandFailed:
         pass
+    Path(_socket(cache)).unlink(missing_ok=True)  # the server leaves its socket file behind
     if before is None or after is None:
         return None
     return CompileStats(cache.tool, after.hits - before.hits, after.misses - before.misses,

@@ -18,7 +18,6 @@ import os
 import shutil
 import sys
 
-
 CACHES = ("ccache", "sccache")
 """Launchers that may come next (a compile cache): ``-cuid`` goes after the compiler they run."""
 
