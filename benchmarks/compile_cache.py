@@ -10,15 +10,15 @@ gfx942) and the torch cpp_extension path (torch_extension: setup.py, CppExtensio
    its units are in the cache's log, then rerun: the rerun's time and hits vs cold.
 
 Times are the build stage's (what the cache changes), the whole command's in brackets.
-Run: python benchmarks/compile_cache.py [--units 8] [--jobs 2] [--tool ccache]. Prints a
-Markdown table for docs/benchmarks.md.
+Run: python benchmarks/compile_cache.py [--units 8] [--jobs 2] [--tool ccache]. Prints the
+Markdown body of docs/benchmarks.md's ``compile_cache`` block on stdout (benchmarks/run.py's
+convention: progress on stderr, exit 77 where the cache tool or a HIP compiler is missing).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import re
@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 
-from rocmbuild.compilecache import parse_ccache_log  # noqa: E402
+from rocmbuild.compilecache import find_tool, parse_ccache_log  # noqa: E402
 from tests.fixtures.compile_units import cmake_project, torch_extension  # noqa: E402
 
 CMAKE = """schema_version = 1
@@ -149,18 +149,31 @@ def main() -> None:
     ap.add_argument("--tool", default="ccache", choices=("ccache", "sccache"))
     ap.add_argument("--only", choices=("cmake", "cpp_extension"))
     opts = ap.parse_args()
+    if find_tool(opts.tool) is None:
+        print(f"{opts.tool} is not installed", file=sys.stderr)
+        raise SystemExit(77)
+    if opts.only != "cpp_extension":
+        from rocmbuild import compiler
+        from rocmbuild.errors import ToolchainError
+
+        try:
+            compiler.detect()
+        except ToolchainError as exc:
+            print(f"no HIP compiler for the cmake path: {exc.message}", file=sys.stderr)
+            raise SystemExit(77) from None
     base = Path(tempfile.mkdtemp(prefix="rocmbuild-ccbench-"))
     rows = ["| path | build | build stage (command) | hits | vs cold |", "|---|---|---|---|---|"]
     try:
         for name, template in (("cmake", CMAKE), ("cpp_extension", EXT)):
             if opts.only in (None, name):
+                print(f"compile_cache: {name} ...", file=sys.stderr)
                 rows += path_rows(name, template, opts, base)
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    print(f"{datetime.date.today()}, {platform.node()} ({os.cpu_count()} cpus), {opts.tool}, "
-          f"{opts.units} units + 1, -j{opts.jobs}")
+    print(f"{opts.tool}; {opts.units} heavy C++ units (`<regex>`) + 1 (cmake: a HIP unit for "
+          f"gfx942; cpp_extension: the module unit), -j{opts.jobs}; measured "
+          f"{datetime.date.today()} on {platform.node()} ({os.cpu_count()} cpus).\n")
     print("\n".join(rows))
-    print(json.dumps({"units": opts.units, "jobs": opts.jobs, "tool": opts.tool}))
 
 
 if __name__ == "__main__":
