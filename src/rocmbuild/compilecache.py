@@ -149,6 +149,9 @@ def build_env(cache: CompileCache, env: Mapping[str, str], tree: Path, launch_di
         out[var] = str(wrapper)
     if hip_compiler:
         out["CMAKE_HIP_COMPILER_LAUNCHER"] = str(cache.exe)
+    # hipcc runs HIP_CLANG_PATH's clang: the cache goes there (not when the plan's HIP
+    # compiler is hipcc itself, which the wrappers would then call in a loop)
+    if hip_compiler and not Path(hip_compiler).name.startswith("hipcc"):
         given = env.get("HIP_CLANG_PATH")
         hip = launch_dir / "hip"
         (hip / "bin").mkdir(parents=True)

@@ -120,3 +120,11 @@ def test_setup_py_gets_wrappers_and_hipcc_a_clang_dir(tmp_path: Path) -> None:
         assert os.access(hip / name, os.X_OK)
     assert (hip.parent / "lib").resolve() == llvm / "lib"
     assert env["CMAKE_HIP_COMPILER_LAUNCHER"] == "/opt/sccache"
+
+
+def test_no_clang_dir_when_the_hip_compiler_is_hipcc(tmp_path: Path) -> None:
+    """hipcc calls HIP_CLANG_PATH's clang: wrappers calling hipcc would loop."""
+    cache = CompileCache("ccache", Path("/usr/bin/ccache"), tmp_path / "cc")
+    env = build_env(cache, {"PATH": ""}, tmp_path / "tree", tmp_path / "launch", "pip-wheel",
+                    "/opt/rocm/bin/hipcc", tmp_path / "s.log")
+    assert "HIP_CLANG_PATH" not in env and env["CMAKE_HIP_COMPILER_LAUNCHER"] == "/usr/bin/ccache"
