@@ -15,7 +15,8 @@ t0=$SECONDS
 # used), zsh for the completion test, diffoscope-minimal for `rocmbuild verify` (it shows how a
 # rebuilt wheel differs), slurmctld/slurmd/slurm-client/munge for the Slurm executor's test (it
 # starts a private single-node cluster on 127.0.0.1; the packages' own services are not used).
-APT_PKGS=(git chromium nginx zsh diffoscope-minimal slurmctld slurmd slurm-client munge)
+# ccache for the compile cache (docs/compile-cache.md).
+APT_PKGS=(git chromium nginx zsh diffoscope-minimal slurmctld slurmd slurm-client munge ccache)
 if [ "${ROCMBUILD_SKIP_APT:-0}" != 1 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   missing=()
   for p in "${APT_PKGS[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

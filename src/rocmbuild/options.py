@@ -81,6 +81,14 @@ SETTINGS: dict[str, Setting] = {
                          "PEP 427 build tag for a deliberate republish (a number, e.g. 1)"),
     "torch_from": Setting("--torch-from", "ROCMBUILD_TORCH_FROM", None, "dir",
                           "site-packages dir holding the torch to validate against"),
+    "compile_cache": Setting("--compile-cache", "ROCMBUILD_COMPILE_CACHE", "compile-cache",
+                             "str", "compiler cache in front of the build's compilers: auto "
+                             "(ccache, else sccache, else none), ccache, sccache or none",
+                             choices=("auto", "ccache", "sccache", "none")),
+    "compile_cache_dir": Setting("--compile-cache-dir", "ROCMBUILD_COMPILE_CACHE_DIR",
+                                 "compile-cache-dir", "path",
+                                 "the compile cache's directory, shareable between workspaces "
+                                 "and nodes (default <cache-dir>/compile/<tool>)"),
     "simple_url": Setting("--simple-url", "ROCMBUILD_INDEX_SIMPLE_URL", None, "str",
                           "a server's simple API root (default <index URL>/simple/)"),
 }
@@ -302,6 +310,19 @@ def resolve(name: str, flag_value: Any, default: Any = None) -> Any:
             return check(setting, cfg[setting.config],
                          f"{CONFIG_FILE}: tool.rocmbuild.{setting.config}")
     return default
+
+
+def origin(name: str, flag_value: Any) -> str:
+    """Where ``resolve(name, flag_value)`` takes its value from, for messages: the flag, the
+    variable, or the file and key (``<flag> (default)`` when none of them is set)."""
+    setting = SETTINGS[name]
+    if flag_value is not None:
+        return setting.flag
+    if setting.env and (os.environ.get(setting.env) or "").strip():
+        return setting.env
+    if setting.config and setting.config in project_config():
+        return f"{CONFIG_FILE}: tool.rocmbuild.{setting.config}"
+    return f"{setting.flag} (default)"
 
 
 def check(setting: Setting, value: Any, where: str) -> Any:

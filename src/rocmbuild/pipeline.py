@@ -36,7 +36,7 @@ from rocmbuild.errors import (
     ValidationError,
 )
 from rocmbuild.recipe.plan import Plan
-from rocmbuild.results import Artifacts, StageResult, Status
+from rocmbuild.results import Artifacts, CompileStats, StageResult, Status
 from rocmbuild.stages import Context, need
 
 if TYPE_CHECKING:
@@ -92,6 +92,13 @@ class BuildResult:
     plan: Plan
     stages: dict[str, StageResult] = field(default_factory=dict)
     validation: cache.ValidationStatus = "not validated"
+    compile_cache: CompileStats | None = None
+    """What the compile cache did in this build (None: a cache hit, no compile cache)."""
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        """The compile cache's hit rate, 0..1 (the nightly's CellOutcome.cache_hit_rate)."""
+        return self.compile_cache.hit_rate if self.compile_cache is not None else None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -102,6 +109,7 @@ class BuildResult:
             "cache_key": self.plan.cache_key,
             "validation": self.validation,
             "stages": {k: v.to_json() for k, v in self.stages.items()},
+            "compile_cache": self.compile_cache.to_json() if self.compile_cache else None,
         }
 
 
@@ -166,6 +174,8 @@ def build_record(plan: Plan, ctx: Context, sha256: str, duration: float) -> dict
         **({"oom_retry": ctx.artifacts.oom_retry} if ctx.artifacts.oom_retry else {}),
         **({"disk": {"tree_bytes": ctx.artifacts.tree_bytes}}
            if ctx.artifacts.tree_bytes else {}),
+        "compile_cache": (ctx.artifacts.compile_cache.to_json()
+                          if ctx.artifacts.compile_cache is not None else None),
     }
 
 
@@ -286,4 +296,4 @@ def _build_locked(plan: Plan, ctx: Context, start: float, validate: bool) -> Bui
                         record=rec)
     delivered = cache.deliver(entry, ctx.wheel_dir)
     return BuildResult(Status.SUCCESS, delivered, sha, time.monotonic() - start, plan, results,
-                       record.status)
+                       record.status, ctx.artifacts.compile_cache)

@@ -55,6 +55,35 @@ class TorchBuild:
 
 
 @dataclass(frozen=True)
+class CompileStats:
+    """What the compile cache did in one build (docs/compile-cache.md): calls that hit, that
+    missed (compiled and stored) and that it could not cache (links, preprocessing, errors)."""
+
+    tool: str
+    hits: int
+    misses: int
+    uncacheable: int = 0
+
+    @property
+    def hit_rate(self) -> float | None:
+        """hits / (hits + misses), 0..1; None when nothing cacheable was compiled."""
+        total = self.hits + self.misses
+        return self.hits / total if total else None
+
+    def line(self) -> str:
+        """``compile cache: 412/420 hits (98 %)`` (ccache), as printed after the build."""
+        total = self.hits + self.misses
+        rate = f" ({100 * self.hits / total:.0f} %)" if total else ""
+        return f"compile cache: {self.hits}/{total} hits{rate} ({self.tool})"
+
+    def to_json(self) -> dict[str, Any]:
+        rate = self.hit_rate
+        return {"tool": self.tool, "hits": self.hits, "misses": self.misses,
+                "uncacheable": self.uncacheable,
+                "hit_rate": round(rate, 4) if rate is not None else None}
+
+
+@dataclass(frozen=True)
 class Unmapped:
     """A CUDA API left in a file after hipify: the tool had no HIP name for it."""
 
@@ -141,6 +170,8 @@ class Artifacts:
     tree_bytes: int | None = None
     """build: the disk the source and build tree took when the build finished (the next
     build's preflight plans free disk with it)."""
+    compile_cache: CompileStats | None = None
+    """build: what the compile cache did (None: no cache, or its counters were unreadable)."""
     bundle: Bundle | None = None
     """bundle: ``raw_wheel`` with the ROCm runtime inside (rocm_runtime = "bundle")."""
     wheel: Path | None = None

@@ -32,3 +32,12 @@ def test_link_lines_and_given_cuids_are_left_alone(tmp_path: Path) -> None:
     assert cuid_args(link, str(tmp_path)) == link
     given = [*_cmd(tmp_path / "a.hip"), "-cuid=mine"]
     assert cuid_args(given, str(tmp_path)) == given
+
+
+def test_cuid_goes_after_the_compiler_a_compile_cache_runs(tmp_path: Path) -> None:
+    """cuid.py then ccache/sccache (docs/compile-cache.md): the cache gets the compiler first."""
+    src = tmp_path / "a.hip"
+    for cache in ("/usr/bin/ccache", "sccache"):
+        out = cuid_args([cache, *_cmd(src)], str(tmp_path))
+        assert out[:2] == [cache, "clang++"] and out[2].startswith("-cuid="), out
+        assert out[3:] == _cmd(src)[1:]

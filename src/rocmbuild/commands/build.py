@@ -22,6 +22,13 @@ def register(sub: common.Subparsers) -> None:
     p.add_argument("--force", action="store_true",
                    help="rebuild even when the cache holds a wheel for these inputs")
     common.add_json(p)
+    p.add_argument("--compile-cache", choices=("auto", "ccache", "sccache", "none"),
+                   default=None, help="compiler cache in front of the build's compilers "
+                   "(docs/compile-cache.md): auto takes ccache, else sccache, else none "
+                   + common.env_help("compile_cache", "auto"))
+    p.add_argument("--compile-cache-dir", default=None, metavar="DIR",
+                   help="the compile cache's directory; share it between workspaces and "
+                   "nodes " + common.env_help("compile_cache_dir", "<cache-dir>/compile/<tool>"))
     p.add_argument("--validate", action="store_true", default=None,
                    help="validate the wheel after the build (isolated install, import, torch "
                    "guard, audit, GPU kernel gate; reports in <workdir>/reports/) "
@@ -30,7 +37,7 @@ def register(sub: common.Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rocmbuild import config, log, pipeline
+    from rocmbuild import compilecache, config, log, pipeline
     from rocmbuild.results import Status
     from rocmbuild.stages import Context
 
@@ -38,9 +45,13 @@ def run(args: argparse.Namespace) -> int:
     plan, host = common.plan_from_args(args)
     ws = config.workspace(args.workdir, args.cache_dir)
     wheel_dir = options.resolve("wheel_dir", args.wheel_dir)
+    kind = options.resolve("compile_cache", args.compile_cache, "auto")
+    compile_cache = compilecache.choose(
+        kind, options.resolve("compile_cache_dir", args.compile_cache_dir), ws.cache,
+        options.origin("compile_cache", args.compile_cache))
     ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
                   wheel_dir=Path(wheel_dir).absolute() if wheel_dir else ws.wheels,
-                  host=host, force=args.force)
+                  host=host, force=args.force, compile_cache=compile_cache)
     result = pipeline.build(plan, ctx, validate=bool(options.resolve("validate", args.validate)))
     if args.json:
         common.print_json(result.to_json())

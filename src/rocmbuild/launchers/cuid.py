@@ -18,14 +18,21 @@ import os
 import shutil
 import sys
 
+CACHES = ("ccache", "sccache")
+"""Launchers that may come next (a compile cache): ``-cuid`` goes after the compiler they run."""
+
 
 def cuid_args(argv: list[str], root: str | None) -> list[str]:
-    """argv with ``-cuid=<hash of the source relative to root>`` added after the compiler."""
+    """argv with ``-cuid=<hash of the source relative to root>`` added after the compiler
+    (after ``ccache <compiler>`` when a compile cache comes next)."""
     if not root or "-c" not in argv[1:-1] or any(a.startswith("-cuid=") for a in argv):
         return argv
     source = argv[argv.index("-c", 1) + 1]
     rel = os.path.relpath(os.path.realpath(source), os.path.realpath(root))
-    return [argv[0], f"-cuid={hashlib.sha256(rel.encode()).hexdigest()[:16]}", *argv[1:]]
+    at = 1
+    while at < len(argv) and os.path.basename(argv[at - 1]) in CACHES:
+        at += 1
+    return [*argv[:at], f"-cuid={hashlib.sha256(rel.encode()).hexdigest()[:16]}", *argv[at:]]
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from rocmbuild import hostenv, options
 from rocmbuild.config import Workspace
@@ -17,6 +17,9 @@ from rocmbuild.errors import BuildError
 from rocmbuild.host import Host
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts
+
+if TYPE_CHECKING:
+    from rocmbuild.compilecache import CompileCache
 
 T = TypeVar("T")
 
@@ -28,6 +31,8 @@ class Context:
     wheel_dir: Path
     host: Host
     force: bool = False
+    compile_cache: CompileCache | None = None
+    """ccache/sccache in front of the build's compilers (None: compile without one)."""
     artifacts: Artifacts = field(default_factory=Artifacts)
     timings: dict[str, float] = field(default_factory=dict)
 

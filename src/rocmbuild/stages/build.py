@@ -25,11 +25,11 @@ from pathlib import Path
 from rich.markup import escape
 from wheel.wheelfile import WheelFile
 
-from rocmbuild import learned, log, oom, options, preflight, progress
+from rocmbuild import compilecache, hostenv, learned, log, oom, options, preflight, progress
 from rocmbuild.errors import BuildError, CommandFailed
 from rocmbuild.host import Host
 from rocmbuild.recipe.plan import Plan
-from rocmbuild.results import Artifacts, StageResult, Status, TorchBuild
+from rocmbuild.results import Artifacts, CompileStats, StageResult, Status, TorchBuild
 from rocmbuild.run import no_network, redact
 from rocmbuild.run import run as sh
 from rocmbuild.stages import Context, build_child, need, source_date_epoch
@@ -263,6 +263,16 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         plan, ctx, {"SOURCE_DATE_EPOCH": str(source_date_epoch(ctx.artifacts))})
     for var, where in ctx.artifacts.downloads or ():
         env[var] = str(where)  # [[downloads]]: fetched, verified, cached by fetch
+    cc = ctx.compile_cache
+    stats_log = ctx.log_dir / "compile-cache.log"
+    if cc is not None:  # ours replaces the host's launchers (never two caches in a row)
+        for var in [v for v in env if hostenv.matches(v, ("CMAKE_*_COMPILER_LAUNCHER",))]:
+            del env[var]
+        stats_log.parent.mkdir(parents=True, exist_ok=True)
+        stats_log.unlink(missing_ok=True)
+        env.update(compilecache.build_env(
+            cc, env, tree, tree / "_rocmbuild_launch", plan.backend,
+            plan.rocm.compiler.path if plan.rocm.compiler is not None else None, stats_log))
     if plan.rocm.compiler is not None:  # HIP builds through CMake: path-independent CUIDs
         env[CUID_LAUNCHER] = cuid_launcher(tree, env.get(CUID_LAUNCHER))
     prefix = _offline_prefix(plan)
@@ -282,6 +292,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     since = time.time()
     shown = progress.Display(f"building {plan.package} ({plan.variant}, MAX_JOBS={plan.jobs})",
                              plan.jobs, previous_ninja_log(ctx.log_dir))
+    before = compilecache.start(cc, env, log_path) if cc is not None else None
+    stats: CompileStats | None = None
     # Probe torch (the ABI flag needs an import, about a second) while the build runs.
     torch: list[TorchBuild] = []
     prober = threading.Thread(
@@ -335,6 +347,10 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         with contextlib.suppress(OSError):
             keep_ninja_log(tree, ctx.log_dir, since)
         _learn(plan, ctx, units)  # also after a failure: the finished units were measured
+        if cc is not None:
+            stats = compilecache.finish(cc, env, before, stats_log, log_path)
+            log.info(escape(stats.line()) if stats is not None else
+                     f"compile cache: {cc.tool}'s statistics could not be read (see {log_path})")
     if plan.backend == "cmake":
         package_prefix(stage_dir, out_dir, plan.package, plan.version)
     wheels = sorted(out_dir.glob("*.whl"))
@@ -350,7 +366,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         log_path,
         Artifacts(raw_wheel=wheels[0], build_log=log_path, torch=torch[0] if torch else None,
                   oom_retry=f"{retried}, finished" if retried else None,
-                  tree_bytes=preflight.tree_bytes(tree)),
+                  tree_bytes=preflight.tree_bytes(tree),
+                  compile_cache=stats),
     )
 
 
