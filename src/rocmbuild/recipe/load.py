@@ -23,11 +23,13 @@ from rocmbuild.errors import RecipeError, UsageError
 from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree
 from rocmbuild.recipe.model import (
     GPU_VENDORS,
+    OPTION_NAME,
     SOURCE_KINDS,
     Download,
     Floor,
     Hipify,
     Key,
+    Option,
     Patch,
     Recipe,
     Source,
@@ -119,6 +121,8 @@ def load(path: Path) -> Recipe:
         c.bad(f"{alts.toml}.default", "'default' is reserved for [source]")
     variants = _tables(c, data, key_of(Recipe, "variants"), lambda v, key: _variant(c, v, key))
     floors = _tables(c, data, key_of(Recipe, "validate_floor"), lambda v, key: _floor(c, v, key))
+    opts = _tables(c, data, key_of(Recipe, "options"), lambda v, key: _option(c, v, key))
+    _option_checks(c, opts, variants, fields)
     default_variant = fields.get("default_variant") or next(iter(variants), "default")
     if variants and default_variant not in variants:
         c.bad(
@@ -163,6 +167,7 @@ def load(path: Path) -> Recipe:
         alternatives={k: v for k, v in alternatives.items() if v is not None},
         variants={k: v for k, v in variants.items() if v is not None},
         validate_floor={k: v for k, v in floors.items() if v is not None},
+        options={k: v for k, v in opts.items() if v is not None},
         patches=patches,
         downloads=downloads,
         raw_sha256=hashlib.sha256(raw).hexdigest(),
@@ -327,6 +332,51 @@ def _hipify(c: Checker, data: dict[str, Any], legacy: tuple[str, ...]) -> Hipify
 def _variant(c: Checker, data: dict[str, Any], key: str) -> Variant:
     c.walk(data, tree(Variant), key + ".")
     return Variant(name=key.rsplit(".", 1)[1], **c.read(Variant, data, key + "."))
+
+
+def _option(c: Checker, data: dict[str, Any], key: str) -> Option | None:
+    c.walk(data, tree(Option), key + ".")
+    name = key.rsplit(".", 1)[1]
+    if not re.fullmatch(OPTION_NAME, name):
+        c.bad(key, f"option name {name!r} must be lower case letters, digits and _ "
+              "(e.g. opt_dim)")
+        return None
+    return Option(name=name, **c.read(Option, data, key + "."))
+
+
+def _option_checks(c: Checker, opts: dict[str, Option | None],
+                   variants: dict[str, Variant | None], fields: dict[str, Any]) -> None:
+    """Each option's default is one of its own values, its variants exist, and its variable is
+    set by nothing else (build.env, arch.env, a variant's env, another option)."""
+    owners: dict[str, str] = {}
+    for name, o in opts.items():
+        if o is None:
+            continue
+        at = f"{key_of(Recipe, 'options').toml}.{name}"
+        if o.pattern:
+            try:
+                re.compile(o.pattern)
+            except re.error as exc:
+                c.bad(f"{at}.pattern", f"not a regular expression: {exc}")
+                continue
+        problem = o.problem(o.default)
+        if problem:
+            c.bad(f"{at}.default", problem)
+        for i, v in enumerate(o.variants):
+            if v not in variants:
+                c.bad(f"{at}.variants[{i}]", f"{v!r} is not a variant" + suggest(v, variants, 0.5)
+                      + (f"; variants: {', '.join(variants)}" if variants else ""))
+        set_by = [k for k, pairs in (("build.env", fields.get("env", ())),
+                                     ("arch.env", fields.get("arch_env", ())))
+                  if o.env in dict(pairs)]
+        set_by += [f"variants.{n}.env" for n, v in variants.items()
+                   if v is not None and o.env in dict(v.env)]
+        if o.env in owners:
+            set_by.append(f"options.{owners[o.env]}")
+        owners[o.env] = name
+        if set_by:
+            c.bad(f"{at}.env", f"{o.env} is also set by {', '.join(set_by)} (an option's "
+                  "variable is the option's alone)")
 
 
 def _floor(c: Checker, data: dict[str, Any], key: str) -> Floor:

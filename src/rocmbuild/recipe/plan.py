@@ -191,6 +191,11 @@ class Plan:
     """The wheel's PEP 427 build tag (``--build-tag``), "" for none; in the cache key when set."""
     build_env: BuildEnvSpec | None = None
     """None: the recipe declares no build requirements; the build runs with this interpreter."""
+    options: tuple[tuple[str, str], ...] = ()
+    """The recipe's [options] that apply to this variant, with their values (the default or
+    ``--opt``), by name; each also sets its variable in ``env``."""
+    unit_count: str = ""
+    """build.unit_count: how ``plan --units`` counts compile units ("": not counted)."""
     cache_key: str = ""
 
     @property
@@ -275,6 +280,8 @@ class Plan:
             **({"repair": True} if self.repair else {}),
             **({"build_tag": self.build_tag} if self.build_tag else {}),
             **({"build_env": self.build_env.to_json()} if self.build_env else {}),
+            **({"options": dict(self.options)} if self.options else {}),
+            **({"unit_count": self.unit_count} if self.unit_count else {}),
             "cache_key": self.cache_key,
         }
 
