@@ -90,12 +90,17 @@ def find_generate(roots: Sequence[Path]) -> Path | None:
     return None
 
 
-def count(plan: Plan, roots: Sequence[Path], log_path: Path | None = None) -> UnitCount:
-    """The plan's compile units, from its fetched (and patched) tree and downloads."""
+def countable(plan: Plan) -> None:
+    """UsageError unless the plan's recipe says how to count its units."""
     if plan.unit_count != "ck-fmha":
         raise UsageError(f"--units: {plan.recipe} does not say how to count its compile units",
                          hint="a recipe sets build.unit_count (e.g. \"ck-fmha\"); leave "
                          "--units out")
+
+
+def count(plan: Plan, roots: Sequence[Path], log_path: Path | None = None) -> UnitCount:
+    """The plan's compile units, from its fetched (and patched) tree and downloads."""
+    countable(plan)
     generate = find_generate(roots)
     if generate is None:
         raise BuildError(
@@ -130,6 +135,7 @@ def fetch_and_count(plan: Plan, ws: Workspace, host: Host) -> UnitCount:
     (downloads and git mirrors; nothing is built or stored) and count its units."""
     from rocmbuild.stages import Context, fetch, need, patch
 
+    countable(plan)  # before fetching anything
     log_dir = ws.logs / plan.recipe / plan.short_key  # kept: fetch.log, patch.log, units.log
     log_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="rocmbuild-units-") as tmp:

@@ -11,7 +11,7 @@ import hashlib
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -476,6 +476,8 @@ class RecipeInfo:
     sources: tuple[str, ...]
     archs: tuple[str, ...]
     path: str
+    options: dict[str, str] = field(default_factory=dict)
+    """Option name -> its default (``--opt <recipe>.<name>=...``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "sources": list(self.sources), "archs": list(self.archs)}
@@ -496,6 +498,7 @@ def list_recipes() -> list[RecipeInfo]:
                 sources=("default", *recipe.alternatives),
                 archs=recipe.supported_archs,
                 path=str(recipe.path),
+                options={n: o.default for n, o in recipe.options.items()},
             )
         )
     return out
