@@ -14,6 +14,7 @@ The source must be fetched first (``count`` takes the tree): ``render`` stays pu
 from __future__ import annotations
 
 import fnmatch
+import os
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rocmbuild import hostenv
 from rocmbuild.config import Workspace
 from rocmbuild.errors import BuildError, UsageError
 from rocmbuild.host import Host
@@ -112,8 +114,10 @@ def count(plan: Plan, roots: Sequence[Path], log_path: Path | None = None) -> Un
     names: list[str] = []
     with tempfile.TemporaryDirectory(prefix="rocmbuild-units-") as tmp:
         for _, argv in generate_argv(generate, env, Path(tmp)):
-            # cwd: generate.py imports its codegen package from its own directory
-            run(argv, cwd=generate.parent, log_path=log_path, capture=True, timeout=300,
+            # cwd: generate.py imports its codegen package from its own directory. The fetched
+            # code sees the host's allow-listed variables only, as in a build.
+            run(argv, cwd=generate.parent, env=hostenv.passed(os.environ, plan.pass_env),
+                log_path=log_path, capture=True, timeout=300,
                 hint="CK's generator failed on the fetched source; see the log")
         for f in sorted(Path(tmp).glob("*.txt")):
             names += [Path(line).name for line in f.read_text().splitlines() if line.strip()]
@@ -127,7 +131,6 @@ def count(plan: Plan, roots: Sequence[Path], log_path: Path | None = None) -> Un
     how = (f"{generate.name} --list_blobs -d {','.join(directions_of(env))} --receipt "
            f"{RECEIPT}" + (" + CK_FMHA_UNITS" if pattern else ""))
     return UnitCount(len(chosen), how, tuple(settings))
-
 
 
 def fetch_and_count(plan: Plan, ws: Workspace, host: Host) -> UnitCount:

@@ -529,7 +529,7 @@ class Option:
         '"32,64,128,256"', default="", required="",
     )
     help: str = toml(
-        "help", "string", "What it does, for ``rocmbuild recipes`` and the plan.",
+        "help", "string", "What it does, in one line (the hint of a usage error about it).",
         '"head dimensions whose kernels are compiled (setup.py: OPT_DIM)"', default="",
         required="", pattern=r".", pattern_msg="missing (one line saying what the option does)",
     )
