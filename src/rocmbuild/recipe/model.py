@@ -537,7 +537,7 @@ class Option:
         "choices", "strings",
         "The values allowed; a value is a ``,``-separated list of them (``128`` or "
         "``64,128``, no repeats).", '["32", "64", "128", "256"]', default=(),
-        default_text="`[]`: any value that matches ``pattern``",
+        default_text="`[]`: any value matching `pattern`",
     )
     pattern: str = toml(
         "pattern", "string", "A regular expression the whole value must match.",
