@@ -138,6 +138,10 @@ def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
             f"{PROVENANCE}), or name it with --recipe")
     pplan = prov["plan"]
     source = pplan.get("source_name")
+    # the wheel's [options] values (render checks them again: the provenance is untrusted)
+    raw_opts = pplan.get("options")
+    opts = tuple((str(k), str(v)) for k, v in raw_opts.items()) if isinstance(
+        raw_opts, dict) else ()
     target = render.Target(
         arch=",".join(prov["archs"]),
         variant=prov.get("variant"),
@@ -148,6 +152,7 @@ def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
         else None,
         gpu_vendor=str(prov.get("gpu_vendor") or "amd"),
         build_tag=prov.get("build_tag") or None,
+        options=opts,
     )
     rocm = pplan.get("rocm")
     compiler = rocm.get("compiler") if isinstance(rocm, dict) else None

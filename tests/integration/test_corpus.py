@@ -207,6 +207,7 @@ CLASS_DOC = {
     "buildenv": "build venv: build requirements (build_requires, requirements files)",
     "preflight": "resource preflight: disk, memory for one job, compile cache dir, link line",
     "prune": "cache prune: sizes, day counts, a prune without a rule",
+    "options": "recipe options: --opt, [options] tables, plan --units",
 }
 
 

@@ -74,6 +74,9 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
                    + env_help("gpu_vendor", "amd"))
     p.add_argument("--rocm-path", default=None, help="ROCm root, e.g. /opt/rocm "
                    + env_help("rocm_path", "HIP_PATH, then /opt/rocm"))
+    p.add_argument("--opt", action="append", default=[], metavar="RECIPE.NAME=VALUE",
+                   help="set a recipe option (its [options] table; `rocmbuild recipes` lists "
+                   "them), e.g. --opt flash-attn.opt_dim=128; repeatable; part of the cache key")
     p.add_argument("--build-tag", default=None, metavar="N",
                    help="give the wheel a PEP 427 build tag (name-ver-N-py3-...whl), to "
                    "republish a rebuild deliberately; part of the cache key "
@@ -87,6 +90,23 @@ def jobs(args: argparse.Namespace) -> int | None:
                          hint="leave it out to let rocmbuild choose from cpus and memory")
     result: int | None = options.resolve("jobs", args.jobs)
     return result
+
+
+def parse_opts(given: list[str], recipe: str) -> tuple[tuple[str, str], ...]:
+    """``--opt flash-attn.opt_dim=128`` (repeatable) -> (("opt_dim", "128"),); the prefix must
+    name ``recipe``. Unknown names and bad values are the renderer's to report."""
+    out: dict[str, str] = {}
+    for text in given:
+        where, sep, value = text.partition("=")
+        prefix, dot, name = where.rpartition(".")
+        if not sep or not dot or not name:
+            raise UsageError(f"--opt: {text!r} is not RECIPE.NAME=VALUE",
+                             hint=f"e.g. --opt {recipe}.opt_dim=128")
+        if prefix != recipe:
+            raise UsageError(f"--opt: {text!r} names recipe {prefix!r}, but this builds {recipe}",
+                             hint=f"--opt {recipe}.{name}={value}")
+        out[name] = value  # the last one wins, as with any repeated flag
+    return tuple(out.items())
 
 
 def print_json(data: object) -> None:
@@ -116,6 +136,7 @@ def plan_from_args(args: argparse.Namespace, host_file: str | None = None) -> tu
         rocm_version=options.resolve("rocm_version", args.rocm_version),
         gpu_vendor=options.resolve("gpu_vendor", args.gpu_vendor, "amd"),
         build_tag=options.resolve("build_tag", getattr(args, "build_tag", None)),
+        options=parse_opts(getattr(args, "opt", None) or [], recipe.path.stem),
     )
     if host_file:
         host = hostmod.load(Path(host_file))

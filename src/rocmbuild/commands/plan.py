@@ -21,6 +21,10 @@ def register(sub: common.Subparsers) -> None:
     p.add_argument("--host", default=None, metavar="FILE",
                    help="render for a saved host (the JSON `rocmbuild doctor --json` prints) "
                    "instead of this machine; --rocm-path and --hip-compiler then do not apply")
+    p.add_argument("--units", action="store_true",
+                   help="fetch the source (into a temporary tree; downloads and mirrors are "
+                   "cached) and count the compile units the build will have, for recipes that "
+                   "say how (build.unit_count): `compile units: 697 (OPT_DIM=128)`")
     common.add_json(p, "the plan")
     p.set_defaults(handler=run)
 
@@ -43,10 +47,19 @@ def run(args: argparse.Namespace) -> int:
 
     plan, host = common.plan_from_args(args, args.host)
     seen = host_env(plan, host.origin == "detected")
+    counted = None
+    if args.units:
+        from rocmbuild import config, units
+
+        counted = units.fetch_and_count(plan, config.workspace(args.workdir, args.cache_dir),
+                                        host)
     if args.json:
-        common.print_json({**plan.to_json(), "host_env": seen})
+        common.print_json({**plan.to_json(), "host_env": seen,
+                           **({"units": counted.to_json()} if counted else {})})
     else:
         _print(plan, seen)
+        if counted:
+            log.out.print(f"units    {counted.line()}: {counted.how}", markup=False)
     where = "this host" if host.origin == "detected" else f"the host in {host.origin}"
     for m in hostmod.missing(plan, host):
         log.warn(f"{where} lacks {m}; `rocmbuild build` would stop before fetching")
@@ -85,6 +98,8 @@ def _print(plan: object, seen: dict[str, Any]) -> None:
           f"{', '.join(plan.rocm_components) or '-'}", markup=False)
     for k, v in plan.env.items():
         p(f"env      {k}={shlex.quote(v)}", markup=False)
+    for name, value in plan.options:
+        p(f"option   {name}={value} (--opt {plan.recipe}.{name}=...)", markup=False)
     step = plan.hipify_step
     if plan.pass_env:
         p(f"pass_env {' '.join(plan.pass_env)} (build.pass_env)", markup=False)

@@ -24,11 +24,11 @@ def run(args: argparse.Namespace) -> int:
         common.print_json([i.to_json() for i in infos])
         return 0
     table = Table(box=None, pad_edge=False)
-    for col in ("recipe", "variants (default first)", "sources", "archs"):
+    for col in ("recipe", "variants (default first)", "sources", "archs", "options (--opt)"):
         table.add_column(col)
     for i in infos:
         variants = sorted(i.variants, key=lambda v: v != i.default_variant)
         table.add_row(i.name, ", ".join(variants) or "-", ", ".join(i.sources),
-                      ", ".join(i.archs) or "any")
+                      ", ".join(i.archs) or "any", ", ".join(i.options) or "-")
     log.out.print(table)
     return 0

@@ -11,7 +11,7 @@ import hashlib
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +21,13 @@ from rocmbuild.errors import RecipeError, UsageError
 from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree
 from rocmbuild.recipe.model import (
     GPU_VENDORS,
+    OPTION_NAME,
     SOURCE_KINDS,
     Download,
     Floor,
     Hipify,
     Key,
+    Option,
     Patch,
     Recipe,
     Source,
@@ -116,6 +118,8 @@ def load(path: Path) -> Recipe:
         c.bad(f"{alts.toml}.default", "'default' is reserved for [source]")
     variants = _tables(c, data, key_of(Recipe, "variants"), lambda v, key: _variant(c, v, key))
     floors = _tables(c, data, key_of(Recipe, "validate_floor"), lambda v, key: _floor(c, v, key))
+    opts = _tables(c, data, key_of(Recipe, "options"), lambda v, key: _option(c, v, key))
+    _option_checks(c, opts, variants, fields)
     default_variant = fields.get("default_variant") or next(iter(variants), "default")
     if variants and default_variant not in variants:
         c.bad(
@@ -160,6 +164,7 @@ def load(path: Path) -> Recipe:
         alternatives={k: v for k, v in alternatives.items() if v is not None},
         variants={k: v for k, v in variants.items() if v is not None},
         validate_floor={k: v for k, v in floors.items() if v is not None},
+        options={k: v for k, v in opts.items() if v is not None},
         patches=patches,
         downloads=downloads,
         raw_sha256=hashlib.sha256(raw).hexdigest(),
@@ -330,6 +335,51 @@ def _variant(c: Checker, data: dict[str, Any], key: str) -> Variant:
     return Variant(name=key.rsplit(".", 1)[1], **c.read(Variant, data, key + "."))
 
 
+def _option(c: Checker, data: dict[str, Any], key: str) -> Option | None:
+    c.walk(data, tree(Option), key + ".")
+    name = key.rsplit(".", 1)[1]
+    if not re.fullmatch(OPTION_NAME, name):
+        c.bad(key, f"option name {name!r} must be lower case letters, digits and _ "
+              "(e.g. opt_dim)")
+        return None
+    return Option(name=name, **c.read(Option, data, key + "."))
+
+
+def _option_checks(c: Checker, opts: dict[str, Option | None],
+                   variants: dict[str, Variant | None], fields: dict[str, Any]) -> None:
+    """Each option's default is one of its own values, its variants exist, and its variable is
+    set by nothing else (build.env, arch.env, a variant's env, another option)."""
+    owners: dict[str, str] = {}
+    for name, o in opts.items():
+        if o is None:
+            continue
+        at = f"{key_of(Recipe, 'options').toml}.{name}"
+        if o.pattern:
+            try:
+                re.compile(o.pattern)
+            except re.error as exc:
+                c.bad(f"{at}.pattern", f"not a regular expression: {exc}")
+                continue
+        problem = o.problem(o.default)
+        if problem:
+            c.bad(f"{at}.default", problem)
+        for i, v in enumerate(o.variants):
+            if v not in variants:
+                c.bad(f"{at}.variants[{i}]", f"{v!r} is not a variant" + suggest(v, variants, 0.5)
+                      + (f"; variants: {', '.join(variants)}" if variants else ""))
+        set_by = [k for k, pairs in (("build.env", fields.get("env", ())),
+                                     ("arch.env", fields.get("arch_env", ())))
+                  if o.env in dict(pairs)]
+        set_by += [f"variants.{n}.env" for n, v in variants.items()
+                   if v is not None and o.env in dict(v.env)]
+        if o.env in owners:
+            set_by.append(f"options.{owners[o.env]}")
+        owners[o.env] = name
+        if set_by:
+            c.bad(f"{at}.env", f"{o.env} is also set by {', '.join(set_by)} (an option's "
+                  "variable is the option's alone)")
+
+
 def _floor(c: Checker, data: dict[str, Any], key: str) -> Floor:
     c.walk(data, tree(Floor), key + ".")
     return Floor(name=key.rsplit(".", 1)[1], **c.read(Floor, data, key + "."))
@@ -427,6 +477,8 @@ class RecipeInfo:
     sources: tuple[str, ...]
     archs: tuple[str, ...]
     path: str
+    options: dict[str, str] = field(default_factory=dict)
+    """Option name -> its default (``--opt <recipe>.<name>=...``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "sources": list(self.sources), "archs": list(self.archs)}
@@ -447,6 +499,7 @@ def list_recipes() -> list[RecipeInfo]:
                 sources=("default", *recipe.alternatives),
                 archs=recipe.supported_archs,
                 path=str(recipe.path),
+                options={n: o.default for n, o in recipe.options.items()},
             )
         )
     return out

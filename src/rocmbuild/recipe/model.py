@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,9 @@ SCHEMA_VERSION = 1
 
 BACKENDS = ("pip-wheel", "cmake")
 """Values of build.backend (documented on ``Recipe.backend``)."""
+
+UNIT_COUNTS = ("ck-fmha", "none")
+"""Values of build.unit_count (documented on ``Recipe.unit_count``)."""
 
 HOST_REQUIREMENTS = ("torch", "rocm-torch", "rocm-sdk", "hip-compiler")
 """What ``build.host_requires`` may name. ``torch``, ``rocm-torch`` and ``rocm-sdk`` may carry a
@@ -413,6 +417,11 @@ class Variant:
         "the source tree (no leading / and no ..), got %r",
     )
 
+    unit_count: str | None = toml(
+        "unit_count", "string", "Overrides build.unit_count (``none``: not counted).", '"none"',
+        default=None, choices=UNIT_COUNTS, noun="unit count",
+        default_text="build.unit_count",
+    )
     upstream_tests: tuple[str, ...] | None = toml(
         "upstream_tests", "strings", "Overrides validate.upstream_tests for this variant.",
         '["tests/test_flash_attn_triton_amd.py"]', default=None,
@@ -501,6 +510,60 @@ class Floor:
         "sdpa_fraction", "number", "Each shape and direction must reach this fraction of torch "
         "SDPA's TFLOP/s on the same device in the same run.", "0.5", default=None, positive=True,
     )
+
+
+OPTION_NAME = r"^[a-z][a-z0-9_]*$"
+"""The name in ``[options.<name>]``."""
+
+
+@dataclass(frozen=True)
+class Option:
+    """``[options.<name>]``: a typed, documented setting of the build that reaches it as one
+    environment variable, set with ``--opt <recipe>.<name>=<value>`` (docs/options.md)."""
+
+    name: str
+    """The table's name in ``[options.<name>]`` (lower case, digits and ``_``)."""
+    env: str = toml(
+        "env", "string", "The build variable that receives the value.", '"OPT_DIM"',
+        default="", required="", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        pattern_msg="must name an environment variable (e.g. OPT_DIM), got %r",
+    )
+    default: str = toml(
+        "default", "string", "The value when ``--opt`` does not set it (checked like one).",
+        '"32,64,128,256"', default="", required="",
+    )
+    help: str = toml(
+        "help", "string", "What it does, in one line (the hint of a usage error about it).",
+        '"head dimensions whose kernels are compiled (setup.py: OPT_DIM)"', default="",
+        required="", pattern=r".", pattern_msg="missing (one line saying what the option does)",
+    )
+    choices: tuple[str, ...] = toml(
+        "choices", "strings",
+        "The values allowed; a value is a ``,``-separated list of them (``128`` or "
+        "``64,128``, no repeats).", '["32", "64", "128", "256"]', default=(),
+        default_text="`[]`: any value matching `pattern`",
+    )
+    pattern: str = toml(
+        "pattern", "string", "A regular expression the whole value must match.",
+        '"^[A-Za-z0-9_*?]+$"', default="",
+    )
+    variants: tuple[str, ...] = toml(
+        "variants", "strings",
+        "The variants it applies to; another variant neither sets its variable nor accepts it "
+        "in ``--opt``.", '["ck"]', default=(), default_text="`[]`: every variant",
+    )
+
+    def problem(self, value: str) -> str | None:
+        """Why ``value`` is not allowed (None: it is)."""
+        if self.choices:
+            items = value.split(",")
+            bad = [i for i in items if i not in self.choices]
+            if bad or len(set(items)) != len(items) or not value:
+                return (f"{value!r} is not a ,-separated list of {', '.join(self.choices)}"
+                        + (" (repeated)" if not bad and value else ""))
+        if self.pattern and not re.fullmatch(self.pattern, value):
+            return f"{value!r} does not match {self.pattern!r}"
+        return None
 
 
 TABLES = {
@@ -743,6 +806,24 @@ class Recipe:
     default_variant: str = toml(
         "build.default_variant", "string", "The variant built when ``--variant`` is not given.",
         '"ck"', default="", default_text="the first variant",
+    )
+    options: dict[str, Option] = toml(
+        "options", "tables",
+        "Typed build options (``[options.<name>]``), each mapped to one build variable and set "
+        "with ``--opt <recipe>.<name>=<value>`` (repeatable) or a nightly cell; the values go "
+        "into the plan's env, the cache key and the wheel's provenance (docs/options.md).", "",
+        item=Option, factory=dict,
+        item_msg="expected a table ([options.<name>] with env, default, help)",
+    )
+    unit_count: str = toml(
+        "build.unit_count", "string",
+        "How ``rocmbuild plan --units`` counts the build's compile units after fetching the "
+        "source. ``ck-fmha``: Composable Kernel's fmha ``generate.py --list_blobs`` (found in the "
+        "tree or in a download), for the directions in ``CK_FMHA_DIRECTIONS`` (default "
+        "setup.py's fwd, fwd_appendkv, fwd_splitkv, bwd) at receipt 2 with the head dims in "
+        "``OPT_DIM``, the names matching ``CK_FMHA_UNITS`` when set; no compiler runs. "
+        "``none``: not counted.", '"ck-fmha"', default="none", choices=UNIT_COUNTS,
+        noun="unit count",
     )
     variants: dict[str, Variant] = toml(
         "variants", "tables",

@@ -194,6 +194,11 @@ class Plan:
     link_units_per_arch: int | None = None
     """build.link_units_per_arch: objects per arch on the final link's command line, for the
     preflight's argv-length check (None: not checked). Not in the cache key or the JSON."""
+    options: tuple[tuple[str, str], ...] = ()
+    """The recipe's [options] that apply to this variant, with their values (the default or
+    ``--opt``), by name; each also sets its variable in ``env``."""
+    unit_count: str = ""
+    """build.unit_count: how ``plan --units`` counts compile units ("": not counted)."""
     cache_key: str = ""
 
     @property
@@ -278,6 +283,8 @@ class Plan:
             **({"repair": True} if self.repair else {}),
             **({"build_tag": self.build_tag} if self.build_tag else {}),
             **({"build_env": self.build_env.to_json()} if self.build_env else {}),
+            **({"options": dict(self.options)} if self.options else {}),
+            **({"unit_count": self.unit_count} if self.unit_count else {}),
             "cache_key": self.cache_key,
         }
 

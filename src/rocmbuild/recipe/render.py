@@ -21,6 +21,7 @@ from rocmbuild.config import SOURCE_TREE_IGNORE
 from rocmbuild.errors import RecipeError, ToolchainError, UsageError
 from rocmbuild.host import Host
 from rocmbuild.learned import LearnedMemory, pick
+from rocmbuild.recipe.check import suggest
 from rocmbuild.recipe.model import ROCM_LIBS, Download, Patch, Recipe, Source
 from rocmbuild.recipe.plan import (
     BuildEnvSpec,
@@ -46,6 +47,9 @@ class Target:
     rocm_version: str | None = None
     gpu_vendor: str = "amd"
     build_tag: str | None = None
+    options: tuple[tuple[str, str], ...] = ()
+    """(name, value) of the recipe's [options] to set (``--opt <recipe>.<name>=<value>``, a
+    nightly cell's options); the others keep their defaults."""
 
 
 def _fill(template: str, values: Mapping[str, str], where: str) -> str:
@@ -104,6 +108,32 @@ def _rocm_target(recipe: Recipe, target: Target, host: Host) -> RocmTarget:
     return RocmTarget(version=version, version_from=origin, version_kind=kind,
                       root=root.path if root else None, root_kind=root.kind if root else None,
                       root_version=root.version if root else None, compiler=comp)
+
+
+def resolve_options(recipe: Recipe, variant: str, given: tuple[tuple[str, str], ...]
+                    ) -> tuple[tuple[str, str], ...]:
+    """The value of every [options] entry that applies to ``variant``: its default, or what
+    ``given`` sets (checked: a known option of this variant, an allowed value), by name."""
+    name = recipe.path.stem
+    mine = {n: o for n, o in recipe.options.items() if not o.variants or variant in o.variants}
+    values = {n: o.default for n, o in mine.items()}
+    for opt, value in given:
+        o = mine.get(opt)
+        if o is None:
+            if opt in recipe.options:
+                raise UsageError(
+                    f"--opt: {name}.{opt} does not apply to variant {variant!r}",
+                    hint=f"it applies to variant(s) {', '.join(recipe.options[opt].variants)}")
+            raise UsageError(
+                f"--opt: {name} has no option {opt!r}" + suggest(opt, recipe.options, 0.5),
+                hint=(f"options of {name}: {', '.join(recipe.options)}" if recipe.options
+                      else f"{name} declares no [options]"))
+        problem = o.problem(value)
+        if problem is not None:
+            raise UsageError(f"--opt: {name}.{opt}: {problem}",
+                             hint=f"{o.help}; default {o.default!r}")
+        values[opt] = value
+    return tuple(sorted(values.items()))
 
 
 def render(recipe: Recipe, target: Target, host: Host,
@@ -195,6 +225,9 @@ def render(recipe: Recipe, target: Target, host: Host,
         for name, template in pairs:
             env[name] = _fill(template, values, f"{recipe.path.name}: {where}.{name}")
             keyed_env[name] = _fill(template, key_values, f"{recipe.path.name}: {where}.{name}")
+    chosen = resolve_options(recipe, variant_name, target.options)
+    for opt, value in chosen:  # literal values: no placeholders
+        env[recipe.options[opt].env] = keyed_env[recipe.options[opt].env] = value
 
     facts = {
         "variant": (variant_name,),
@@ -290,8 +323,17 @@ def render(recipe: Recipe, target: Target, host: Host,
         env_key=keyed_env,
         build_tag=_build_tag(target.build_tag),
         build_env=_build_env(recipe, variant_name),
+        options=chosen,
+        unit_count=_unit_count(recipe, variant_name),
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
+
+
+def _unit_count(recipe: Recipe, variant_name: str) -> str:
+    """build.unit_count, or the variant's; "" for none."""
+    v = recipe.variants.get(variant_name)
+    how = v.unit_count if v is not None and v.unit_count is not None else recipe.unit_count
+    return "" if how == "none" else how
 
 
 def _runtime(recipe: Recipe) -> RocmRuntime:
@@ -336,6 +378,7 @@ def _cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:
     for volatile in ("jobs", "jobs_reason", "recipe_path", "cache_key", "host_requires_reason",
                      "offline"):
         material.pop(volatile)
+    material.pop("unit_count", None)  # how plan --units counts: not an input of the wheel
     material["env"] = keyed_env
     material["rocm"].pop("version_from")
     material["rocm"].pop("version_kind")

@@ -26,6 +26,7 @@ from rocmbuild.recipe.model import (
     Download,
     Floor,
     Key,
+    Option,
     Patch,
     Recipe,
     Source,
@@ -37,7 +38,7 @@ from rocmbuild.recipe.model import (
 DOCS = Path("docs/recipes.md")
 JSON_SCHEMA = Path("schemas/recipe.schema.json")
 _DEFS = {Source: "source", Variant: "variant", Patch: "patch", Download: "download",
-         Floor: "floor"}
+         Floor: "floor", Option: "option"}
 
 
 # ----------------------------------------------------------------------------- JSON Schema
@@ -61,6 +62,7 @@ def json_schema() -> dict[str, Any]:
             "patch": _object(tree(Patch), Patch),
             "download": _object(tree(Download), Download),
             "floor": _object(tree(Floor), Floor),
+            "option": _object(tree(Option), Option),
         },
     }
 

@@ -1,0 +1,152 @@
+"""How many compile units a build will have (``rocmbuild plan --units``), counted before it runs.
+
+``build.unit_count = "ck-fmha"``: Composable Kernel's fmha code generator
+(``example/ck_tile/01_fmha/generate.py``, inside the fetched tree, e.g. the flash-attn sdist's
+``csrc/composable_kernel``, or inside a [[downloads]] directory) lists the units it would write
+(``--list_blobs``, about a second per direction, no compiler), called as the fork's setup.py
+calls it: ``-d <direction> --receipt 2 --optdim <OPT_DIM>`` for fwd, fwd_appendkv, fwd_splitkv
+and bwd. ``CK_FMHA_DIRECTIONS`` (the ck-fmha-probe recipe's option) narrows the directions and
+``CK_FMHA_UNITS`` keeps the units whose name matches its shell pattern.
+
+The source must be fetched first (``count`` takes the tree): ``render`` stays pure.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rocmbuild import hostenv
+from rocmbuild.config import Workspace
+from rocmbuild.errors import BuildError, UsageError
+from rocmbuild.host import Host
+from rocmbuild.recipe.plan import Plan
+from rocmbuild.run import run
+
+GENERATE = "example/ck_tile/01_fmha/generate.py"
+"""Where CK keeps the fmha generator, relative to a composable_kernel checkout."""
+CK_DIRS = ("csrc/composable_kernel", "")
+"""Where a tree may hold that checkout (flash-attn's submodule, or CK itself)."""
+DIRECTIONS = ("fwd", "fwd_appendkv", "fwd_splitkv", "bwd")
+"""setup.py's generate.py calls, in its order."""
+RECEIPT = "2"
+"""generate.py's receipt for the flash-attention integration (setup.py's)."""
+DEFAULT_OPT_DIM = "32,64,128,256"
+"""setup.py's OPT_DIM when unset."""
+
+
+@dataclass(frozen=True)
+class UnitCount:
+    count: int
+    """Compile units (generated .cpp files; the kernels' dispatch ``*_api.cpp`` included)."""
+    how: str
+    """What was run, for people."""
+    settings: tuple[tuple[str, str], ...] = ()
+    """The variables that decided it (``OPT_DIM=128``)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"count": self.count, "how": self.how, "settings": dict(self.settings)}
+
+    def line(self) -> str:
+        """``compile units: 697 (OPT_DIM=128)``."""
+        shown = ", ".join(f"{k}={v}" for k, v in self.settings)
+        return f"compile units: {self.count}" + (f" ({shown})" if shown else "")
+
+
+def generate_argv(generate: Path, env: Mapping[str, str], list_dir: Path
+                  ) -> list[tuple[str, list[str]]]:
+    """(direction, argv) of each generate.py call, as setup.py makes them, listing into
+    ``list_dir``."""
+    opt_dim = env.get("OPT_DIM") or DEFAULT_OPT_DIM
+    directions = directions_of(env)
+    return [(d, [sys.executable, "-B", str(generate), "-d", d, "--receipt", RECEIPT,
+                 "--optdim", opt_dim, "--list_blobs", str(list_dir / f"{d}.txt")])
+            for d in directions]
+
+
+def directions_of(env: Mapping[str, str]) -> tuple[str, ...]:
+    """``CK_FMHA_DIRECTIONS`` (comma-separated), else setup.py's four."""
+    given = env.get("CK_FMHA_DIRECTIONS", "")
+    return tuple(d for d in given.split(",") if d) or DIRECTIONS
+
+
+def select(names: Sequence[str], pattern: str) -> list[str]:
+    """The unit file names (``fmha_fwd_d64_..._nsquant.cpp``) whose stem matches the shell
+    ``pattern`` (``*``: all; case-sensitive), in the generator's order."""
+    return [n for n in names if fnmatch.fnmatchcase(n.removesuffix(".cpp"), pattern or "*")]
+
+
+def find_generate(roots: Sequence[Path]) -> Path | None:
+    """generate.py in the first root that holds one (the tree, then the downloads)."""
+    for root in roots:
+        for ck in CK_DIRS:
+            candidate = root / ck / GENERATE
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def countable(plan: Plan) -> None:
+    """UsageError unless the plan's recipe says how to count its units."""
+    if plan.unit_count != "ck-fmha":
+        raise UsageError(f"--units: {plan.recipe} does not say how to count its compile units",
+                         hint="a recipe sets build.unit_count (e.g. \"ck-fmha\"); leave "
+                         "--units out")
+
+
+def count(plan: Plan, roots: Sequence[Path], log_path: Path | None = None) -> UnitCount:
+    """The plan's compile units, from its fetched (and patched) tree and downloads."""
+    countable(plan)
+    generate = find_generate(roots)
+    if generate is None:
+        raise BuildError(
+            f"{plan.recipe}: build.unit_count = \"ck-fmha\", but the fetched source has no "
+            f"{GENERATE} (in csrc/composable_kernel/ or at its top)",
+            hint="check the recipe's source (for flash-attn's git source the CK submodule "
+            "must be fetched)")
+    env = plan.env
+    names: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="rocmbuild-units-") as tmp:
+        for _, argv in generate_argv(generate, env, Path(tmp)):
+            # cwd: generate.py imports its codegen package from its own directory. The fetched
+            # code sees the host's allow-listed variables only, as in a build.
+            run(argv, cwd=generate.parent, env=hostenv.passed(os.environ, plan.pass_env),
+                log_path=log_path, capture=True, timeout=300,
+                hint="CK's generator failed on the fetched source; see the log")
+        for f in sorted(Path(tmp).glob("*.txt")):
+            names += [Path(line).name for line in f.read_text().splitlines() if line.strip()]
+    pattern = env.get("CK_FMHA_UNITS", "")
+    chosen = select(names, pattern) if pattern else names
+    settings = [("OPT_DIM", env.get("OPT_DIM") or DEFAULT_OPT_DIM)]
+    if "CK_FMHA_DIRECTIONS" in env:
+        settings.append(("CK_FMHA_DIRECTIONS", env["CK_FMHA_DIRECTIONS"]))
+    if pattern:
+        settings.append(("CK_FMHA_UNITS", pattern))
+    how = (f"{generate.name} --list_blobs -d {','.join(directions_of(env))} --receipt "
+           f"{RECEIPT}" + (" + CK_FMHA_UNITS" if pattern else ""))
+    return UnitCount(len(chosen), how, tuple(settings))
+
+
+def fetch_and_count(plan: Plan, ws: Workspace, host: Host) -> UnitCount:
+    """Fetch and patch the plan's source into a temporary workspace that shares ``ws``'s cache
+    (downloads and git mirrors; nothing is built or stored) and count its units."""
+    from rocmbuild.stages import Context, fetch, need, patch
+
+    countable(plan)  # before fetching anything
+    log_dir = ws.logs / plan.recipe / plan.short_key  # kept: fetch.log, patch.log, units.log
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="rocmbuild-units-") as tmp:
+        scratch = Workspace(root=Path(tmp), cache=ws.cache)
+        ctx = Context(ws=scratch, log_dir=log_dir, wheel_dir=Path(tmp) / "wheels", host=host)
+        fetched = fetch.run(plan, ctx)
+        ctx.artifacts = ctx.artifacts.merged(fetched.artifacts)
+        patch.run(plan, ctx)
+        tree = need(fetched.artifacts.tree, "source tree", "units")
+        roots = [tree, *(p for _, p in fetched.artifacts.downloads or () if p.is_dir())]
+        return count(plan, roots, log_dir / "units.log")

@@ -1,0 +1,174 @@
+"""Recipe options (``[options.<name>]``, ``--opt <recipe>.<name>=<value>``): the schema and its
+checks, how render puts them into the env, the cache key and the provenance, the flag's parsing,
+and the pure parts of the compile-unit count (the ck-fmha filter and generate.py's argv). Only
+values and small recipe files; the real generate.py runs in tests/integration/test_units.py."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from rocmbuild import units
+from rocmbuild.commands.common import parse_opts
+from rocmbuild.compiler import HipCompiler
+from rocmbuild.errors import RecipeError, UsageError
+from rocmbuild.recipe.load import find_recipe, load
+from rocmbuild.recipe.render import Target, render
+from tests.conftest import REPO
+from tests.unit.test_render import HOST
+
+
+def flash(**kw: object):  # type: ignore[no-untyped-def]
+    return render(load(find_recipe("flash-attn")), Target(arch="gfx942", **kw), HOST)  # type: ignore[arg-type]
+
+
+def test_flash_attn_opt_dim_reaches_env_key_and_provenance() -> None:
+    default = flash()
+    assert default.env["OPT_DIM"] == "32,64,128,256"
+    assert default.options == (("opt_dim", "32,64,128,256"),)
+    only = flash(options=(("opt_dim", "128"),))
+    assert only.env["OPT_DIM"] == "128" and only.env_key["OPT_DIM"] == "128"
+    assert only.to_json()["options"] == {"opt_dim": "128"}
+    assert only.inputs_json()["options"] == {"opt_dim": "128"}  # rocmbuild.json's plan
+    assert only.cache_key != default.cache_key
+    # the default given explicitly is the same build
+    assert flash(options=(("opt_dim", "32,64,128,256"),)).cache_key == default.cache_key
+
+
+def test_option_scoped_to_its_variant() -> None:
+    triton = flash(variant="triton")
+    assert "OPT_DIM" not in triton.env and triton.options == ()
+    assert "options" not in triton.to_json()
+    with pytest.raises(UsageError, match=r"--opt: flash-attn.opt_dim does not apply to "
+                       r"variant 'triton'"):
+        flash(variant="triton", options=(("opt_dim", "128"),))
+
+
+@pytest.mark.parametrize(("given", "message"), [
+    (("opt_dm", "128"), r"flash-attn has no option 'opt_dm' \(did you mean opt_dim\?\)"),
+    (("opt_dim", "96"), r"flash-attn.opt_dim: '96' is not a ,-separated list"),
+    (("opt_dim", "128,128"), r"'128,128' .*\(repeated\)"),
+    (("opt_dim", ""), r"flash-attn.opt_dim: '' is not"),
+])
+def test_bad_option_values(given: tuple[str, str], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        flash(options=(given,))
+
+
+def test_parse_opts() -> None:
+    assert parse_opts(["flash-attn.opt_dim=128", "flash-attn.opt_dim=64,128"],
+                      "flash-attn") == (("opt_dim", "64,128"),)  # the last one wins
+    assert parse_opts(["ck-fmha-probe.units=fmha_*=x"], "ck-fmha-probe") == (
+        ("units", "fmha_*=x"),)
+    with pytest.raises(UsageError, match=r"--opt: 'pytorch.opt_dim=128' names recipe "
+                       r"'pytorch', but this builds flash-attn") as e:
+        parse_opts(["pytorch.opt_dim=128"], "flash-attn")
+    assert e.value.hint == "--opt flash-attn.opt_dim=128"
+    for bad in ("opt_dim=128", "flash-attn.opt_dim", "flash-attn.=1"):
+        with pytest.raises(UsageError, match="is not RECIPE.NAME=VALUE"):
+            parse_opts([bad], "flash-attn")
+
+
+RECIPE = """schema_version = 1
+[package]
+name = "demo"
+[source]
+path = "."
+[build]
+env = {{ MAX_JOBS = "{{jobs}}" }}
+[variants.a]
+[variants.b]
+{options}
+"""
+
+
+@pytest.mark.parametrize(("options", "problem"), [
+    ('[options.dims]\nenv = "DIMS"\ndefault = "96"\nhelp = "x"\nchoices = ["64", "128"]',
+     "options.dims.default: '96' is not a ,-separated list of 64, 128"),
+    ('[options.dims]\nenv = "DIMS"\ndefault = "1"\nhelp = "x"\nvariants = ["c"]',
+     "options.dims.variants[0]: 'c' is not a variant"),
+    ('[options.dims]\nenv = "MAX_JOBS"\ndefault = "1"\nhelp = "x"',
+     "options.dims.env: MAX_JOBS is also set by build.env"),
+    ('[options.Dims]\nenv = "DIMS"\ndefault = "1"\nhelp = "x"',
+     "options.Dims: option name 'Dims' must be lower case"),
+    ('[options.dims]\nenv = "DIMS"\nhelp = "x"', "options.dims.default: missing"),
+    ('[options.dims]\nenv = "DIMS"\ndefault = "a b"\nhelp = "x"\npattern = "^[a-z]+$"',
+     "options.dims.default: 'a b' does not match"),
+    ('[options.dims]\nenv = "DIMS"\ndefault = "1"\nhelp = "x"\npattern = "("',
+     "options.dims.pattern: not a regular expression"),
+    ('[options.dims]\nenv = "2X"\ndefault = "1"\nhelp = "x"', "options.dims.env: must name"),
+])
+def test_option_schema_errors(tmp_path: Path, options: str, problem: str) -> None:
+    f = tmp_path / "demo.toml"
+    f.write_text(RECIPE.format(options=options))
+    with pytest.raises(RecipeError) as e:
+        load(f)
+    assert any(problem in p for p in e.value.problems), e.value.problems
+
+
+def test_ck_fmha_probe_recipe_options() -> None:
+    r = load(find_recipe("ck-fmha-probe"))
+    host = replace(HOST, compiler=HipCompiler(path="/usr/bin/clang++-22", kind="clang",
+                                              version="22.1.8", rocm_path=None,
+                                              device_lib_path=None, flags=()))
+    assert set(r.options) == {"directions", "opt_dim", "units"}
+    assert r.unit_count == "ck-fmha" and r.backend == "cmake"
+    # the same sdist, pinned the same, as flash-attn's pypi source
+    fa = load(find_recipe("flash-attn")).alternatives["pypi"]
+    (sdist,) = r.downloads
+    assert (sdist.url, sdist.sha256, sdist.env) == (fa.url, fa.sha256, "FLASH_ATTN_SDIST")
+    plan = render(r, Target(arch="gfx942", options=(("directions", "fwd,bwd"),)), host)
+    assert plan.env["CK_FMHA_DIRECTIONS"] == "fwd,bwd" and plan.env["OPT_DIM"] == "64"
+    with pytest.raises(UsageError, match="'fwd,sideways' is not"):
+        render(r, Target(arch="gfx942", options=(("directions", "fwd,sideways"),)), host)
+    with pytest.raises(UsageError, match="does not match"):
+        render(r, Target(arch="gfx942", options=(("units", "a b"),)), host)
+
+
+NAMES = [
+    "fmha_fwd_d64_fp16_batch_b128_qr_async_vr_psddv_nlogits_nbias_nmask_nlse_ndropout_nskip.cpp",
+    "fmha_fwd_d64_fp16_batch_b128_qr_async_vr_psskddv_nlogits_nbias_nmask_nlse_ndropout_nskip.cpp",
+    "fmha_fwd_d64_bf16_group_b128_qr_vr_psddv_nlogits_nbias_mask_lse_dropout_nskip.cpp",
+    "fmha_fwd_api.cpp",
+]
+
+
+def _probe_select():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location(
+        "select_units", REPO / "probes/ck-fmha/select_units.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.select
+
+
+@pytest.mark.parametrize(("pattern", "want"), [
+    ("*", [0, 1, 2, 3]),
+    ("", [0, 1, 2, 3]),
+    ("fmha_fwd_d64_fp16_*_nlogits_nbias_nmask_nlse_ndropout_*", [0, 1]),
+    ("fmha_fwd_d64_fp16_batch_*_psddv_nlogits_nbias_nmask_nlse_ndropout_*", [0]),
+    ("fmha_fwd_d64_*_mask_lse_dropout_*", [2]),
+    ("FMHA_*", []),  # case-sensitive
+    ("fmha_fwd_api", [3]),
+])
+def test_unit_filter_probe_and_count_agree(pattern: str, want: list[int]) -> None:
+    """The probe's CMake helper and `plan --units` select the same units."""
+    expected = [NAMES[i] for i in want]
+    assert units.select(NAMES, pattern) == expected
+    assert _probe_select()(NAMES, pattern) == sorted(expected)
+
+
+def test_generate_argv_is_setup_pys() -> None:
+    calls = units.generate_argv(Path("/ck/generate.py"), {"OPT_DIM": "128"}, Path("/t"))
+    assert [d for d, _ in calls] == ["fwd", "fwd_appendkv", "fwd_splitkv", "bwd"]
+    _, argv = calls[0]
+    assert argv[1:] == ["-B", "/ck/generate.py", "-d", "fwd", "--receipt", "2", "--optdim",
+                        "128", "--list_blobs", "/t/fwd.txt"]
+    calls = units.generate_argv(Path("/g.py"), {"CK_FMHA_DIRECTIONS": "bwd"}, Path("/t"))
+    assert [(d, a[a.index("--optdim") + 1]) for d, a in calls] == [("bwd", "32,64,128,256")]
+    count = units.UnitCount(697, "generate.py", (("OPT_DIM", "128"),))
+    assert count.line() == "compile units: 697 (OPT_DIM=128)"
+    assert count.to_json() == {"count": 697, "how": "generate.py", "settings": {"OPT_DIM": "128"}}
