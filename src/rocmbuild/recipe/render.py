@@ -20,6 +20,7 @@ from rocmbuild import __version__, arch, jobs, label, options
 from rocmbuild.config import SOURCE_TREE_IGNORE
 from rocmbuild.errors import RecipeError, ToolchainError, UsageError
 from rocmbuild.host import Host
+from rocmbuild.nightly.model import Pin
 from rocmbuild.recipe.model import ROCM_LIBS, Download, Patch, Recipe, Source
 from rocmbuild.recipe.plan import (
     BuildEnvSpec,
@@ -45,6 +46,10 @@ class Target:
     rocm_version: str | None = None
     gpu_vendor: str = "amd"
     build_tag: str | None = None
+    pin: Pin | None = None
+    """The nightly's resolved upstream (``follow = true``): a ``git`` pin replaces the source's
+    commit, an ``sdist`` pin its url and sha256, so it enters the cache key like the recipe's
+    own pin. ``recipe`` (or None) keeps the recipe's pin."""
 
 
 def _fill(template: str, values: Mapping[str, str], where: str) -> str:
@@ -126,6 +131,8 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
             f"--source: {recipe.path.stem} has no source {target.source!r}",
             hint="sources: " + ", ".join(["default", *recipe.alternatives]),
         )
+    if target.pin is not None:
+        source = _pinned(recipe, source, target.pin)
     if target.gpu_vendor not in ("amd", "nvidia"):
         raise UsageError(
             f"--gpu-vendor: {target.gpu_vendor!r} is not amd or nvidia",
@@ -281,6 +288,21 @@ def render(recipe: Recipe, target: Target, host: Host) -> Plan:
         build_env=_build_env(recipe, variant_name),
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
+
+
+def _pinned(recipe: Recipe, source: Source, pin: Pin) -> Source:
+    """``source`` with the nightly's resolved upstream in place of the recipe's pin."""
+    if pin.kind == "recipe":
+        return source
+    if pin.kind == "git" and source.kind == "git" and re.fullmatch(r"[0-9a-f]{40}", pin.value):
+        return replace(source, commit=pin.value)
+    if pin.kind == "sdist" and source.kind == "sdist" and re.fullmatch(r"[0-9a-f]{64}",
+                                                                         pin.sha256):
+        return replace(source, url=pin.url, sha256=pin.sha256)
+    raise UsageError(
+        f"{recipe.path.name}: a {pin.kind} pin ({pin.value!r}) does not fit its {source.kind} "
+        "source", hint="the nightly's manifest and the recipe disagree: run the nightly again "
+        "(it resolves upstream anew)")
 
 
 def _runtime(recipe: Recipe) -> RocmRuntime:
