@@ -205,6 +205,7 @@ CLASS_DOC = {
     "tool": "your own recipe directories (--recipes, ROCMBUILD_RECIPE_PATH) and completion",
     "verify": "verify and --build-tag: damaged provenance, recipe paths, build tags",
     "buildenv": "build venv: build requirements (build_requires, requirements files)",
+    "nightly": "nightly: nightly.toml keys, --only/--cell, the webhook URL kept secret",
 }
 
 

@@ -40,11 +40,12 @@ def _git(repo: Path, *args: str) -> str:
                           text=True, env=env).stdout.strip()
 
 
-def _path_recipe(d: Path, name: str, setup_py: str) -> None:
+def _path_recipe(d: Path, name: str, step: str) -> None:
+    """A path-source recipe whose hipify step (a command, before pip starts) runs ``step``."""
     src = d / f"{name}-src"
     (src / "demo").mkdir(parents=True)
     (src / "demo/__init__.py").write_text("VALUE = 1\n")
-    (src / "setup.py").write_text(setup_py)
+    (src / "setup.py").write_text(SETUP.format(name=f"nightly-{name}"))
     (d / f"{name}.toml").write_text(f"""schema_version = 1
 [package]
 name = "nightly-{name}"
@@ -55,6 +56,7 @@ supported = ["gfx90a", "gfx942"]
 [build]
 mem_per_job_gb = 1
 python_requires = ["setuptools", "wheel"]
+hipify = ["python", "-c", {json.dumps(step)}]
 """)
 
 
@@ -138,10 +140,9 @@ imports = ["demo"]
 """)
     pinned = _repo(d, "upstream-pinned")
     write_pinned(d, pinned, 2)
-    _path_recipe(d, "fails", SETUP.format(name="nightly-fails")
-                 + "raise SystemExit('boom: this cell fails on purpose')\n")
-    _path_recipe(d, "slow", f"import os, time\nopen({str(d / 'slow.pid')!r}, 'w')"
-                 ".write(str(os.getpid()))\ntime.sleep(600)\n")
+    _path_recipe(d, "fails", "raise SystemExit('boom: this cell fails on purpose')")
+    _path_recipe(d, "slow", f"import os, time; open({str(d / 'slow.pid')!r}, 'w')"
+                 ".write(str(os.getpid())); time.sleep(600)")
     config = d / "nightly.toml"
     config.write_text("""# the failing and the timed-out cell first: they must not stop the others
 [[matrix]]
@@ -150,7 +151,7 @@ archs = ["gfx942"]
 [[matrix]]
 recipes = ["slow.toml"]
 archs = ["gfx942"]
-timeout = "6s"
+timeout = "10s"
 [[matrix]]
 recipes = ["follow.toml"]
 archs = ["gfx942"]
@@ -243,6 +244,9 @@ def test_new_commit_rebuilds_only_the_following_cell(world: World) -> None:
     cells = world.report(res)
     assert cells[A]["status"] == "success" and cells[A]["promoted"] is True
     assert cells[B]["status"] == "skipped"
+    # the same version with new bytes: the next build tag, so the immutable index takes it
+    assert str(cells[A]["wheel"]).endswith("-1.0+rocm6.2.gfx942-1-py3-none-any.whl")
+    assert cells[A]["wheel"] in world.stage("stable")
     run_dir = sorted((world.d / "reports").iterdir())[-1]
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert {c["cell"]["id"]: c["pin"]["value"] for c in manifest["cells"]}[A] == head

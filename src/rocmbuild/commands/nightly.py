@@ -56,13 +56,14 @@ def run(args: argparse.Namespace) -> int:
             common.print_json([{
                 "cell": p.cell_plan.cell.id, "decision": p.cell_plan.decision.value,
                 "reasons": list(p.cell_plan.reasons), "pin": p.cell_plan.pin.to_json(),
-                "cache_key": p.cell_plan.cache_key} for p in planned])
+                "cache_key": p.cell_plan.cache_key, "build_tag": p.build_tag} for p in planned])
             return 0
         for p in planned:
             cp = p.cell_plan
             pin = cp.pin.value[:12] if cp.pin.kind != "recipe" else "recipe"
             log.out.print(escape(f"{cp.cell.id}  {cp.decision.value.upper()}  "
-                                 f"{cp.pin.kind}:{pin}  key {cp.cache_key[:12]}  "
+                                 f"{cp.pin.kind}:{pin}  key {cp.cache_key[:12]}"
+                                 f"{f' tag {p.build_tag}' if p.build_tag else ''}  "
                                  f"{'; '.join(cp.reasons)}"), markup=True, highlight=False,
                           soft_wrap=True)
         return 0

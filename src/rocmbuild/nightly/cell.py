@@ -50,7 +50,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     return data
 
 
-def _entry(manifest: dict[str, Any], cell_id: str) -> tuple[Cell, Pin]:
+def _entry(manifest: dict[str, Any], cell_id: str) -> tuple[Cell, Pin, str | None]:
     for e in manifest["cells"]:
         c = e.get("cell") if isinstance(e, dict) else None
         if isinstance(c, dict) and c.get("id") == cell_id:
@@ -61,7 +61,8 @@ def _entry(manifest: dict[str, Any], cell_id: str) -> tuple[Cell, Pin]:
                         timeout_s=int(c.get("timeout_s", 0)))
             pin = Pin(str(p.get("kind", "recipe")), str(p.get("value", "")),
                       str(p.get("url", "")), str(p.get("sha256", "")))
-            return cell, pin
+            tag = e.get("build_tag")
+            return cell, pin, tag if isinstance(tag, str) else None
     raise UsageError(f"--cell: no cell {cell_id!r} in the run's manifest",
                      hint="cells: " + ", ".join(str((e.get("cell") or {}).get("id"))
                                                 for e in manifest["cells"][:20]))
@@ -127,14 +128,14 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
     start = time.monotonic()
     out_dir = cell_dir(run_dir, cell_id)
     out_dir.mkdir(parents=True, exist_ok=True)
-    cell, pin = _entry(read_manifest(run_dir), cell_id)
+    cell, pin, build_tag = _entry(read_manifest(run_dir), cell_id)
     rel_log = str(Path("cells") / cell_id / LOG)
     ctx: Context | None = None
     try:
         recipe = load.load(load.find_recipe(cell.recipe))
         h = host.detect(want_compiler=render.uses_hip_compiler(recipe, cell.variant),
                         dists=recipe.python_requires)
-        plan = detect.render_cell(cell, pin, h)
+        plan = detect.render_cell(cell, pin, h, build_tag)
         ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
                       wheel_dir=ws.wheels, host=h)
         result = pipeline.build(plan, ctx, validate=True)

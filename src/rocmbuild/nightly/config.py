@@ -281,7 +281,7 @@ def load(path: Path) -> NightlyConfig:
     except UsageError as exc:
         raise UsageError(exc.message, hint=exc.hint) from None
     if target.path is not None:
-        index = str(_resolve(base, index))
+        index = str(target.path if target.path.is_absolute() else base / target.path)
     stage = r.text(pub, "stage", "publish", "staging") or "staging"
     promote_to = r.text(pub, "promote_to", "publish", DEFAULT_STAGE) or DEFAULT_STAGE
     for key, name in (("stage", stage), ("promote_to", promote_to)):

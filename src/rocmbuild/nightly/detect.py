@@ -68,6 +68,8 @@ class Planned:
     cell_plan: CellPlan
     plan: Plan
     facts: Facts
+    build_tag: str | None = None
+    """The wheel's PEP 427 build tag (``next_build_tag``)."""
 
 
 def http_get(url: str) -> bytes:
@@ -192,11 +194,32 @@ def facts(plan: Plan) -> Facts:
                  tuple(sorted(tool.items())))
 
 
-def render_cell(cell: Cell, pin: Pin, host: Host) -> Plan:
+def render_cell(cell: Cell, pin: Pin, host: Host, build_tag: str | None = None) -> Plan:
     recipe = load.load(load.find_recipe(cell.recipe))
     target = render.Target(arch=cell.arch, variant=cell.variant, source=cell.source,
-                           pin=pin if pin.kind != "recipe" else None)
+                           pin=pin if pin.kind != "recipe" else None, build_tag=build_tag)
     return render.render(recipe, target, host)
+
+
+def _tag(before: Mapping[str, Any] | None) -> str | None:
+    tag = before.get("build_tag") if before else None
+    return tag if isinstance(tag, str) and re.fullmatch(r"[1-9]\d{0,8}", tag) else None
+
+
+def next_build_tag(cell: Cell, pin: Pin, host: Host, before: Mapping[str, Any] | None
+                   ) -> tuple[Plan, str | None]:
+    """The plan and its build tag. Upstream's version often stays the same across commits (and
+    a changed patch or recipe gives new bytes under the same version), but an index is
+    immutable by name, version and build tag: so when a cell's inputs differ from the previous
+    run's (its key changed), the wheel gets the next build tag (1, 2, ...; pip prefers the
+    highest among equal versions). Unchanged inputs keep the tag, and so the key."""
+    tag = _tag(before)
+    plan = render_cell(cell, pin, host, tag)
+    old_key = before.get("cache_key") if before else None
+    if isinstance(old_key, str) and old_key != plan.cache_key:
+        tag = str(int(tag or 0) + 1)
+        plan = render_cell(cell, pin, host, tag)
+    return plan, tag
 
 
 def _short(text: str) -> str:
@@ -281,29 +304,34 @@ def plan_cells(cells: Sequence[Cell], host: Host, ws: Workspace, index: str, sta
     for cell in cells:
         recipe = load.load(load.find_recipe(cell.recipe))
         pin = resolve(cell, recipe, pypi, get)
-        plan = render_cell(cell, pin, host)
+        before = previous.get(cell.id)
+        plan, tag = next_build_tag(cell, pin, host, before)
         f = facts(plan)
-        out.append(Planned(decide(cell, pin, plan, f, ws, index, stage,
-                                  previous.get(cell.id)), plan, f))
+        out.append(Planned(decide(cell, pin, plan, f, ws, index, stage, before), plan, f, tag))
     return out
 
 
+MAX_RUNS_READ = 400
+
+
 def last_manifest(reports: Path, exclude: str = "") -> dict[str, dict[str, Any]]:
-    """The newest earlier run's manifest cells by id ({} when there is none or it is unreadable:
-    then every cell reads ``never built``)."""
+    """Each cell's entry in the newest earlier manifest that has it (a run with ``--only`` has
+    only some cells); {} when there is none: then every cell reads ``never built``. Unreadable
+    manifests are passed over."""
     if not reports.is_dir():
         return {}
     runs = sorted((p for p in reports.iterdir()
                    if re.fullmatch(r"\d{8}T\d{6}Z(-\d+)?", p.name) and p.name != exclude),
                   reverse=True)
-    for r in runs:
+    found: dict[str, dict[str, Any]] = {}
+    for r in runs[:MAX_RUNS_READ]:
         try:
             data = json.loads((r / "manifest.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         cells = data.get("cells") if isinstance(data, dict) else None
-        if isinstance(cells, list):
-            return {c["cell"]["id"]: c for c in cells
-                    if isinstance(c, dict) and isinstance(c.get("cell"), dict)
-                    and isinstance(c["cell"].get("id"), str)}
-    return {}
+        for c in cells if isinstance(cells, list) else ():
+            if isinstance(c, dict) and isinstance(c.get("cell"), dict) \
+                    and isinstance(c["cell"].get("id"), str):
+                found.setdefault(c["cell"]["id"], c)
+    return found

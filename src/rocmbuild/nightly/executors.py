@@ -65,7 +65,7 @@ class Local:
                 log=rel_log)
         else:
             out = replace(found, duration_s=duration,
-                          peak_rss_bytes=max(found.peak_rss_bytes or 0, 0) or rss,
+                          peak_rss_bytes=found.peak_rss_bytes or rss,
                           disk_bytes=(found.disk_bytes or 0) + disk, exit_code=rc, log=rel_log)
         log.info(escape(f"cell {task.cell_id}: {out.status.value} ({out.end.value}) in "
                         f"{duration:.1f}s{': ' + out.reason if out.reason else ''}"))

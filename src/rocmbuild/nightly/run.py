@@ -7,7 +7,7 @@ The run directory is ``<reports>/<run_id>/`` with ``run_id`` the UTC start time
 
 from __future__ import annotations
 
-import contextlib
+import importlib
 import json
 import sys
 import time
@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from rocmbuild import config, fsutil, host, log
 from rocmbuild import publish as pub
-from rocmbuild.errors import RocmbuildError
+from rocmbuild.errors import RocmbuildError, UsageError
 from rocmbuild.nightly import cell as cellmod
 from rocmbuild.nightly import detect, lock
 from rocmbuild.nightly.config import NightlyConfig
@@ -82,6 +82,7 @@ def manifest(cfg: NightlyConfig, rid: str, started: float,
                      "timeout_s": c.timeout_s},
             "pin": p.cell_plan.pin.to_json(),
             "cache_key": p.cell_plan.cache_key,
+            "build_tag": p.build_tag,
             "decision": p.cell_plan.decision.value,
             "reasons": list(p.cell_plan.reasons),
             "facts": p.facts.to_json(),
@@ -105,7 +106,7 @@ def tasks(cfg: NightlyConfig, run_dir: Path, planned: Sequence[detect.Planned]) 
                 "--cell", c.id)
         out.append(Task(c.id, argv, d / cellmod.RESULT, d / cellmod.LOG, cpus=p.plan.jobs,
                         mem_bytes=int(p.plan.jobs * p.plan.mem_per_job_gb * (1 << 30)),
-                        gpus=0, time_s=c.timeout_s))
+                        gpus=1 if cfg.executor.gpu_partition else 0, time_s=c.timeout_s))
     return out
 
 
@@ -148,7 +149,7 @@ def _prune(cfg: NightlyConfig) -> tuple[int, str]:
     if cfg.max_size is None and cfg.keep_days is None:
         return 0, ""
     try:
-        from rocmbuild import prune  # type: ignore[attr-defined,unused-ignore]
+        prune: Any = importlib.import_module("rocmbuild.prune")
     except ImportError:
         return 0, "retention is configured, but this rocmbuild has no cache prune yet"
     try:
@@ -162,7 +163,7 @@ def write_report(reports: Path, report: RunReport, history: int, notify_url: str
     """report.json, summary.md, index.html, rocmbuild.prom and the webhook (nightly/report.py);
     report.json alone until that module exists."""
     try:
-        from rocmbuild.nightly import report as reportmod  # type: ignore[attr-defined,unused-ignore]
+        reportmod: Any = importlib.import_module("rocmbuild.nightly.report")
     except ImportError:
         fsutil.write_atomic(reports / report.run_id / "report.json",
                             json.dumps(report.to_json(), indent=1) + "\n")
@@ -218,12 +219,14 @@ def nightly(cfg: NightlyConfig, executor: str | None = None, only: Sequence[str]
 def _executor(kind: str, cfg: NightlyConfig, run_dir: Path) -> Executor:
     if kind == "local":
         return Local(run_dir)
-    with contextlib.suppress(ImportError):
-        from rocmbuild.nightly import slurm  # type: ignore[attr-defined,unused-ignore]
-
-        ex: Executor = slurm.Executor(cfg, run_dir)
-        return ex
-    from rocmbuild.errors import UsageError
-
-    raise UsageError("--executor: slurm is not available in this rocmbuild yet",
-                     hint="use --executor local")
+    try:
+        slurm: Any = importlib.import_module("rocmbuild.nightly.slurm")
+    except ImportError:
+        raise UsageError("--executor: slurm is not available in this rocmbuild yet",
+                         hint="use --executor local") from None
+    ex = cfg.executor
+    settings = slurm.SlurmSettings(partition=ex.partition or None,
+                                   gpu_partition=ex.gpu_partition or None,
+                                   max_time_s=ex.time_s, shared_dir=ex.shared_dir)
+    executor: Executor = slurm.SlurmExecutor(settings, run_dir)
+    return executor
