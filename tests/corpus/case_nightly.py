@@ -8,7 +8,7 @@ from tests.corpus import EXIT, Case
 
 SECRET = "HookT0kenXyZ"
 _M = '[[matrix]]\nrecipes = ["hip-attention-probe"]\narchs = ["gfx942"]\n'
-_P = '[publish]\nindex = "{dir}/index"\n'
+_P = '[publish]\nindex = "index"\n'
 
 
 def _case(cid: str, text: str, needle: str, *extra: str, secret: str | None = None,

@@ -261,3 +261,22 @@ def test_changed_patch_rebuilds_only_its_cell(world: World) -> None:
     assert got[B]["decision"] == "build"
     assert "patch changed: fix.patch" in got[B]["reasons"]
     assert "recipe changed" in got[B]["reasons"]
+
+
+def test_unreachable_upstream_fails_its_cell_only(world: World) -> None:
+    """A followed ref that upstream does not have: that cell fails (exit 14, the reason in the
+    report), the run goes on and writes its manifest and report."""
+    d = world.d / "badref"
+    d.mkdir()
+    (d / "gone.toml").write_text((world.d / "follow.toml").read_text().replace(
+        'git = "upstream-follow"', f'git = "{world.d / "upstream-follow"}"').replace(
+        'ref = "main"', 'ref = "no-such-branch"'))
+    (d / "nightly.toml").write_text('[[matrix]]\nrecipes = ["gone.toml"]\narchs = ["gfx942"]\n'
+                                    'follow = true\n[publish]\nindex = "index"\n')
+    dry = rocmbuild("nightly", "--config", str(d / "nightly.toml"), "--dry-run", cwd=d)
+    assert dry.returncode == 0, dry.stderr
+    assert "gone.default.default.gfx942  ERROR" in dry.stdout and "no-such-branch" in dry.stdout
+    res = rocmbuild("nightly", "--config", str(d / "nightly.toml"), "--json", cwd=d)
+    assert res.returncode == 14, res.stderr
+    (cell,) = json.loads(res.stdout)["cells"]
+    assert cell["status"] == "failed" and "no ref 'no-such-branch'" in cell["reason"]

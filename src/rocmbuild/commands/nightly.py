@@ -54,14 +54,16 @@ def run(args: argparse.Namespace) -> int:
         planned = nightly_run.plan(cfg, args.only)
         if args.json:
             common.print_json([{
-                "cell": p.cell_plan.cell.id, "decision": p.cell_plan.decision.value,
+                "cell": p.cell_plan.cell.id,
+                "decision": "error" if p.error else p.cell_plan.decision.value,
                 "reasons": list(p.cell_plan.reasons), "pin": p.cell_plan.pin.to_json(),
                 "cache_key": p.cell_plan.cache_key, "build_tag": p.build_tag} for p in planned])
             return 0
         for p in planned:
             cp = p.cell_plan
             pin = cp.pin.value[:12] if cp.pin.kind != "recipe" else "recipe"
-            log.out.print(escape(f"{cp.cell.id}  {cp.decision.value.upper()}  "
+            decision = "ERROR" if p.error else cp.decision.value.upper()
+            log.out.print(escape(f"{cp.cell.id}  {decision}  "
                                  f"{cp.pin.kind}:{pin}  key {cp.cache_key[:12]}"
                                  f"{f' tag {p.build_tag}' if p.build_tag else ''}  "
                                  f"{'; '.join(cp.reasons)}"), markup=True, highlight=False,

@@ -11,6 +11,7 @@ Everything read from the network is untrusted: a size cap, shapes checked, hex c
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import urllib.error
@@ -23,10 +24,11 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
+from rich.markup import escape
 
-from rocmbuild import cache, run
+from rocmbuild import cache, log, run
 from rocmbuild.config import Workspace
-from rocmbuild.errors import CommandFailed, FetchError
+from rocmbuild.errors import CommandFailed, FetchError, UsageError
 from rocmbuild.host import Host
 from rocmbuild.nightly.model import Cell, CellPlan, Decision, Pin
 from rocmbuild.publish.static_index import StaticIndex
@@ -66,10 +68,13 @@ class Planned:
     """One cell's plan and its facts (what the manifest keeps)."""
 
     cell_plan: CellPlan
-    plan: Plan
-    facts: Facts
+    plan: Plan | None
+    facts: Facts | None
     build_tag: str | None = None
     """The wheel's PEP 427 build tag (``next_build_tag``)."""
+    error: str = ""
+    """Set when the cell's upstream could not be resolved (``git ls-remote`` or the index
+    failed): the cell fails, the others go on."""
 
 
 def http_get(url: str) -> bytes:
@@ -196,8 +201,15 @@ def facts(plan: Plan) -> Facts:
 
 def render_cell(cell: Cell, pin: Pin, host: Host, build_tag: str | None = None) -> Plan:
     recipe = load.load(load.find_recipe(cell.recipe))
+    extra: dict[str, Any] = {}
+    if cell.options:  # recipe options (render.Target.options where this rocmbuild has them)
+        if "options" not in {f.name for f in dataclasses.fields(render.Target)}:
+            raise UsageError(f"{cell.id}: options: this rocmbuild has no recipe options",
+                             hint="leave options out of the matrix entry")
+        extra["options"] = cell.options
     target = render.Target(arch=cell.arch, variant=cell.variant, source=cell.source,
-                           pin=pin if pin.kind != "recipe" else None, build_tag=build_tag)
+                           pin=pin if pin.kind != "recipe" else None, build_tag=build_tag,
+                           **extra)
     return render.render(recipe, target, host)
 
 
@@ -302,12 +314,21 @@ def plan_cells(cells: Sequence[Cell], host: Host, ws: Workspace, index: str, sta
     run's manifest."""
     out: list[Planned] = []
     for cell in cells:
-        recipe = load.load(load.find_recipe(cell.recipe))
-        pin = resolve(cell, recipe, pypi, get)
-        before = previous.get(cell.id)
-        plan, tag = next_build_tag(cell, pin, host, before)
-        f = facts(plan)
-        out.append(Planned(decide(cell, pin, plan, f, ws, index, stage, before), plan, f, tag))
+        try:
+            recipe = load.load(load.find_recipe(cell.recipe))
+            pin = resolve(cell, recipe, pypi, get)
+            before = previous.get(cell.id)
+            plan, tag = next_build_tag(cell, pin, host, before)
+            f = facts(plan)
+            out.append(Planned(decide(cell, pin, plan, f, ws, index, stage, before), plan, f,
+                               tag))
+        except FetchError as exc:  # upstream unreachable: this cell fails, the others go on
+            # (a bad recipe or flag is the config's fault: it stops the run before any cell)
+            msg = redact(f"{exc.kind}: {exc.message}".splitlines()[0])[:500]
+            log.warn(escape(f"{cell.id}: cannot be planned: {msg}"))
+            out.append(Planned(CellPlan(cell, Pin("recipe", ""), "", Decision.BUILD,
+                                        (f"cannot be planned: {msg}",)), None, None,
+                               error=msg))
     return out
 
 

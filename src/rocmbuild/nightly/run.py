@@ -85,7 +85,8 @@ def manifest(cfg: NightlyConfig, rid: str, started: float,
             "build_tag": p.build_tag,
             "decision": p.cell_plan.decision.value,
             "reasons": list(p.cell_plan.reasons),
-            "facts": p.facts.to_json(),
+            "facts": p.facts.to_json() if p.facts else None,
+            **({"error": p.error} if p.error else {}),
         })
     return {"run": rid, "started": _iso(started), "config": str(cfg.path),
             "index": pub.redact(cfg.index), "stage": cfg.stage, "promote_to": cfg.promote_to,
@@ -97,7 +98,7 @@ def tasks(cfg: NightlyConfig, run_dir: Path, planned: Sequence[detect.Planned]) 
     ws = workspace(cfg)
     out = []
     for p in planned:
-        if p.cell_plan.decision is not Decision.BUILD:
+        if p.cell_plan.decision is not Decision.BUILD or p.plan is None:
             continue
         c = p.cell_plan.cell
         d = cellmod.cell_dir(run_dir, c.id)
@@ -203,6 +204,10 @@ def nightly(cfg: NightlyConfig, executor: str | None = None, only: Sequence[str]
             cid = p.cell_plan.cell.id
             if p.cell_plan.decision is Decision.SKIP:
                 outcomes.append(_skipped(cfg, p))
+                continue
+            if p.error:
+                outcomes.append(CellOutcome(cid, Status.FAILED, End.FAILED,
+                                            reason=f"cannot be planned: {p.error}"))
                 continue
             o = built.get(cid) or CellOutcome(cid, Status.FAILED, End.FAILED,
                                               reason="the executor returned no outcome")
