@@ -148,3 +148,10 @@ def test_lock_second_holder_is_refused_and_stale_record_taken_over(tmp_path: Pat
     assert (tmp_path / lock.NAME).read_text() == ""  # a clean end leaves no record
     with lock.held(tmp_path, "r3") as note:
         assert note == ""
+
+
+def test_default_stage_is_publishs() -> None:
+    """config keeps its own copy (it imports nothing of publish: the lock comes first)."""
+    from rocmbuild.publish.static_index import DEFAULT_STAGE
+
+    assert config.DEFAULT_STAGE == DEFAULT_STAGE

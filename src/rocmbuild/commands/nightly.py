@@ -4,7 +4,9 @@ inputs changed, publish to staging, promote on green, report (docs/nightly.md)."
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
+from typing import Any
 
 from rocmbuild.commands import common
 
@@ -30,12 +32,23 @@ def register(sub: common.Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.markup import escape
+    from rocmbuild.errors import UsageError
+    from rocmbuild.nightly import config, lock
 
-    from rocmbuild import log
-    from rocmbuild.errors import CellsFailed, UsageError
-    from rocmbuild.nightly import cell, config
-    from rocmbuild.nightly import run as nightly_run
+    if (args.cell is None) != (args.run_dir is None):
+        raise UsageError("--cell and --run-dir: give both (what one task runs) or neither",
+                         hint="the controller starts tasks itself: run `rocmbuild nightly "
+                         "--config FILE`")
+    if args.cell is None and not args.dry_run:
+        # the lock first, before the heavy imports: a second nightly is refused at once
+        root = Path(args.workdir) if args.workdir else config.workdir_of(Path(args.config))
+        with lock.held(root.absolute(), time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())) as note:
+            return _controller(args, note)
+    return _other(args)
+
+
+def _load(args: argparse.Namespace) -> Any:
+    from rocmbuild.nightly import config
 
     cfg = config.load(Path(args.config))
     if args.workdir or args.cache_dir:  # the controller passes its workspace to each task
@@ -43,33 +56,49 @@ def run(args: argparse.Namespace) -> int:
 
         cfg = replace(cfg, workdir=Path(args.workdir) if args.workdir else cfg.workdir,
                       cache_dir=Path(args.cache_dir) if args.cache_dir else cfg.cache_dir)
-    if (args.cell is None) != (args.run_dir is None):
-        raise UsageError("--cell and --run-dir: give both (what one task runs) or neither",
-                         hint="the controller starts tasks itself: run `rocmbuild nightly "
-                         "--config FILE`")
+    return cfg
+
+
+def _other(args: argparse.Namespace) -> int:
+    """``--dry-run`` (no lock: it writes nothing) and ``--cell`` (a task of a running night)."""
+    from rich.markup import escape
+
+    from rocmbuild import log
+    from rocmbuild.nightly import cell
+    from rocmbuild.nightly import run as nightly_run
+
+    cfg = _load(args)
     if args.cell is not None:
         return cell.run_cell(cfg, nightly_run.workspace(cfg), Path(args.run_dir).absolute(),
                              args.cell)
-    if args.dry_run:
-        planned = nightly_run.plan(cfg, args.only)
-        if args.json:
-            common.print_json([{
-                "cell": p.cell_plan.cell.id,
-                "decision": "error" if p.error else p.cell_plan.decision.value,
-                "reasons": list(p.cell_plan.reasons), "pin": p.cell_plan.pin.to_json(),
-                "cache_key": p.cell_plan.cache_key, "build_tag": p.build_tag} for p in planned])
-            return 0
-        for p in planned:
-            cp = p.cell_plan
-            pin = cp.pin.value[:12] if cp.pin.kind != "recipe" else "recipe"
-            decision = "ERROR" if p.error else cp.decision.value.upper()
-            log.out.print(escape(f"{cp.cell.id}  {decision}  "
-                                 f"{cp.pin.kind}:{pin}  key {cp.cache_key[:12]}"
-                                 f"{f' tag {p.build_tag}' if p.build_tag else ''}  "
-                                 f"{'; '.join(cp.reasons)}"), markup=True, highlight=False,
-                          soft_wrap=True)
+    planned = nightly_run.plan(cfg, args.only)
+    if args.json:
+        common.print_json([{
+            "cell": p.cell_plan.cell.id,
+            "decision": "error" if p.error else p.cell_plan.decision.value,
+            "reasons": list(p.cell_plan.reasons), "pin": p.cell_plan.pin.to_json(),
+            "cache_key": p.cell_plan.cache_key, "build_tag": p.build_tag} for p in planned])
         return 0
-    report = nightly_run.nightly(cfg, args.executor, args.only)
+    for p in planned:
+        cp = p.cell_plan
+        pin = cp.pin.value[:12] if cp.pin.kind != "recipe" else "recipe"
+        decision = "ERROR" if p.error else cp.decision.value.upper()
+        log.out.print(escape(f"{cp.cell.id}  {decision}  "
+                             f"{cp.pin.kind}:{pin}  key {cp.cache_key[:12]}"
+                             f"{f' tag {p.build_tag}' if p.build_tag else ''}  "
+                             f"{'; '.join(cp.reasons)}"), highlight=False, soft_wrap=True)
+    return 0
+
+
+def _controller(args: argparse.Namespace, lock_note: str) -> int:
+    from rich.markup import escape
+
+    from rocmbuild import log
+    from rocmbuild.errors import CellsFailed
+    from rocmbuild.nightly import run as nightly_run
+
+    cfg = _load(args)
+    report = nightly_run.nightly(cfg, args.executor, args.only, lock_note=lock_note)
     if args.json:
         common.print_json(report.to_json())
     else:

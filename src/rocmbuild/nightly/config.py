@@ -17,8 +17,11 @@ from typing import Any
 
 from rocmbuild.errors import UsageError
 from rocmbuild.nightly.model import CELL_ID, Cell
-from rocmbuild.publish.static_index import DEFAULT_STAGE
-from rocmbuild.publish.target import parse_index, redact
+
+# Nothing of rocmbuild.publish at import time (it is heavy): a second nightly must be refused
+# within a second, and the command takes the lock after reading only this module.
+DEFAULT_STAGE = "stable"
+"""publish.static_index.DEFAULT_STAGE (a unit test keeps them equal)."""
 
 MAX_BYTES = 1 << 20  # a config file is small
 MAX_CELLS = 1000
@@ -75,6 +78,8 @@ class NightlyConfig:
     """The simple index (PEP 691 JSON) that ``follow = true`` sdist cells ask."""
 
     def __repr__(self) -> str:
+        from rocmbuild.publish.target import redact
+
         return (f"NightlyConfig(path={self.path!s}, cells={len(self.cells)}, "
                 f"index={redact(self.index)!r}, notify_url={'***' if self.notify_url else None})")
 
@@ -251,8 +256,23 @@ def _matrix(r: _Reader, entries: object, base: Path) -> tuple[Cell, ...]:
     return tuple(cells.values())
 
 
+def workdir_of(path: Path) -> Path:
+    """The workspace ``path`` names, read before the full check (the command takes the lock
+    first); ``load`` reports whatever is wrong with the file."""
+    try:
+        data = tomllib.loads(path.read_bytes()[:MAX_BYTES].decode("utf-8"))
+        w = data.get("workdir", "build")
+        if isinstance(w, str) and w.strip():
+            return _resolve(path.absolute().parent, w).absolute()
+    except (OSError, ValueError):  # UnicodeDecodeError and TOMLDecodeError are ValueErrors
+        pass
+    return load(path).workdir
+
+
 def load(path: Path) -> NightlyConfig:
     """Read and check ``path``; raise UsageError naming the key on the first problem."""
+    from rocmbuild.publish.target import parse_index, redact
+
     r = _Reader(path)
     try:
         raw = path.read_bytes()[: MAX_BYTES + 1]

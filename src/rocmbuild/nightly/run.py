@@ -174,50 +174,53 @@ def write_report(reports: Path, report: RunReport, history: int, notify_url: str
 
 def nightly(cfg: NightlyConfig, executor: str | None = None, only: Sequence[str] = (),
             make_executor: Callable[[str, NightlyConfig, Path], Executor] | None = None,
-            get: detect.Fetch = detect.http_get) -> RunReport:
-    """One nightly run; the report is written, also when cells failed."""
+            get: detect.Fetch = detect.http_get, lock_note: str | None = None) -> RunReport:
+    """One nightly run; the report is written, also when cells failed. ``lock_note``: the
+    caller holds the workspace's lock already (the command takes it first, so that a second
+    nightly is refused before the heavy imports) and this is what taking it said."""
+    if lock_note is None:
+        with lock.held(workspace(cfg).root, run_id()) as note:
+            return nightly(cfg, executor, only, make_executor, get, note)
     kind = executor or cfg.executor.kind
     started = time.time()
     rid = run_id(started)
-    ws = workspace(cfg)
-    with lock.held(ws.root, rid) as lock_note:
-        if lock_note:
-            log.warn(escape(lock_note))
-        run_dir = cfg.reports / rid
-        n = 1
-        while run_dir.exists():  # two runs in one second
-            n += 1
-            run_dir = cfg.reports / f"{rid}-{n}"
-        rid = run_dir.name
-        planned = plan(cfg, only, exclude_run=rid, get=get)
-        run_dir.mkdir(parents=True)
-        fsutil.write_atomic(run_dir / "manifest.json",
-                            json.dumps(manifest(cfg, rid, started, planned), indent=1) + "\n")
-        for p in planned:
-            cp = p.cell_plan
-            log.info(escape(f"{cp.cell.id}: {cp.decision.value}: {'; '.join(cp.reasons)}"))
-        todo = tasks(cfg, run_dir, planned)
-        ex = (make_executor or _executor)(kind, cfg, run_dir)
-        built = {o.cell_id: o for o in ex.run(todo)} if todo else {}
-        outcomes: list[CellOutcome] = []
-        for p in planned:
-            cid = p.cell_plan.cell.id
-            if p.cell_plan.decision is Decision.SKIP:
-                outcomes.append(_skipped(cfg, p))
-                continue
-            if p.error:
-                outcomes.append(CellOutcome(cid, Status.FAILED, End.FAILED,
-                                            reason=f"cannot be planned: {p.error}"))
-                continue
-            o = built.get(cid) or CellOutcome(cid, Status.FAILED, End.FAILED,
-                                              reason="the executor returned no outcome")
-            outcomes.append(_promote(cfg, o) if o.status in (Status.SUCCESS, Status.WARNING)
-                            else o)
-        freed, prune_note = _prune(cfg)
-        report = RunReport(rid, _iso(started), _iso(time.time()), kind, tuple(outcomes),
-                           lock_note=lock_note, freed_bytes=freed,
-                           notes=(prune_note,) if prune_note else ())
-        write_report(cfg.reports, report, cfg.history, cfg.notify_url)
+    if lock_note:
+        log.warn(escape(lock_note))
+    run_dir = cfg.reports / rid
+    n = 1
+    while run_dir.exists():  # two runs in one second
+        n += 1
+        run_dir = cfg.reports / f"{rid}-{n}"
+    rid = run_dir.name
+    planned = plan(cfg, only, exclude_run=rid, get=get)
+    run_dir.mkdir(parents=True)
+    fsutil.write_atomic(run_dir / "manifest.json",
+                        json.dumps(manifest(cfg, rid, started, planned), indent=1) + "\n")
+    for p in planned:
+        cp = p.cell_plan
+        log.info(escape(f"{cp.cell.id}: {cp.decision.value}: {'; '.join(cp.reasons)}"))
+    todo = tasks(cfg, run_dir, planned)
+    ex = (make_executor or _executor)(kind, cfg, run_dir)
+    built = {o.cell_id: o for o in ex.run(todo)} if todo else {}
+    outcomes: list[CellOutcome] = []
+    for p in planned:
+        cid = p.cell_plan.cell.id
+        if p.cell_plan.decision is Decision.SKIP:
+            outcomes.append(_skipped(cfg, p))
+            continue
+        if p.error:
+            outcomes.append(CellOutcome(cid, Status.FAILED, End.FAILED,
+                                        reason=f"cannot be planned: {p.error}"))
+            continue
+        o = built.get(cid) or CellOutcome(cid, Status.FAILED, End.FAILED,
+                                          reason="the executor returned no outcome")
+        outcomes.append(_promote(cfg, o) if o.status in (Status.SUCCESS, Status.WARNING)
+                        else o)
+    freed, prune_note = _prune(cfg)
+    report = RunReport(rid, _iso(started), _iso(time.time()), kind, tuple(outcomes),
+                       lock_note=lock_note, freed_bytes=freed,
+                       notes=(prune_note,) if prune_note else ())
+    write_report(cfg.reports, report, cfg.history, cfg.notify_url)
     return report
 
 
