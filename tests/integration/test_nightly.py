@@ -280,3 +280,58 @@ def test_unreachable_upstream_fails_its_cell_only(world: World) -> None:
     assert res.returncode == 14, res.stderr
     (cell,) = json.loads(res.stdout)["cells"]
     assert cell["status"] == "failed" and "no ref 'no-such-branch'" in cell["reason"]
+
+
+def test_follow_sdist_resolves_the_newest_release_from_pep691(tmp_path: Path) -> None:
+    """The flash-attn Triton variant from PyPI with follow = true, against a PEP 691 index on
+    127.0.0.1 (a thread of this test; the real PyPI is not reachable from CI): --dry-run takes
+    the newest released sdist (not the pre-release, not the yanked one) and its sha256, and the
+    pinned cell keeps the recipe's sdist."""
+    import http.server
+    import threading
+
+    new_sha = "cd" * 32
+    files = [{"filename": n, "url": f"/files/{n}", "hashes": {"sha256": s}, **extra}
+             for n, s, extra in (
+                 ("flash_attn-2.8.3.post1.tar.gz", "55" * 32, {}),
+                 ("flash_attn-2.8.4.tar.gz", new_sha, {}),
+                 ("flash_attn-2.9.0rc1.tar.gz", "ab" * 32, {}),
+                 ("flash_attn-2.9.0.tar.gz", "ef" * 32, {"yanked": "bad build"}))]
+    page = json.dumps({"meta": {"api-version": "1.1"}, "files": files}).encode()
+
+    class Index(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            ok = self.path == "/simple/flash-attn/" and "pypi.simple.v1+json" in self.headers.get(
+                "Accept", "")
+            self.send_response(200 if ok else 404)
+            self.end_headers()
+            self.wfile.write(page if ok else b"")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Index)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        (tmp_path / "nightly.toml").write_text(
+            f'pypi = "http://127.0.0.1:{server.server_address[1]}/simple/"\n'
+            '[[matrix]]\nrecipes = ["flash-attn"]\nvariants = ["triton"]\nsources = ["pypi"]\n'
+            'archs = ["gfx942"]\nfollow = true\n'
+            '[[matrix]]\nrecipes = ["flash-attn"]\nvariants = ["triton"]\nsources = ["pypi"]\n'
+            'archs = ["gfx90a"]\n[publish]\nindex = "index"\n')
+        res = rocmbuild("nightly", "--config", str(tmp_path / "nightly.toml"), "--dry-run",
+                        "--json", cwd=tmp_path)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert res.returncode == 0, res.stderr
+    got = {c["cell"]: c for c in json.loads(res.stdout)}
+    follow = got["flash-attn.triton.pypi.gfx942"]
+    assert follow["decision"] == "build" and follow["reasons"] == ["never built"]
+    assert follow["pin"]["kind"] == "sdist" and follow["pin"]["value"] == "2.8.4"
+    assert follow["pin"]["sha256"] == new_sha
+    assert follow["pin"]["url"].endswith("/files/flash_attn-2.8.4.tar.gz")
+    pinned = got["flash-attn.triton.pypi.gfx90a"]
+    assert pinned["pin"]["kind"] == "recipe" and pinned["pin"]["url"].endswith(
+        "flash_attn-2.8.3.post1.tar.gz")
+    assert follow["cache_key"] != pinned["cache_key"]
