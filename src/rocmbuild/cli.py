@@ -28,6 +28,7 @@ from rocmbuild.commands import (
     common,
     completion,
     doctor,
+    nightly,
     plan,
     promote,
     publish,
@@ -38,7 +39,7 @@ from rocmbuild.commands import (
 from rocmbuild.errors import INTERNAL_ERROR_EXIT, RocmbuildError, UsageError
 
 COMMANDS = (build, plan, recipes, doctor, audit, validate, verify, publish, promote, cache,
-            completion)
+            nightly, completion)
 
 # Global options that take a value (needed to find the first positional for the shorthand).
 _GLOBAL_VALUE_OPTS = {"--workdir", "--cache-dir", "--recipes"}

@@ -112,3 +112,18 @@ class NotReproduced(RocmbuildError):
 INTERNAL_ERROR_EXIT = 70
 """What ``cli.main`` returns when an exception that is not a RocmbuildError reaches it (a bug):
 one line "internal error, please report" and the path of the saved traceback."""
+
+
+class CellsFailed(RocmbuildError):
+    """``rocmbuild nightly``: the run finished, but at least one cell that was to be built
+    failed, timed out or was killed (the report names them)."""
+
+    exit_code = 14
+    kind = "cells failed"
+
+
+class Busy(RocmbuildError):
+    """``rocmbuild nightly``: another nightly holds this workspace's lock."""
+
+    exit_code = 15
+    kind = "busy"

@@ -24,7 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 EXIT = {"usage": 2, "recipe": 3, "fetch": 4, "patch": 5, "build": 6, "audit": 7,
-        "validation": 8, "publish": 9, "toolchain": 10, "cache": 11, "command": 12}
+        "validation": 8, "publish": 9, "toolchain": 10, "cache": 11, "command": 12,
+        "cells": 14, "busy": 15}
 
 
 @dataclass(frozen=True)

@@ -208,6 +208,7 @@ CLASS_DOC = {
     "preflight": "resource preflight: disk, memory for one job, compile cache dir, link line",
     "prune": "cache prune: sizes, day counts, a prune without a rule",
     "options": "recipe options: --opt, [options] tables, plan --units",
+    "nightly": "nightly: nightly.toml keys, --only/--cell, the webhook URL kept secret",
 }
 
 

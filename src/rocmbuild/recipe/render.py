@@ -21,6 +21,7 @@ from rocmbuild.config import SOURCE_TREE_IGNORE
 from rocmbuild.errors import RecipeError, ToolchainError, UsageError
 from rocmbuild.host import Host
 from rocmbuild.learned import LearnedMemory, pick
+from rocmbuild.nightly.model import Pin
 from rocmbuild.recipe.check import suggest
 from rocmbuild.recipe.model import ROCM_LIBS, Download, Patch, Recipe, Source
 from rocmbuild.recipe.plan import (
@@ -50,6 +51,10 @@ class Target:
     options: tuple[tuple[str, str], ...] = ()
     """(name, value) of the recipe's [options] to set (``--opt <recipe>.<name>=<value>``, a
     nightly cell's options); the others keep their defaults."""
+    pin: Pin | None = None
+    """The nightly's resolved upstream (``follow = true``): a ``git`` pin replaces the source's
+    commit, an ``sdist`` pin its url and sha256, so it enters the cache key like the recipe's
+    own pin. ``recipe`` (or None) keeps the recipe's pin."""
 
 
 def _fill(template: str, values: Mapping[str, str], where: str) -> str:
@@ -161,6 +166,8 @@ def render(recipe: Recipe, target: Target, host: Host,
             f"--source: {recipe.path.stem} has no source {target.source!r}",
             hint="sources: " + ", ".join(["default", *recipe.alternatives]),
         )
+    if target.pin is not None:
+        source = _pinned(recipe, source, target.pin)
     if target.gpu_vendor not in ("amd", "nvidia"):
         raise UsageError(
             f"--gpu-vendor: {target.gpu_vendor!r} is not amd or nvidia",
@@ -334,6 +341,21 @@ def _unit_count(recipe: Recipe, variant_name: str) -> str:
     v = recipe.variants.get(variant_name)
     how = v.unit_count if v is not None and v.unit_count is not None else recipe.unit_count
     return "" if how == "none" else how
+
+
+def _pinned(recipe: Recipe, source: Source, pin: Pin) -> Source:
+    """``source`` with the nightly's resolved upstream in place of the recipe's pin."""
+    if pin.kind == "recipe":
+        return source
+    if pin.kind == "git" and source.kind == "git" and re.fullmatch(r"[0-9a-f]{40}", pin.value):
+        return replace(source, commit=pin.value)
+    if pin.kind == "sdist" and source.kind == "sdist" and re.fullmatch(r"[0-9a-f]{64}",
+                                                                         pin.sha256):
+        return replace(source, url=pin.url, sha256=pin.sha256)
+    raise UsageError(
+        f"{recipe.path.name}: a {pin.kind} pin ({pin.value!r}) does not fit its {source.kind} "
+        "source", hint="the nightly's manifest and the recipe disagree: run the nightly again "
+        "(it resolves upstream anew)")
 
 
 def _runtime(recipe: Recipe) -> RocmRuntime:

@@ -1,0 +1,115 @@
+"""``rocmbuild nightly --config nightly.toml``: rebuild a matrix of cells when upstream or the
+inputs changed, publish to staging, promote on green, report (docs/nightly.md)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from rocmbuild.commands import common
+
+
+def register(sub: common.Subparsers) -> None:
+    p = sub.add_parser(
+        "nightly", help="rebuild a matrix of recipes when upstream changed; promote on green",
+        description="Resolve what upstream has now for every cell of nightly.toml's matrix, "
+        "build the cells whose inputs changed (validated), publish them to the staging stage, "
+        "promote the green ones and write the run's report. One nightly per workspace.")
+    p.add_argument("--config", required=True, metavar="FILE", help="the nightly.toml")
+    p.add_argument("--executor", choices=("local", "slurm"), default=None,
+                   help="where the cells run [default: the config's executor.kind]")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print each cell's decision, reasons, pin and key; build nothing")
+    p.add_argument("--only", action="append", default=[], metavar="CELL",
+                   help="only this cell (repeatable)")
+    common.add_json(p, "the decisions (--dry-run) or the run's report")
+    # What one task runs, on this machine or a Slurm node (the controller starts it).
+    p.add_argument("--run-dir", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--cell", default=None, help=argparse.SUPPRESS)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rocmbuild.errors import UsageError
+    from rocmbuild.nightly import config, lock
+
+    if (args.cell is None) != (args.run_dir is None):
+        raise UsageError("--cell and --run-dir: give both (what one task runs) or neither",
+                         hint="the controller starts tasks itself: run `rocmbuild nightly "
+                         "--config FILE`")
+    if args.cell is None and not args.dry_run:
+        # the lock first, before the heavy imports: a second nightly is refused at once
+        root = Path(args.workdir) if args.workdir else config.workdir_of(Path(args.config))
+        with lock.held(root.absolute(), time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())) as note:
+            return _controller(args, note)
+    return _other(args)
+
+
+def _load(args: argparse.Namespace) -> Any:
+    from rocmbuild.nightly import config
+
+    cfg = config.load(Path(args.config))
+    if args.workdir or args.cache_dir:  # the controller passes its workspace to each task
+        from dataclasses import replace
+
+        cfg = replace(cfg, workdir=Path(args.workdir) if args.workdir else cfg.workdir,
+                      cache_dir=Path(args.cache_dir) if args.cache_dir else cfg.cache_dir)
+    return cfg
+
+
+def _other(args: argparse.Namespace) -> int:
+    """``--dry-run`` (no lock: it writes nothing) and ``--cell`` (a task of a running night)."""
+    from rich.markup import escape
+
+    from rocmbuild import log
+    from rocmbuild.nightly import cell
+    from rocmbuild.nightly import run as nightly_run
+
+    cfg = _load(args)
+    if args.cell is not None:
+        return cell.run_cell(cfg, nightly_run.workspace(cfg), Path(args.run_dir).absolute(),
+                             args.cell)
+    planned = nightly_run.plan(cfg, args.only)
+    if args.json:
+        common.print_json([{
+            "cell": p.cell_plan.cell.id,
+            "decision": "error" if p.error else p.cell_plan.decision.value,
+            "reasons": list(p.cell_plan.reasons), "pin": p.cell_plan.pin.to_json(),
+            "cache_key": p.cell_plan.cache_key, "build_tag": p.build_tag} for p in planned])
+        return 0
+    for p in planned:
+        cp = p.cell_plan
+        pin = cp.pin.value[:12] if cp.pin.kind != "recipe" else "recipe"
+        decision = "ERROR" if p.error else cp.decision.value.upper()
+        log.out.print(escape(f"{cp.cell.id}  {decision}  "
+                             f"{cp.pin.kind}:{pin}  key {cp.cache_key[:12]}"
+                             f"{f' tag {p.build_tag}' if p.build_tag else ''}  "
+                             f"{'; '.join(cp.reasons)}"), highlight=False, soft_wrap=True)
+    return 0
+
+
+def _controller(args: argparse.Namespace, lock_note: str) -> int:
+    from rich.markup import escape
+
+    from rocmbuild import log
+    from rocmbuild.errors import CellsFailed
+    from rocmbuild.nightly import run as nightly_run
+
+    cfg = _load(args)
+    report = nightly_run.nightly(cfg, args.executor, args.only, lock_note=lock_note)
+    if args.json:
+        common.print_json(report.to_json())
+    else:
+        for o in report.outcomes:
+            log.out.print(escape(f"{o.cell_id}  {o.status.value}  {o.end.value}  "
+                                 f"{o.duration_s:.1f}s  {o.wheel or '-'}"
+                                 f"{'  promoted' if o.promoted else ''}  {o.reason}"),
+                          highlight=False, soft_wrap=True)
+    if not report.ok:
+        failed = [o.cell_id for o in report.outcomes if o.status.value == "failed"]
+        raise CellsFailed(f"nightly {report.run_id}: {len(failed)} cell(s) failed: "
+                          + ", ".join(failed[:10]),
+                          hint=f"read {cfg.reports / report.run_id}/cells/<cell>/log.txt")
+    return 0

@@ -1,0 +1,194 @@
+"""What one cell's task does, on whatever machine runs it (this one or a Slurm node): read the
+cell and its resolved pin from the run's ``manifest.json`` (a node never resolves upstream
+again), build with validation, publish the wheel to the staging stage, and write
+``cells/<id>/result.json`` (a CellOutcome) atomically.
+
+The same command for both executors: ``python -m rocmbuild nightly --config C --run-dir R
+--cell ID``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+
+from rocmbuild import config, fsutil, host, log, pipeline
+from rocmbuild import publish as pub
+from rocmbuild.errors import RocmbuildError, UsageError
+from rocmbuild.nightly import detect
+from rocmbuild.nightly.config import NightlyConfig
+from rocmbuild.nightly.model import Cell, CellOutcome, End, Pin
+from rocmbuild.recipe import load, render
+from rocmbuild.results import Status
+from rocmbuild.stages import Context
+
+RESULT = "result.json"
+LOG = "log.txt"
+
+
+def cell_dir(run_dir: Path, cell_id: str) -> Path:
+    return run_dir / "cells" / cell_id
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "manifest.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--run-dir: cannot read {path}: {exc}",
+                         hint="give the run directory the controller made") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise UsageError(f"--run-dir: {path}: not a nightly manifest",
+                         hint="give the run directory the controller made")
+    return data
+
+
+def _entry(manifest: dict[str, Any], cell_id: str) -> tuple[Cell, Pin, str | None]:
+    for e in manifest["cells"]:
+        c = e.get("cell") if isinstance(e, dict) else None
+        if isinstance(c, dict) and c.get("id") == cell_id:
+            p = e.get("pin") or {}
+            cell = Cell(id=c["id"], recipe=c["recipe"], variant=c.get("variant"),
+                        source=c["source"], arch=c["arch"], follow=bool(c.get("follow")),
+                        options=tuple((str(k), str(v)) for k, v in c.get("options", [])),
+                        timeout_s=int(c.get("timeout_s", 0)))
+            pin = Pin(str(p.get("kind", "recipe")), str(p.get("value", "")),
+                      str(p.get("url", "")), str(p.get("sha256", "")))
+            tag = e.get("build_tag")
+            return cell, pin, tag if isinstance(tag, str) else None
+    raise UsageError(f"--cell: no cell {cell_id!r} in the run's manifest",
+                     hint="cells: " + ", ".join(str((e.get("cell") or {}).get("id"))
+                                                for e in manifest["cells"][:20]))
+
+
+def peak_rss() -> int:
+    """Peak RSS of this process and of its waited-for children (bytes)."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(own, kids) * 1024
+
+
+def disk_use(*paths: Path | None) -> int:
+    total = 0
+    for p in paths:
+        if p is None or not p.exists():
+            continue
+        if p.is_file():
+            total += p.lstat().st_size
+            continue
+        for root, _dirs, files in os.walk(p):
+            for f in files:
+                try:
+                    total += os.lstat(os.path.join(root, f)).st_size
+                except OSError:
+                    pass
+    return total
+
+
+def best_tflops(report: Path) -> float | None:
+    """The best forward/backward TFLOP/s in a validation JSON report (None: the gate did not
+    run)."""
+    try:
+        data = json.loads(report.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    best: float | None = None
+
+    def walk(x: object) -> None:
+        nonlocal best
+        if isinstance(x, dict):
+            v = x.get("tflops")
+            if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
+                best = max(best or 0.0, float(v))
+            for k, y in x.items():
+                if k not in ("baseline", "sdpa", "baselines"):
+                    walk(y)
+        elif isinstance(x, list):
+            for y in x:
+                walk(y)
+
+    walk(data)
+    return best
+
+
+def write_result(path: Path, outcome: CellOutcome) -> None:
+    fsutil.write_atomic(path, json.dumps(outcome.to_json(), indent=1) + "\n")
+
+
+def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: str) -> int:
+    """Build, validate and stage one cell; write its result.json. Returns the exit code (the
+    failing error's; 0 on success)."""
+    start = time.monotonic()
+    out_dir = cell_dir(run_dir, cell_id)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cell, pin, build_tag = _entry(read_manifest(run_dir), cell_id)
+    rel_log = str(Path("cells") / cell_id / LOG)
+    ctx: Context | None = None
+    try:
+        recipe = load.load(load.find_recipe(cell.recipe))
+        h = host.detect(want_compiler=render.uses_hip_compiler(recipe, cell.variant),
+                        dists=recipe.python_requires)
+        plan = detect.render_cell(cell, pin, h, build_tag)
+        ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
+                      wheel_dir=ws.wheels, host=h)
+        result = pipeline.build(plan, ctx, validate=True)
+        wheel = result.wheel
+        project, version = detect.wheel_project(wheel.name)
+        res = pub.publish([wheel], pub.PublishOptions(
+            index=cfg.index, stage=None if pub.is_url(cfg.index) else cfg.stage,
+            index_from=f"{cfg.path.name}: publish.index"))
+        log.info(escape(f"{cell_id}: {wheel.name} published to {res.index} "
+                 f"({'stage ' + cfg.stage if res.change else 'server'})"))
+        report = ws.reports / f"{plan.recipe}-{plan.short_key}.json"
+        outcome = CellOutcome(
+            cell_id, Status.SUCCESS, End.COMPLETED,
+            reason=f"{'cached' if result.status is Status.CACHED else 'built'}, validation "
+            f"{result.validation}", duration_s=time.monotonic() - start,
+            peak_rss_bytes=peak_rss(), disk_bytes=disk_use(ctx.log_dir, ctx.artifacts.tree),
+            wheel=wheel.name, wheel_size=wheel.stat().st_size, version=version,
+            project=project, tflops=best_tflops(report), exit_code=0, log=rel_log)
+        code = 0
+    except RocmbuildError as exc:
+        if exc.detail:  # the log tail: the cell's log.txt then says why without another file
+            log.console.print(exc.detail, markup=False, highlight=False)
+        log.warn(escape(f"{exc.kind}: {exc.message}"))
+        outcome = CellOutcome(
+            cell_id, Status.FAILED, End.FAILED, reason=f"{exc.kind}: {exc.message}"[:500],
+            duration_s=time.monotonic() - start, peak_rss_bytes=peak_rss(),
+            disk_bytes=disk_use(ctx.log_dir, ctx.artifacts.tree) if ctx else None,
+            exit_code=exc.exit_code, log=rel_log)
+        code = exc.exit_code
+    sys.stdout.flush()
+    write_result(out_dir / RESULT, outcome)
+    return code
+
+
+def read_result(path: Path, cell_id: str) -> CellOutcome | None:
+    """A result.json as the task wrote it (None when missing or not one: the executor then
+    says what it knows)."""
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(d, dict) or d.get("cell") != cell_id:
+            return None
+        def num(k: str) -> Any:
+            v = d.get(k)
+            return v if isinstance(v, int | float) and not isinstance(v, bool) else None
+        def txt(k: str) -> str | None:
+            v = d.get(k)
+            return v[:500] if isinstance(v, str) else None
+        return CellOutcome(
+            cell_id, Status(d["status"]), End(d["end"]), reason=txt("reason") or "",
+            duration_s=float(num("duration_s") or 0.0), peak_rss_bytes=num("peak_rss_bytes"),
+            disk_bytes=num("disk_bytes"), wheel=txt("wheel"), wheel_size=num("wheel_size"),
+            version=txt("version"), project=txt("project"),
+            cache_hit_rate=num("cache_hit_rate"), tflops=num("tflops"),
+            exit_code=num("exit_code"), log=txt("log") or "")
+    except (OSError, ValueError, KeyError):
+        return None

@@ -1,0 +1,358 @@
+"""Change detection: what upstream has now (a pin per cell), the plan and cache key with that pin,
+and the decision, BUILD or SKIP, with the reasons.
+
+A cell is SKIPPED when the cache holds a wheel for its key whose validation passed (the kernel gate
+SKIPPED on a GPU-less host counts as passed, as ``build --validate`` records it) and the staging
+stage has that wheel. The reasons compare with the previous run's ``manifest.json``: a new
+upstream commit or version, the recipe, a patch, the toolchain, or never built.
+
+Everything read from the network is untrusted: a size cap, shapes checked, hex checked.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+from rich.markup import escape
+
+from rocmbuild import cache, log, run
+from rocmbuild.config import Workspace
+from rocmbuild.errors import CommandFailed, FetchError, UsageError
+from rocmbuild.host import Host
+from rocmbuild.nightly.model import Cell, CellPlan, Decision, Pin
+from rocmbuild.publish.static_index import StaticIndex
+from rocmbuild.publish.target import parse_index, redact
+from rocmbuild.recipe import load, render
+from rocmbuild.recipe.model import Recipe
+from rocmbuild.recipe.plan import Plan
+
+MAX_INDEX_BYTES = 16 << 20
+"""A project's simple JSON page: flash-attn's is ~100 KB; a larger answer is refused."""
+MAX_LS_REMOTE_LINES = 100_000
+_HEX40 = re.compile(r"[0-9a-f]{40}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_SDIST = re.compile(r"(.+?)-([^-]+?)(\.tar\.gz|\.zip)")
+ACCEPT = "application/vnd.pypi.simple.v1+json"
+
+Fetch = Callable[[str], bytes]
+"""GET a URL with the PEP 691 Accept header: the body (the tests pass a server on 127.0.0.1)."""
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What a cell's build depended on, kept per cell in the manifest for the next run's
+    reasons."""
+
+    recipe_sha256: str
+    patches: tuple[tuple[str, str], ...]
+    toolchain: tuple[tuple[str, str], ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"recipe_sha256": self.recipe_sha256, "patches": dict(self.patches),
+                "toolchain": dict(self.toolchain)}
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One cell's plan and its facts (what the manifest keeps)."""
+
+    cell_plan: CellPlan
+    plan: Plan | None
+    facts: Facts | None
+    build_tag: str | None = None
+    """The wheel's PEP 427 build tag (``next_build_tag``)."""
+    error: str = ""
+    """Set when the cell's upstream could not be resolved (``git ls-remote`` or the index
+    failed): the cell fails, the others go on."""
+
+
+def http_get(url: str) -> bytes:
+    req = urllib.request.Request(url, headers={"Accept": ACCEPT,
+                                               "User-Agent": "rocmbuild-nightly"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            body: bytes = resp.read(MAX_INDEX_BYTES + 1)
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise FetchError(f"pypi: {redact(url)}: {getattr(exc, 'reason', exc)}",
+                         hint="check the index URL (pypi = ... in nightly.toml) and the network"
+                         ) from exc
+    if len(body) > MAX_INDEX_BYTES:
+        raise FetchError(f"pypi: {redact(url)}: the answer is larger than {MAX_INDEX_BYTES} "
+                         "bytes", hint="is pypi = ... in nightly.toml a simple index?")
+    return body
+
+
+def sdist_project(url: str) -> str:
+    """The project name from an sdist's file name (``flash_attn-2.8.3.tar.gz`` -> flash-attn)."""
+    name = urllib.parse.unquote(urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1])
+    m = _SDIST.fullmatch(name)
+    if not m:
+        raise FetchError(f"{name!r} is not an sdist file name (NAME-VERSION.tar.gz)",
+                         hint="follow = true needs the recipe's sdist url to end in the "
+                         "sdist's file name")
+    return str(canonicalize_name(m.group(1)))
+
+
+def newest_sdist(project: str, index: str, get: Fetch = http_get) -> Pin:
+    """The newest non-prerelease, non-yanked sdist of ``project`` on ``index`` (PEP 691 JSON)."""
+    page = urllib.parse.urljoin(index, f"{project}/")
+    where = f"pypi: {redact(page)}"
+    try:
+        data = json.loads(get(page))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise FetchError(f"{where}: not PEP 691 JSON", hint="the index must answer "
+                         f"Accept: {ACCEPT}") from exc
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list):
+        raise FetchError(f"{where}: no 'files' list", hint=f"the index must answer {ACCEPT}")
+    best: tuple[Version, str, str] | None = None
+    for f in files:
+        if not isinstance(f, dict):
+            continue
+        name, url, hashes = f.get("filename"), f.get("url"), f.get("hashes")
+        if not (isinstance(name, str) and isinstance(url, str) and isinstance(hashes, dict)):
+            continue
+        if f.get("yanked") not in (None, False):
+            continue
+        m = _SDIST.fullmatch(name)
+        sha = hashes.get("sha256")
+        if not m or canonicalize_name(m.group(1)) != project or not isinstance(sha, str) \
+                or not _HEX64.fullmatch(sha):
+            continue
+        try:
+            version = Version(m.group(2))
+        except InvalidVersion:
+            continue
+        if version.is_prerelease or version.is_devrelease:
+            continue
+        full = urllib.parse.urljoin(page, url)
+        if urllib.parse.urlsplit(full).scheme not in ("https", "http"):
+            continue
+        if best is None or version > best[0]:
+            best = (version, full, sha)
+    if best is None:
+        raise FetchError(f"{where}: no released sdist with a sha256",
+                         hint="pin the recipe's sdist (follow = false) or check the project name")
+    return Pin("sdist", str(best[0]), url=redact(best[1]), sha256=best[2])
+
+
+def ls_remote(url: str, ref: str) -> str:
+    """The commit ``ref`` (a branch, a tag, HEAD) names now in the repository at ``url``."""
+    res = run.run(["git", "ls-remote", "--", url, ref, f"refs/tags/{ref}^{{}}"],
+                  capture=True, timeout=120,
+                  hint="check the recipe's git url and ref, and the network")
+    found: dict[str, str] = {}
+    for line in res.output.splitlines()[:MAX_LS_REMOTE_LINES]:
+        sha, _, name = line.partition("\t")
+        if _HEX40.fullmatch(sha) and name:
+            found[name] = sha
+    for name in (f"refs/tags/{ref}^{{}}", f"refs/heads/{ref}", f"refs/tags/{ref}", ref):
+        if name in found:
+            return found[name]
+    raise FetchError(f"git ls-remote {redact(url)}: no ref {ref!r}",
+                     hint="set the recipe's source ref to a branch or tag that exists")
+
+
+def resolve(cell: Cell, recipe: Recipe, pypi: str, get: Fetch = http_get) -> Pin:
+    """The cell's pin: the recipe's own unless ``follow``; else what upstream has now."""
+    source = (recipe.source if cell.source == "default"
+              else recipe.alternatives.get(cell.source, recipe.source))
+    if source.kind == "git":
+        if not cell.follow:
+            return Pin("recipe", source.commit, url=redact(source.url))
+        local = load.local_git_path(source.url, recipe.path.parent)
+        url = str(local) if local is not None else source.url
+        try:
+            commit = ls_remote(url, source.ref or "HEAD")
+        except CommandFailed as exc:
+            raise FetchError(f"{cell.id}: {exc.message}", hint=exc.hint) from exc
+        return Pin("git", commit, url=redact(source.url))
+    if source.kind == "sdist":
+        if not cell.follow:
+            return Pin("recipe", source.sha256, url=redact(source.url), sha256=source.sha256)
+        return newest_sdist(sdist_project(source.url), pypi, get)
+    return Pin("recipe", source.kind)  # a path source: its tree's digest is in the key
+
+
+def facts(plan: Plan) -> Facts:
+    rocm = plan.rocm
+    tool = {
+        "rocm": rocm.version,
+        "compiler": f"{rocm.compiler.path} {rocm.compiler.version}" if rocm.compiler else "",
+        "python": plan.host.python_tag,
+        "torch": plan.host.torch or "",
+        "torch_hip": plan.host.torch_hip or "",
+    }
+    return Facts(plan.recipe_sha256,
+                 tuple(sorted((p.file.name, p.sha256) for p in plan.patches)),
+                 tuple(sorted(tool.items())))
+
+
+def render_cell(cell: Cell, pin: Pin, host: Host, build_tag: str | None = None) -> Plan:
+    recipe = load.load(load.find_recipe(cell.recipe))
+    extra: dict[str, Any] = {}
+    if cell.options:  # recipe options (render.Target.options where this rocmbuild has them)
+        if "options" not in {f.name for f in dataclasses.fields(render.Target)}:
+            raise UsageError(f"{cell.id}: options: this rocmbuild has no recipe options",
+                             hint="leave options out of the matrix entry")
+        extra["options"] = cell.options
+    target = render.Target(arch=cell.arch, variant=cell.variant, source=cell.source,
+                           pin=pin if pin.kind != "recipe" else None, build_tag=build_tag,
+                           **extra)
+    return render.render(recipe, target, host)
+
+
+def _tag(before: Mapping[str, Any] | None) -> str | None:
+    tag = before.get("build_tag") if before else None
+    return tag if isinstance(tag, str) and re.fullmatch(r"[1-9]\d{0,8}", tag) else None
+
+
+def next_build_tag(cell: Cell, pin: Pin, host: Host, before: Mapping[str, Any] | None
+                   ) -> tuple[Plan, str | None]:
+    """The plan and its build tag. Upstream's version often stays the same across commits (and
+    a changed patch or recipe gives new bytes under the same version), but an index is
+    immutable by name, version and build tag: so when a cell's inputs differ from the previous
+    run's (its key changed), the wheel gets the next build tag (1, 2, ...; pip prefers the
+    highest among equal versions). Unchanged inputs keep the tag, and so the key."""
+    tag = _tag(before)
+    plan = render_cell(cell, pin, host, tag)
+    old_key = before.get("cache_key") if before else None
+    if isinstance(old_key, str) and old_key != plan.cache_key:
+        tag = str(int(tag or 0) + 1)
+        plan = render_cell(cell, pin, host, tag)
+    return plan, tag
+
+
+def _short(text: str) -> str:
+    return text[:12]
+
+
+def reasons(cell: Cell, pin: Pin, f: Facts, before: Mapping[str, Any] | None) -> list[str]:
+    """Why a cell builds, compared with its entry in the previous run's manifest."""
+    if not before:
+        return ["never built"]
+    out: list[str] = []
+    old_pin = before.get("pin") if isinstance(before.get("pin"), dict) else {}
+    assert isinstance(old_pin, dict)
+    old_value = str(old_pin.get("value", ""))
+    if pin.kind == "git" and old_value != pin.value:
+        out.append(f"new upstream commit {_short(pin.value)}"
+                   + (f" (was {_short(old_value)})" if old_value else ""))
+    elif pin.kind == "sdist" and old_value != pin.value:
+        out.append(f"new version {pin.value}" + (f" (was {old_value})" if old_value else ""))
+    elif pin.kind == "recipe" and old_pin.get("kind") not in (None, "recipe"):
+        out.append("follow turned off: the recipe's pin")
+    old = before.get("facts") if isinstance(before.get("facts"), dict) else {}
+    assert isinstance(old, dict)
+    if old.get("recipe_sha256") != f.recipe_sha256:
+        out.append("recipe changed")
+    old_patches = old.get("patches") if isinstance(old.get("patches"), dict) else {}
+    assert isinstance(old_patches, dict)
+    changed = sorted(n for n, s in f.patches if old_patches.get(n) != s)
+    changed += sorted(n for n in old_patches if n not in dict(f.patches))
+    if changed:
+        out.append("patch changed: " + ", ".join(str(n) for n in changed))
+    old_tool = old.get("toolchain") if isinstance(old.get("toolchain"), dict) else {}
+    assert isinstance(old_tool, dict)
+    tool_changed = [k for k, v in f.toolchain if old_tool.get(k) != v]
+    if tool_changed:
+        out.append("toolchain changed: " + ", ".join(tool_changed))
+    return out
+
+
+def in_stage(index: str, stage: str, project: str, wheel: str) -> bool:
+    """Whether the directory index's ``stage`` serves ``wheel`` (a server index: not checked
+    here, the cache decides)."""
+    target = parse_index(index, "publish.index")
+    if target.path is None:
+        return True
+    idx = StaticIndex(target.path)
+    if stage not in idx.stages():
+        return False
+    return any(f.get("filename") == wheel for f in idx.project_files(stage, project))
+
+
+def wheel_project(name: str) -> tuple[str, str]:
+    """(normalized project, version) from a wheel file name."""
+    parts = name.split("-")
+    return str(canonicalize_name(parts[0])), parts[1]
+
+
+def decide(cell: Cell, pin: Pin, plan: Plan, f: Facts, ws: Workspace, index: str, stage: str,
+           before: Mapping[str, Any] | None) -> CellPlan:
+    why = reasons(cell, pin, f, before)
+    entry = cache.lookup(ws.cache, plan.cache_key)
+    short = plan.cache_key[:12]
+    if entry is not None and entry.validation.status == "passed":
+        project, _ = wheel_project(entry.wheel.name)
+        if in_stage(index, stage, project, entry.wheel.name):
+            return CellPlan(cell, pin, plan.cache_key, Decision.SKIP,
+                            (f"validated wheel for key {short} in stage {stage}",))
+        why.append(f"validated wheel for key {short} not in stage {stage}")
+    elif entry is not None:
+        why.append(f"the cached wheel for key {short} is {entry.validation.status}")
+    elif not why:  # same inputs as last night, but no wheel: that build failed, or a prune
+        why.append(f"no wheel for key {short} in the cache")
+    return CellPlan(cell, pin, plan.cache_key, Decision.BUILD, tuple(why))
+
+
+def plan_cells(cells: Sequence[Cell], host: Host, ws: Workspace, index: str, stage: str,
+               pypi: str, previous: Mapping[str, Mapping[str, Any]],
+               get: Fetch = http_get) -> list[Planned]:
+    """Resolve, render and decide every cell. ``previous``: cell id -> its entry in the last
+    run's manifest."""
+    out: list[Planned] = []
+    for cell in cells:
+        try:
+            recipe = load.load(load.find_recipe(cell.recipe))
+            pin = resolve(cell, recipe, pypi, get)
+            before = previous.get(cell.id)
+            plan, tag = next_build_tag(cell, pin, host, before)
+            f = facts(plan)
+            out.append(Planned(decide(cell, pin, plan, f, ws, index, stage, before), plan, f,
+                               tag))
+        except FetchError as exc:  # upstream unreachable: this cell fails, the others go on
+            # (a bad recipe or flag is the config's fault: it stops the run before any cell)
+            msg = redact(f"{exc.kind}: {exc.message}".splitlines()[0])[:500]
+            log.warn(escape(f"{cell.id}: cannot be planned: {msg}"))
+            out.append(Planned(CellPlan(cell, Pin("recipe", ""), "", Decision.BUILD,
+                                        (f"cannot be planned: {msg}",)), None, None,
+                               error=msg))
+    return out
+
+
+MAX_RUNS_READ = 400
+
+
+def last_manifest(reports: Path, exclude: str = "") -> dict[str, dict[str, Any]]:
+    """Each cell's entry in the newest earlier manifest that has it (a run with ``--only`` has
+    only some cells); {} when there is none: then every cell reads ``never built``. Unreadable
+    manifests are passed over."""
+    if not reports.is_dir():
+        return {}
+    runs = sorted((p for p in reports.iterdir()
+                   if re.fullmatch(r"\d{8}T\d{6}Z(-\d+)?", p.name) and p.name != exclude),
+                  reverse=True)
+    found: dict[str, dict[str, Any]] = {}
+    for r in runs[:MAX_RUNS_READ]:
+        try:
+            data = json.loads((r / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        cells = data.get("cells") if isinstance(data, dict) else None
+        for c in cells if isinstance(cells, list) else ():
+            if isinstance(c, dict) and isinstance(c.get("cell"), dict) \
+                    and isinstance(c["cell"].get("id"), str):
+                found.setdefault(c["cell"]["id"], c)
+    return found

@@ -1,0 +1,240 @@
+"""The controller: lock, resolve and decide every cell, write the manifest, run the BUILD cells
+through an executor, promote the green ones from staging, prune per retention, report.
+
+The run directory is ``<reports>/<run_id>/`` with ``run_id`` the UTC start time
+(``20261130T161500Z``); ``manifest.json`` is written before any cell starts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from rich.markup import escape
+
+from rocmbuild import config, fsutil, host, log
+from rocmbuild import publish as pub
+from rocmbuild.errors import RocmbuildError, UsageError
+from rocmbuild.nightly import cell as cellmod
+from rocmbuild.nightly import detect, lock
+from rocmbuild.nightly.config import NightlyConfig
+from rocmbuild.nightly.executors import Local
+from rocmbuild.nightly.model import Cell, CellOutcome, Decision, End, RunReport, Task
+from rocmbuild.recipe import load, render
+from rocmbuild.results import Status
+
+
+class Executor(Protocol):
+    def run(self, tasks: Sequence[Task]) -> list[CellOutcome]: ...
+
+
+def workspace(cfg: NightlyConfig) -> config.Workspace:
+    root = cfg.workdir.absolute()
+    return config.Workspace(root=root, cache=(cfg.cache_dir or root / "cache").absolute())
+
+
+def run_id(now: float | None = None) -> str:
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def select(cfg: NightlyConfig, only: Sequence[str]) -> list[Cell]:
+    return [cfg.cell(c) for c in dict.fromkeys(only)] if only else list(cfg.cells)
+
+
+def detect_host(cells: Sequence[Cell]) -> host.Host:
+    """This machine, once for every cell (the compiler is searched when any cell needs it)."""
+    want, dists = False, list[str]()
+    for c in cells:
+        recipe = load.load(load.find_recipe(c.recipe))
+        want = want or render.uses_hip_compiler(recipe, c.variant)
+        dists.extend(recipe.python_requires)
+    return host.detect(want_compiler=want, dists=dict.fromkeys(dists))
+
+
+def plan(cfg: NightlyConfig, only: Sequence[str] = (), exclude_run: str = "",
+         get: detect.Fetch = detect.http_get) -> list[detect.Planned]:
+    """Every selected cell's pin, plan and decision (what --dry-run prints)."""
+    cells = select(cfg, only)
+    ws = workspace(cfg)
+    previous = detect.last_manifest(cfg.reports, exclude=exclude_run)
+    return detect.plan_cells(cells, detect_host(cells), ws, cfg.index, cfg.stage, cfg.pypi,
+                             previous, get)
+
+
+def manifest(cfg: NightlyConfig, rid: str, started: float,
+             planned: Sequence[detect.Planned]) -> dict[str, Any]:
+    cells = []
+    for p in planned:
+        c = p.cell_plan.cell
+        cells.append({
+            "cell": {"id": c.id, "recipe": c.recipe, "variant": c.variant, "source": c.source,
+                     "arch": c.arch, "follow": c.follow, "options": [list(o) for o in c.options],
+                     "timeout_s": c.timeout_s},
+            "pin": p.cell_plan.pin.to_json(),
+            "cache_key": p.cell_plan.cache_key,
+            "build_tag": p.build_tag,
+            "decision": p.cell_plan.decision.value,
+            "reasons": list(p.cell_plan.reasons),
+            "facts": p.facts.to_json() if p.facts else None,
+            **({"error": p.error} if p.error else {}),
+        })
+    return {"run": rid, "started": _iso(started), "config": str(cfg.path),
+            "index": pub.redact(cfg.index), "stage": cfg.stage, "promote_to": cfg.promote_to,
+            "cells": cells}
+
+
+def tasks(cfg: NightlyConfig, run_dir: Path, planned: Sequence[detect.Planned]) -> list[Task]:
+    """One task per BUILD cell: the same ``python -m rocmbuild nightly --cell`` everywhere."""
+    ws = workspace(cfg)
+    out = []
+    for p in planned:
+        if p.cell_plan.decision is not Decision.BUILD or p.plan is None:
+            continue
+        c = p.cell_plan.cell
+        d = cellmod.cell_dir(run_dir, c.id)
+        argv = (sys.executable, "-m", "rocmbuild", "--workdir", str(ws.root), "--cache-dir",
+                str(ws.cache), "nightly", "--config", str(cfg.path), "--run-dir", str(run_dir),
+                "--cell", c.id)
+        out.append(Task(c.id, argv, d / cellmod.RESULT, d / cellmod.LOG, cpus=p.plan.jobs,
+                        mem_bytes=int(p.plan.jobs * p.plan.mem_per_job_gb * (1 << 30)),
+                        gpus=1 if cfg.executor.gpu_partition else 0, time_s=c.timeout_s))
+    return out
+
+
+def _promote(cfg: NightlyConfig, o: CellOutcome) -> CellOutcome:
+    """Promote a green cell's wheel from staging to the served stage; a failure to promote
+    makes the cell failed (the last good wheel stays served)."""
+    if pub.is_url(cfg.index) or not o.project or not o.version:
+        return o
+    try:
+        pub.promote(pub.PromoteOptions(index=cfg.index, project=o.project, version=o.version,
+                                       from_stage=cfg.stage, to_stage=cfg.promote_to,
+                                       index_from=f"{cfg.path.name}: publish.index"))
+    except RocmbuildError as exc:
+        return replace(o, status=Status.FAILED, reason=f"promote failed: {exc.message}"[:500])
+    return replace(o, promoted=True)
+
+
+def _skipped(cfg: NightlyConfig, p: detect.Planned) -> CellOutcome:
+    """A SKIP cell: its validated wheel is in staging; promoted too when the served stage does
+    not have it yet (an earlier promote failed)."""
+    ws = workspace(cfg)
+    from rocmbuild import cache
+
+    entry = cache.lookup(ws.cache, p.cell_plan.cache_key)
+    o = CellOutcome(p.cell_plan.cell.id, Status.SKIPPED, End.SKIPPED,
+                    reason="; ".join(p.cell_plan.reasons))
+    if entry is None:
+        return o
+    project, version = detect.wheel_project(entry.wheel.name)
+    o = replace(o, wheel=entry.wheel.name, wheel_size=entry.size, project=project,
+                version=version)
+    if detect.in_stage(cfg.index, cfg.promote_to, project, entry.wheel.name):
+        return o
+    promoted = _promote(cfg, o)
+    return replace(promoted, status=Status.SKIPPED) if promoted.promoted else promoted
+
+
+def _prune(cfg: NightlyConfig) -> tuple[int, str]:
+    """Retention: ``rocmbuild cache prune`` with the config's limits (when that module exists)."""
+    if cfg.max_size is None and cfg.keep_days is None:
+        return 0, ""
+    try:
+        prune: Any = importlib.import_module("rocmbuild.prune")
+    except ImportError:
+        return 0, "retention is configured, but this rocmbuild has no cache prune yet"
+    try:
+        res = prune.prune(workspace(cfg), cfg.max_size, cfg.keep_days, False)
+    except RocmbuildError as exc:
+        return 0, f"prune failed: {exc.message}"
+    return int(res.freed_bytes), ""
+
+
+def write_report(reports: Path, report: RunReport, history: int, notify_url: str | None) -> None:
+    """report.json, summary.md, index.html, rocmbuild.prom and the webhook (nightly/report.py);
+    report.json alone until that module exists."""
+    try:
+        reportmod: Any = importlib.import_module("rocmbuild.nightly.report")
+    except ImportError:
+        fsutil.write_atomic(reports / report.run_id / "report.json",
+                            json.dumps(report.to_json(), indent=1) + "\n")
+        return
+    reportmod.write(reports, report, history, notify_url)
+
+
+def nightly(cfg: NightlyConfig, executor: str | None = None, only: Sequence[str] = (),
+            make_executor: Callable[[str, NightlyConfig, Path], Executor] | None = None,
+            get: detect.Fetch = detect.http_get, lock_note: str | None = None) -> RunReport:
+    """One nightly run; the report is written, also when cells failed. ``lock_note``: the
+    caller holds the workspace's lock already (the command takes it first, so that a second
+    nightly is refused before the heavy imports) and this is what taking it said."""
+    if lock_note is None:
+        with lock.held(workspace(cfg).root, run_id()) as note:
+            return nightly(cfg, executor, only, make_executor, get, note)
+    kind = executor or cfg.executor.kind
+    started = time.time()
+    rid = run_id(started)
+    if lock_note:
+        log.warn(escape(lock_note))
+    run_dir = cfg.reports / rid
+    n = 1
+    while run_dir.exists():  # two runs in one second
+        n += 1
+        run_dir = cfg.reports / f"{rid}-{n}"
+    rid = run_dir.name
+    planned = plan(cfg, only, exclude_run=rid, get=get)
+    run_dir.mkdir(parents=True)
+    fsutil.write_atomic(run_dir / "manifest.json",
+                        json.dumps(manifest(cfg, rid, started, planned), indent=1) + "\n")
+    for p in planned:
+        cp = p.cell_plan
+        log.info(escape(f"{cp.cell.id}: {cp.decision.value}: {'; '.join(cp.reasons)}"))
+    todo = tasks(cfg, run_dir, planned)
+    ex = (make_executor or _executor)(kind, cfg, run_dir)
+    built = {o.cell_id: o for o in ex.run(todo)} if todo else {}
+    outcomes: list[CellOutcome] = []
+    for p in planned:
+        cid = p.cell_plan.cell.id
+        if p.cell_plan.decision is Decision.SKIP:
+            outcomes.append(_skipped(cfg, p))
+            continue
+        if p.error:
+            outcomes.append(CellOutcome(cid, Status.FAILED, End.FAILED,
+                                        reason=f"cannot be planned: {p.error}"))
+            continue
+        o = built.get(cid) or CellOutcome(cid, Status.FAILED, End.FAILED,
+                                          reason="the executor returned no outcome")
+        outcomes.append(_promote(cfg, o) if o.status in (Status.SUCCESS, Status.WARNING)
+                        else o)
+    freed, prune_note = _prune(cfg)
+    report = RunReport(rid, _iso(started), _iso(time.time()), kind, tuple(outcomes),
+                       lock_note=lock_note, freed_bytes=freed,
+                       notes=(prune_note,) if prune_note else ())
+    write_report(cfg.reports, report, cfg.history, cfg.notify_url)
+    return report
+
+
+def _executor(kind: str, cfg: NightlyConfig, run_dir: Path) -> Executor:
+    if kind == "local":
+        return Local(run_dir)
+    try:
+        slurm: Any = importlib.import_module("rocmbuild.nightly.slurm")
+    except ImportError:
+        raise UsageError("--executor: slurm is not available in this rocmbuild yet",
+                         hint="use --executor local") from None
+    ex = cfg.executor
+    settings = slurm.SlurmSettings(partition=ex.partition or None,
+                                   gpu_partition=ex.gpu_partition or None,
+                                   max_time_s=ex.time_s, shared_dir=ex.shared_dir)
+    executor: Executor = slurm.SlurmExecutor(settings, run_dir)
+    return executor

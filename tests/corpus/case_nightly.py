@@ -1,0 +1,52 @@
+"""Bad nightly.toml files and flags: every one a single line naming ``nightly.toml: <key>``
+with a hint and exit 2, nothing built, published or served; the webhook URL (a secret) never
+printed. All run as ``nightly --dry-run`` or fail before the lock."""
+
+from __future__ import annotations
+
+from tests.corpus import EXIT, Case
+
+SECRET = "HookT0kenXyZ"
+_M = '[[matrix]]\nrecipes = ["hip-attention-probe"]\narchs = ["gfx942"]\n'
+_P = '[publish]\nindex = "index"\n'
+
+
+def _case(cid: str, text: str, needle: str, *extra: str, secret: str | None = None,
+          code: int = EXIT["usage"]) -> Case:
+    return Case(cid, ("nightly", "--config", "{dir}/nightly.toml", "--dry-run", *extra), code,
+                needle, "nightly", files={"nightly.toml": text}, secret=secret,
+                writes_nothing=True)
+
+
+CASES = [
+    _case("nightly-no-matrix", _P, "nightly.toml: matrix: expected one or more"),
+    _case("nightly-arch-native", _M.replace('"gfx942"', '"gfx942"') + _M.replace(
+        '"gfx942"', '"native"') + _P, "nightly.toml: matrix[1].archs: 'native'"),
+    _case("nightly-unknown-key", _M + 'colour = "red"\n' + _P,
+          "nightly.toml: matrix[0].colour: unknown key"),
+    _case("nightly-bad-timeout", _M + 'timeout = "soon"\n' + _P,
+          "nightly.toml: matrix[0].timeout: 'soon' is not a duration"),
+    _case("nightly-follow-not-bool", _M + 'follow = "yes"\n' + _P,
+          "nightly.toml: matrix[0].follow: expected true or false"),
+    _case("nightly-duplicate-cell", _M + _M + _P, "nightly.toml: matrix[1]: cell "),
+    _case("nightly-no-index", _M, "nightly.toml: publish.index: missing"),
+    _case("nightly-same-stage", _M + _P + 'stage = "stable"\n',
+          "nightly.toml: publish.promote_to: is the staging stage"),
+    _case("nightly-bad-max-size", _M + _P + '[retention]\nmax_size = "lots"\n',
+          "nightly.toml: retention.max_size: 'lots' is not a size"),
+    _case("nightly-bad-executor", _M + _P + '[executor]\nkind = "k8s"\n',
+          "nightly.toml: executor.kind: 'k8s' is not local or slurm"),
+    _case("nightly-timeout-above-job", _M + 'timeout = "9h"\n' + _P
+          + '[executor]\ntime = "8h"\n', "nightly.toml: executor.time: cell "),
+    _case("nightly-bad-history", _M + _P + "[reports]\nhistory = 0\n",
+          "nightly.toml: reports.history"),
+    _case("nightly-notify-not-http", _M + _P + f'[notify]\nurl = "ftp://u:{SECRET}@h/x"\n',
+          "nightly.toml: notify.url", secret=SECRET),
+    _case("nightly-index-secret-bad", _M + f'[publish]\nindex = "ftp://u:{SECRET}@h/x"\n',
+          "nightly.toml: publish.index", secret=SECRET),
+    _case("nightly-not-toml", "[[matrix]\n", "nightly.toml: (file): not valid TOML"),
+    _case("nightly-only-unknown", _M + _P, "--only/--cell: no cell 'nope'", "--only", "nope"),
+    Case("nightly-cell-without-run-dir", ("nightly", "--config", "{dir}/nightly.toml", "--cell",
+                                          "x"), EXIT["usage"], "--cell and --run-dir",
+         "nightly", files={"nightly.toml": _M + _P}, writes_nothing=True),
+]

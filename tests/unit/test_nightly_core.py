@@ -1,0 +1,157 @@
+"""The nightly's config, the PEP 691 resolution (a real HTTP server on 127.0.0.1, in a thread),
+the reasons and the lock, in process."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rocmbuild.errors import Busy, FetchError, UsageError
+from rocmbuild.nightly import config, detect, lock
+from rocmbuild.nightly.model import Cell, Pin
+
+REPO = Path(__file__).resolve().parents[2]
+SHA = "ab" * 32
+
+
+def test_sample_config_loads_and_expands() -> None:
+    cfg = config.load(REPO / "nightly.toml")
+    ids = [c.id for c in cfg.cells]
+    assert ids == ["flash-attn.triton.pypi.gfx942", "flash-attn.ck.default.gfx90a",
+                   "flash-attn.ck.default.gfx942", "hip-attention-probe.default.default.gfx90a",
+                   "hip-attention-probe.default.default.gfx942"]
+    c = cfg.cells[0]
+    assert c.follow and c.timeout_s == 7200 and c.variant == "triton" and c.source == "pypi"
+    assert cfg.stage == "staging" and cfg.promote_to == "stable" and cfg.history == 30
+    assert cfg.max_size == 200 << 30 and cfg.keep_days == 14
+    assert cfg.executor.kind == "local" and cfg.notify_url is None
+    assert cfg.workdir == REPO / "build" and cfg.pypi == "https://pypi.org/simple/"
+
+
+def test_notify_url_never_in_repr_or_errors(tmp_path: Path) -> None:
+    p = tmp_path / "nightly.toml"
+    p.write_text('[[matrix]]\nrecipes = ["x"]\narchs = ["gfx942"]\n[publish]\nindex = "i"\n'
+                 '[notify]\nurl = "https://hooks.example.com/T0k3nSecret"\n')
+    cfg = config.load(p)
+    assert cfg.notify_url and "T0k3nSecret" not in repr(cfg)
+    p.write_text('[[matrix]]\nrecipes = ["x"]\narchs = ["gfx942"]\n[publish]\nindex = "i"\n'
+                 '[notify]\nurl = "ftp://u:T0k3nSecret@h/x"\n')
+    with pytest.raises(UsageError) as exc:
+        config.load(p)
+    assert "T0k3nSecret" not in exc.value.message and "notify.url" in exc.value.message
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("90m", 5400), ("2h", 7200), ("30", 30),
+                                               ("1d", 86400), ("0", None), ("2 weeks", None)])
+def test_durations(text: str, seconds: int | None) -> None:
+    assert config.parse_duration(text) == seconds
+
+
+def test_sizes() -> None:
+    assert config.parse_size("200G") == 200 << 30
+    assert config.parse_size("512MiB") == 512 << 20
+    assert config.parse_size("lots") is None
+
+
+class _Index(http.server.BaseHTTPRequestHandler):
+    pages: dict[str, bytes] = {}
+    accepts: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.accepts.append(self.headers.get("Accept", ""))
+        body = self.pages.get(self.path)
+        self.send_response(200 if body is not None else 404)
+        self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+        self.end_headers()
+        self.wfile.write(body or b"")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture()
+def index() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Index)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _file(name: str, sha: str = SHA, **kw: object) -> dict[str, object]:
+    return {"filename": name, "url": f"../../files/{name}", "hashes": {"sha256": sha}, **kw}
+
+
+def test_newest_released_sdist_from_pep691(index: str) -> None:
+    _Index.pages["/simple/flash-attn/"] = json.dumps({"meta": {"api-version": "1.1"}, "files": [
+        _file("flash_attn-2.8.3.tar.gz"),
+        _file("flash_attn-2.8.4.tar.gz", sha="cd" * 32),
+        _file("flash_attn-2.9.0rc1.tar.gz"),                   # a pre-release
+        _file("flash_attn-2.9.0.tar.gz", yanked="broken"),     # yanked
+        _file("flash_attn-2.10.0.tar.gz", sha="not-hex"),      # no usable sha256
+        _file("flash_attn-3.0.0-cp311-cp311-linux_x86_64.whl"),  # not an sdist
+        "garbage",
+    ]}).encode()
+    pin = detect.newest_sdist("flash-attn", index)
+    assert pin == Pin("sdist", "2.8.4", url=index.replace("/simple/", "/files/")
+                      + "flash_attn-2.8.4.tar.gz", sha256="cd" * 32)
+    assert _Index.accepts[-1] == detect.ACCEPT
+
+
+def test_index_answers_that_are_not_pep691(index: str) -> None:
+    _Index.pages["/simple/demo/"] = b"<html>not json</html>"
+    with pytest.raises(FetchError, match="not PEP 691 JSON"):
+        detect.newest_sdist("demo", index)
+    _Index.pages["/simple/demo/"] = json.dumps({"files": [_file("demo-1.0a1.tar.gz")]}).encode()
+    with pytest.raises(FetchError, match="no released sdist"):
+        detect.newest_sdist("demo", index)
+    with pytest.raises(FetchError, match="pypi: "):
+        detect.newest_sdist("missing", index)
+
+
+def test_sdist_project_from_the_recipe_url() -> None:
+    url = "https://files.pythonhosted.org/packages/x/flash_attn-2.8.3.post1.tar.gz"
+    assert detect.sdist_project(url) == "flash-attn"
+
+
+def test_reasons_compare_with_the_last_manifest() -> None:
+    cell = Cell("c", "r", None, "default", "gfx942", follow=True)
+    f = detect.Facts("r1", (("a.patch", "p1"),), (("compiler", "clang 19"),))
+    pin = Pin("git", "b" * 40)
+    assert detect.reasons(cell, pin, f, None) == ["never built"]
+    before = {"pin": {"kind": "git", "value": "a" * 40},
+              "facts": {"recipe_sha256": "r0", "patches": {"a.patch": "p0"},
+                        "toolchain": {"compiler": "clang 22"}}}
+    assert detect.reasons(cell, pin, f, before) == [
+        f"new upstream commit {'b' * 12} (was {'a' * 12})", "recipe changed",
+        "patch changed: a.patch", "toolchain changed: compiler"]
+    same = {"pin": pin.to_json(), "facts": f.to_json()}
+    assert detect.reasons(cell, pin, f, same) == []
+
+
+def test_lock_second_holder_is_refused_and_stale_record_taken_over(tmp_path: Path) -> None:
+    (tmp_path / lock.NAME).write_text(json.dumps({"pid": 999999999, "host": "gone",
+                                                  "started": "2026-11-29T03:00:00Z"}))
+    with lock.held(tmp_path, "r1") as note:
+        assert "pid 999999999 on gone since 2026-11-29T03:00:00Z" in note
+        with pytest.raises(Busy) as exc, lock.held(tmp_path, "r2"):
+            pass
+        assert "another nightly is running here (pid " in exc.value.message
+    assert (tmp_path / lock.NAME).read_text() == ""  # a clean end leaves no record
+    with lock.held(tmp_path, "r3") as note:
+        assert note == ""
+
+
+def test_default_stage_is_publishs() -> None:
+    """config keeps its own copy (it imports nothing of publish: the lock comes first)."""
+    from rocmbuild.publish.static_index import DEFAULT_STAGE
+
+    assert config.DEFAULT_STAGE == DEFAULT_STAGE
