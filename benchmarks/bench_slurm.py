@@ -43,8 +43,7 @@ open(times, "w").write(json.dumps([t0, time.time()]))
 """
 
 
-def one(c: slurm_cluster.Cluster, tmp: Path, cells: int, rounds: int, poll: float
-        ) -> dict[str, float | int]:
+def one(tmp: Path, cells: int, rounds: int, poll: float) -> dict[str, float | int]:
     """``rounds`` nightlies of ``cells`` trivial cells; medians over all cells of all rounds."""
     slurm_start: list[float] = []
     slurm_collect: list[float] = []
@@ -113,7 +112,7 @@ def main() -> int:
         os.environ["SLURM_CONF"] = str(c.conf)
         print(f"cluster idle {c.started_s:.2f}s after slurmctld started", file=sys.stderr)
         for cells, rounds, poll in configs:
-            rows = one(c, Path(tmp), cells, rounds, poll)
+            rows = one(Path(tmp), cells, rounds, poll)
             for k, v in rows.items():
                 print(f"{k:30} {v:.3f}" if isinstance(v, float) else f"{k:30} {v}",
                       file=sys.stderr)

@@ -100,7 +100,8 @@ def gpus() -> list[str]:
 
 
 def machine() -> str:
-    """CPU model, usable cores, memory, kernel, cgroup/Slurm limits and GPUs, in one phrase."""
+    """CPU model, usable cores, memory, kernel, Python, cgroup/Slurm limits, GPUs and the load
+    average, in one phrase."""
     from rocmbuild import jobs
 
     model = _first(Path("/proc/cpuinfo"), "model name") or platform.processor() or "unknown cpu"
@@ -109,7 +110,8 @@ def machine() -> str:
     total_kib = _first(Path("/proc/meminfo"), "MemTotal")
     mem = f"{int(total_kib.split()[0]) / 1024**2:.1f} GiB" if total_kib else "? GiB"
     parts = [model, f"{cpus} of {online} cpus" if cpus < online else f"{cpus} cpus",
-             f"{mem} memory", f"{platform.system()} {platform.release()}"]
+             f"{mem} memory", f"{platform.system()} {platform.release()}",
+             f"python {platform.python_version()}"]
     if cpu_src.startswith(("cgroup", "SLURM")):
         parts.append(f"cpus limited by {cpu_src}")
     usable, mem_src = jobs.usable_memory()
