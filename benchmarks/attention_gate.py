@@ -30,7 +30,8 @@ def validate(out: Path, tag: str, *args: str, timeout: float = 600) -> tuple[int
             "--json-file", str(j), "--html", str(out / f"{tag}.html"), *args]
     t0 = time.monotonic()
     r = run(argv, check=False, timeout=timeout, log_path=out / f"{tag}.log")
-    print(f"[{tag}] exit {r.returncode} in {time.monotonic() - t0:.0f}s", flush=True)
+    print(f"[{tag}] exit {r.returncode} in {time.monotonic() - t0:.0f}s", file=sys.stderr,
+          flush=True)
     data = json.loads(j.read_text()) if j.is_file() else {}
     return r.returncode, data
 
@@ -104,8 +105,31 @@ class _Summary(list):
 
     def append(self, line: str) -> None:  # type: ignore[override]
         super().append(line)
-        print("SUMMARY:", line, flush=True)
+        print("SUMMARY:", line, file=sys.stderr, flush=True)
         self.path.write_text("\n".join(self) + "\n")
+
+
+def markdown(perf_lines: list[str], agree: list[tuple[str, str, float, float, float]],
+             summary: list[str], out: Path) -> None:
+    """The run as Markdown on stdout: the steps' outcomes, throughput, do_bench agreement."""
+    print(f"Raw reports: `{out}` (JSON and HTML per step).")
+    print()
+    print("| step | outcome |")
+    print("|---|---|")
+    for s in summary:
+        step, _, rest = s.partition(":")
+        print(f"| {step} | {rest.strip().replace('|', '/')} |")
+    if perf_lines:
+        print()
+        print("```text")
+        print("\n".join(perf_lines))
+        print("```")
+    if agree:
+        print()
+        print("| shape | dir | events median ms | do_bench median ms | diff |")
+        print("|---|---|---|---|---|")
+        for name, d, ms, db, pct in agree:
+            print(f"| {name} | {d} | {ms:.4f} | {db:.4f} | {pct:+.1f} % |")
 
 
 def main() -> int:
@@ -114,6 +138,9 @@ def main() -> int:
     p.add_argument("--wheel", default=None)
     p.add_argument("--bad-wheel", default=None)
     p.add_argument("--full-flash-attn", action="store_true")
+    p.add_argument("--markdown", action="store_true",
+                   help="print Markdown tables on stdout (benchmarks/run.py) and the rest on "
+                        "stderr")
     p.add_argument("--steps", default="sdpa,faults,baseline,unpatched,fa-quick,fa-full",
                    help="comma-separated subset of the steps to run")
     a = p.parse_args()
@@ -165,6 +192,9 @@ def main() -> int:
                            f"{cases_summary(full)} :: {(full.get('failures') or ['-'])[0][:300]}")
             if full:
                 fa = full
+    if a.markdown:
+        markdown(perf(sdpa) + perf(fa), agree, list(summary), out)
+        return 0
     print("\n==== throughput ====")
     for line in perf(sdpa) + perf(fa):
         print(line)
