@@ -5,12 +5,10 @@ shared, its extraction and the build not). Per build: wall time, the units compi
 per-unit compile time from ninja's own log (`.ninja_log`: start/end ms per output), and the
 audit's archs. The ratio 1-arch / 2-arch is measured within one run.
 
-    python benchmarks/ck_units.py [--units PATTERN] [--jobs N] [--write]
+    python benchmarks/ck_units.py [--units PATTERN] [--jobs N]
 
---write replaces the "CK fmha units" section of docs/benchmarks.md with the rows, the date and
-the machine. The default pattern is the two light d64 fp16 batch forward units (no logits
-soft-cap, bias, mask, lse or dropout); `--units 'fmha_fwd_d64_fp16_*'` compiles more.
-"""
+Prints the Markdown body of docs/benchmarks.md's ``ck_units`` block (``python benchmarks/run.py
+ck_units`` puts it there with the date and the machine).
 
 from __future__ import annotations
 
@@ -28,7 +26,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 LIGHT = "fmha_fwd_d64_fp16_batch_*_nlogits_nbias_nmask_nlse_ndropout_*"
-BEGIN, END = "<!-- ck_units:begin -->", "<!-- ck_units:end -->"
 
 
 def machine() -> str:
@@ -85,7 +82,7 @@ def table(rows: list[Row], pattern: str, jobs: int) -> str:
     one = next(r for r in rows if r.archs == "gfx942")
     two = next(r for r in rows if r.archs == "gfx90a,gfx942")
     out = [
-        f"`python benchmarks/ck_units.py --write` ({datetime.date.today()}; {machine()}; "
+        f"`python benchmarks/ck_units.py` ({datetime.date.today()}; {machine()}; "
         f"MAX_JOBS {jobs}): `rocmbuild build ck-fmha-probe` with "
         f"`--opt ck-fmha-probe.units='{pattern}'`, clang-22, fresh workspace each (the sdist "
         "download cached; its extraction, CMake's configure with generate.py, the compiles, "
@@ -109,22 +106,12 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--downloads", default=str(REPO / ".pytest_cache/d/rocmbuild-downloads"),
                     help="a download cache holding (or receiving) the flash-attn sdist")
-    ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     Path(args.downloads).mkdir(parents=True, exist_ok=True)
     rows = [build(a, args.units, args.jobs, Path(args.downloads))
             for a in ("gfx942", "gfx90a,gfx942")]
     text = table(rows, args.units, args.jobs)
     print(text)
-    if args.write:
-        doc = REPO / "docs/benchmarks.md"
-        body = doc.read_text()
-        section = f"{BEGIN}\n{text}\n{END}"
-        if BEGIN in body:
-            body = body[:body.index(BEGIN)] + section + body[body.index(END) + len(END):]
-        else:
-            body += f"\n## CK fmha units (issue 13, item 7)\n\n{section}\n"
-        doc.write_text(body)
     return 0
 
 

@@ -8,10 +8,10 @@ It builds the flash-attn Triton variant from the real PyPI sdist once in a tempo
 caching on (``PYTHONDONTWRITEBYTECODE`` removed, as on a user's machine: an installed tool has
 its .pyc files) and reports the median and best wall time, the CPU time of the process (user +
 system: less sensitive than wall time to other work on a shared machine), the load average and
-the number of modules a hit imports. ``--write`` puts the row into docs/benchmarks.md (the table
-between the ``noop-rebuild`` markers; the newest row last, at most 8 kept).
+the number of modules a hit imports (``python benchmarks/run.py noop_rebuild`` puts the table into
+docs/benchmarks.md with the date and the machine).
 
-Run: .venv/bin/python benchmarks/noop_rebuild.py [--repeat 20] [--downloads DIR] [--write]
+Run: .venv/bin/python benchmarks/noop_rebuild.py [--repeat 20] [--downloads DIR]
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 ARGS = ["flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi"]
 DOC = REPO / "docs" / "benchmarks.md"
-BEGIN, END = "<!-- noop-rebuild:begin -->", "<!-- noop-rebuild:end -->"
 HEADER = ("| date (UTC) | machine | load avg | modules imported | median wall s | best wall s "
           "| median CPU s |\n|---|---|---|---|---|---|---|")
 
@@ -79,32 +78,17 @@ def row(m: dict[str, object]) -> str:
             f"| {m['median']:.3f} | {m['best']:.3f} | {m['cpu']:.3f} |")
 
 
-def write(line: str) -> None:
-    text = DOC.read_text(encoding="utf-8")
-    if BEGIN not in text:
-        raise SystemExit(f"{DOC}: no {BEGIN} marker; add the section first")
-    head, rest = text.split(BEGIN, 1)
-    table, tail = rest.split(END, 1)
-    rows = [r for r in table.strip().splitlines()[2:] if r.startswith("|")]
-    rows = [*rows, line][-8:]
-    DOC.write_text(f"{head}{BEGIN}\n{HEADER}\n" + "\n".join(rows) + f"\n{END}{tail}",
-                   encoding="utf-8")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--downloads", type=Path, default=None,
                     help="a directory of verified downloads to reuse (<sha256>/<file>)")
-    ap.add_argument("--write", action="store_true", help="add the row to docs/benchmarks.md")
     opts = ap.parse_args()
     m = measure(opts.repeat, opts.downloads)
     print(HEADER)
     print(row(m))
     print(f"\n- no-op rebuild: median {m['median']:.3f} s over {opts.repeat} runs "
           f"(goal <= 0.15 s); {m['modules']} modules imported")
-    if opts.write:
-        write(row(m))
 
 
 if __name__ == "__main__":
