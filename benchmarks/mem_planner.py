@@ -32,6 +32,7 @@ import datetime
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -75,6 +76,9 @@ class Row:
     units: int
     load: float
     """1-minute load average when the build started."""
+    cpu_s: float = 0.0
+    """CPU seconds (user + system) of the build's processes: against wall time, how much of the
+    machine's cores the build got."""
 
     @property
     def ok(self) -> bool:
@@ -140,16 +144,19 @@ def build(cg: Path, config: str, recipe: Path, workdir: Path, jobs: int | None, 
     max_jobs, reason = int(plan["jobs"]), str(plan["jobs_reason"])
     load = os.getloadavg()[0]
     before = memcg.oom_kills(cg)
+    cpu0 = _children_cpu()
     t0 = time.perf_counter()
     res = subprocess.run(memcg.inside(cg, [*rb, "build", str(recipe), *flags, "--force"]),
                          env=env, cwd=REPO, capture_output=True, text=True)
     wall = time.perf_counter() - t0
+    cpu = _children_cpu() - cpu0
     kills = memcg.oom_kills(cg) - before
     (workdir / f"{config.replace(' ', '_')}.stderr").write_text(res.stderr)
     outcome = "ok"
     if res.returncode != 0:
-        err = next((ln for ln in res.stderr.splitlines() if " error: " in ln or
-                    ln.startswith(("build error", "error"))), "")
+        lines = res.stderr.splitlines()
+        err = next((ln for ln in lines if ln.startswith("build error: ")),
+                   next((ln for ln in lines if "error" in ln), ""))
         outcome = f"failed (exit {res.returncode}): {err[:160]}"
     else:
         records = sorted((workdir / "wheels").glob("memunits-*.whl.build.json"),
@@ -161,7 +168,13 @@ def build(cg: Path, config: str, recipe: Path, workdir: Path, jobs: int | None, 
             if record.get("oom_retry"):
                 outcome = f"retried: {record['oom_retry']}"
     return Row(config, fixed, max_jobs, reason, kills, outcome, round(wall, 1), units,
-               round(load, 1))
+               round(load, 1), round(cpu, 1))
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (and theirs, once waited for)."""
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
 
 
 def baseline(rows: Sequence[Row]) -> Row | None:
@@ -174,7 +187,7 @@ def render(rows: Sequence[Row]) -> str:
     """The Markdown table (pure)."""
     best = baseline(rows)
     out = ["| config | MAX_JOBS | reason | OOM kills | outcome | wall s | units/min "
-           "| vs best fixed | load |", "|---|---|---|---|---|---|---|---|---|"]
+           "| vs best fixed | CPU s | load |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         rate = r.per_min
         ratio = (f"{rate / best.per_min:.2f}" if rate is not None and best is not None
@@ -182,7 +195,7 @@ def render(rows: Sequence[Row]) -> str:
         reason = r.reason.replace("|", "/")
         out.append(f"| {r.config} | {r.max_jobs} | {reason} | {r.oom_kills} | {r.outcome} "
                    f"| {r.wall_s:.1f} | {f'{rate:.2f}' if rate is not None else '-'} | {ratio} "
-                   f"| {r.load:.1f} |")
+                   f"| {r.cpu_s:.0f} | {r.load:.1f} |")
     return "\n".join(out) + "\n"
 
 

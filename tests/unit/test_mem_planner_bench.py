@@ -39,9 +39,9 @@ def test_table_ratio_is_against_the_best_fixed_jobs_without_an_oom_kill() -> Non
             mp.Row("learned", False, 2, "min(2 cpus, floor(a | b))", 0, "ok", 64.0, 8, 9.5)]
     table = mp.render(rows).splitlines()
     assert table[0].startswith("| config | MAX_JOBS |") and len(table) == 6
-    assert "| fixed -j 2 | 2 | set by --jobs | 0 | ok | 60.0 | 8.00 | 1.00 | 9.5 |" in table
+    assert "| fixed -j 2 | 2 | set by --jobs | 0 | ok | 60.0 | 8.00 | 1.00 | 0 | 9.5 |" in table
     assert "| 30.0 | - | - |" in table[4]  # a failed build has no throughput
-    assert "floor(a / b)" in table[5] and table[5].endswith("| 7.50 | 0.94 | 9.5 |")
+    assert "floor(a / b)" in table[5] and table[5].endswith("| 7.50 | 0.94 | 0 | 9.5 |")
     assert mp.verdict(rows).endswith("0 OOM kills, 94 % -> met")
     slow = [*rows[:3], mp.Row("learned", False, 1, "r", 0, "ok", 100.0, 8, 9.5)]
     assert mp.verdict(slow).endswith("60 % -> NOT met")
