@@ -16,29 +16,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, rocmbuild
+from tests.integration.memcg import memory_mount
 
 GiB = 1024**3
 PLAN = ("plan", "flash-attn", "--arch", "gfx942", "--json")  # mem_per_job_gb = 5
-
-
-def _memory_mount() -> tuple[int, Path] | None:
-    """(version, mount point) of a memory controller this process can write to."""
-    mounts = Path("/proc/self/mountinfo").read_text().splitlines()
-    for want in ("cgroup", "cgroup2"):
-        for line in mounts:
-            left, _, right = line.partition(" - ")
-            tail = right.split()
-            if len(tail) < 3 or tail[0] != want:
-                continue
-            mnt = Path(left.split()[4])
-            if want == "cgroup" and "memory" in tail[2].split(","):
-                ok = os.access(mnt, os.W_OK) and (mnt / "memory.limit_in_bytes").exists()
-                return (1, mnt) if ok else None
-            if want == "cgroup2":
-                ctl = mnt / "cgroup.subtree_control"
-                if os.access(ctl, os.W_OK) and "memory" in ctl.read_text().split():
-                    return 2, mnt
-    return None
 
 
 @pytest.fixture
@@ -46,7 +27,7 @@ def limited_parent() -> Iterator[tuple[int, Path, Path]]:
     """A cgroup limited to 3 GiB and a child of it with no limit; removed afterwards."""
     if os.geteuid() != 0:
         pytest.skip("needs root to create memory cgroups")
-    found = _memory_mount()
+    found = memory_mount()
     if found is None:
         pytest.skip("no writable cgroup v1 or v2 memory controller on this host")
     version, mnt = found

@@ -14,23 +14,18 @@ a writable memory controller; skips with the reason otherwise. Cgroups are remov
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import shlex
-import signal
 import subprocess
 import sys
-import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO
-from tests.integration.test_cgroup_jobs import _memory_mount
+from tests.integration import memcg as memcg_helpers
 
 MiB = 1024**2
 HEAVY_MB = 320
@@ -99,44 +94,25 @@ def make_recipe(tmp_path: Path) -> tuple[Path, Path]:
 @pytest.fixture
 def memcg() -> Iterator[Path]:
     """A cgroup v1 memory cgroup (no swap for it); removed afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to create memory cgroups")
-    found = _memory_mount()
-    if found is None or found[0] != 1:
-        pytest.skip("no writable cgroup v1 memory controller on this host")
-    cg = found[1] / f"rocmbuild-oom-{uuid.uuid4().hex[:8]}"
-    cg.mkdir()
-    try:
-        (cg / "memory.swappiness").write_text("0")
+    why = memcg_helpers.v1_unavailable()
+    if why is not None:
+        pytest.skip(why)
+    with memcg_helpers.v1_cgroup("rocmbuild-oom") as cg:
         yield cg
-    finally:
-        for _ in range(50):  # what a failed test left (ours alone: the cgroup is ours)
-            for pid in (cg / "cgroup.procs").read_text().split():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(int(pid), signal.SIGKILL)
-            try:
-                cg.rmdir()
-                break
-            except OSError:  # busy until the killed processes are gone
-                time.sleep(0.1)
 
 
 def build_in(cg: Path, limit: int, recipe: Path, jobs: int, tmp_path: Path
              ) -> subprocess.CompletedProcess[str]:
-    (cg / "memory.limit_in_bytes").write_text(str(limit))
+    memcg_helpers.set_limit(cg, limit)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
     env.update(COLUMNS="200", ROCMBUILD_WORKDIR=str(tmp_path / "build"))
-    cmd = (f"echo $$ > {shlex.quote(str(cg / 'cgroup.procs'))} && exec "
-           f"{shlex.quote(sys.executable)} -m rocmbuild build {shlex.quote(str(recipe))} "
-           f"--arch gfx942 --jobs {jobs}")
-    return subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, env=env,
-                          cwd=REPO, timeout=300)
+    argv = [sys.executable, "-m", "rocmbuild", "build", str(recipe), "--arch", "gfx942",
+            "--jobs", str(jobs)]
+    return subprocess.run(memcg_helpers.inside(cg, argv), capture_output=True, text=True,
+                          env=env, cwd=REPO, timeout=300)
 
 
-def oom_kills(cg: Path) -> int:
-    line = next(x for x in (cg / "memory.oom_control").read_text().splitlines()
-                if x.startswith("oom_kill "))
-    return int(line.split()[1])
+oom_kills = memcg_helpers.oom_kills
 
 
 def test_oom_kill_retries_at_half_the_jobs_and_keeps_finished_units(
