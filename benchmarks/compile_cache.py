@@ -34,34 +34,13 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 
 from rocmbuild.compilecache import find_tool, parse_ccache_log  # noqa: E402
-from tests.fixtures.compile_units import cmake_project, torch_extension  # noqa: E402
+from tests.fixtures.compile_units import (  # noqa: E402
+    CMAKE_RECIPE,
+    EXT_RECIPE,
+    cmake_project,
+    torch_extension,
+)
 
-CMAKE = """schema_version = 1
-[package]
-name = "units"
-version = "1.0.0"
-[source]
-path = "{src}"
-[arch]
-supported = ["gfx90a", "gfx942", "gfx950"]
-[build]
-backend = "cmake"
-mem_per_job_gb = 0.5
-python_requires = ["cmake", "ninja"]
-repair = false
-"""
-EXT = """schema_version = 1
-[package]
-name = "ccext"
-[source]
-path = "{src}"
-[arch]
-supported = ["gfx90a", "gfx942", "gfx950"]
-[build]
-backend = "pip-wheel"
-mem_per_job_gb = 0.5
-python_requires = ["torch", "setuptools"]
-"""
 STAGE = re.compile(r"\[\d+/\d+\] build\n(?:.*\n)*?\s+ok in ([\d.]+)s")
 LINE = re.compile(r"compile cache: (\d+)/(\d+) hits")
 
@@ -164,7 +143,7 @@ def main() -> None:
     base = Path(tempfile.mkdtemp(prefix="rocmbuild-ccbench-"))
     rows = ["| path | build | build stage (command) | hits | vs cold |", "|---|---|---|---|---|"]
     try:
-        for name, template in (("cmake", CMAKE), ("cpp_extension", EXT)):
+        for name, template in (("cmake", CMAKE_RECIPE), ("cpp_extension", EXT_RECIPE)):
             if opts.only in (None, name):
                 print(f"compile_cache: {name} ...", file=sys.stderr)
                 rows += path_rows(name, template, opts, base)

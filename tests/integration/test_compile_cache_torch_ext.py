@@ -10,26 +10,13 @@ import re
 from pathlib import Path
 
 from tests.conftest import rocmbuild
-from tests.fixtures.compile_units import torch_extension
-
-RECIPE = """schema_version = 1
-[package]
-name = "ccext"
-[source]
-path = "{src}"
-[arch]
-supported = ["gfx90a", "gfx942", "gfx950"]
-[build]
-backend = "pip-wheel"
-mem_per_job_gb = 0.5
-python_requires = ["torch", "setuptools"]
-"""
+from tests.fixtures.compile_units import EXT_RECIPE, torch_extension
 
 
 def test_cpp_extension_second_build_hits(tmp_path: Path) -> None:
     src = torch_extension(tmp_path / "src", 3)
     recipe = tmp_path / "ccext.toml"
-    recipe.write_text(RECIPE.format(src=src))
+    recipe.write_text(EXT_RECIPE.format(src=src))
     env = {"ROCMBUILD_WORKDIR": str(tmp_path / "w"), "ROCMBUILD_COMPILE_CACHE": "ccache"}
     args = ("build", str(recipe), "--arch", "gfx942", "--jobs", "2")
     cold = rocmbuild(*args, env=env)

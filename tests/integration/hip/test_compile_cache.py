@@ -16,29 +16,15 @@ import pytest
 
 from rocmbuild.compilecache import find_tool, parse_ccache_log
 from tests.conftest import REPO
-from tests.fixtures.compile_units import cmake_project
+from tests.fixtures.compile_units import CMAKE_RECIPE, cmake_project
 
-RECIPE = """schema_version = 1
-[package]
-name = "units"
-version = "1.0.0"
-[source]
-path = "{src}"
-[arch]
-supported = ["gfx90a", "gfx942", "gfx950"]
-[build]
-backend = "cmake"
-mem_per_job_gb = 0.5
-python_requires = ["cmake", "ninja"]
-repair = false
-"""
 LINE = re.compile(r"^compile cache: (\d+)/(\d+) hits(?: \(\d+ %\))? \((\w+)\)$", re.M)
 
 
 def _project(tmp_path: Path, units: int) -> Path:
     src = cmake_project(tmp_path / "src", units, hip=True)
     recipe = tmp_path / "units.toml"
-    recipe.write_text(RECIPE.format(src=src))
+    recipe.write_text(CMAKE_RECIPE.format(src=src))
     return recipe
 
 
