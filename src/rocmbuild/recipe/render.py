@@ -21,13 +21,13 @@ from rocmbuild.config import SOURCE_TREE_IGNORE
 from rocmbuild.errors import RecipeError, ToolchainError, UsageError
 from rocmbuild.host import Host
 from rocmbuild.learned import LearnedMemory, pick
-from rocmbuild.nightly.model import Pin
 from rocmbuild.recipe.check import suggest
 from rocmbuild.recipe.model import ROCM_LIBS, Download, Patch, Recipe, Source
 from rocmbuild.recipe.plan import (
     BuildEnvSpec,
     BuildHost,
     CompilerPin,
+    Pin,
     Plan,
     RocmRuntime,
     RocmTarget,
