@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -44,6 +45,11 @@ supported = ["gfx942"]
 [build]
 mem_per_job_gb = 1
 python_requires = ["setuptools", "wheel"]
+[options.flavour]
+env = "DEMO_FLAVOUR"
+default = "plain"
+help = "an option of the test recipe (the cell sets it: it reaches the wheel's provenance)"
+choices = ["plain", "spicy"]
 [validate]
 imports = ["demo"]
 """)
@@ -53,7 +59,12 @@ imports = ["demo"]
                  ".write(str(os.getpid())); time.sleep(300)")
     config = d / "nightly.toml"
     config.write_text(f"""[[matrix]]
-recipes = ["follow.toml", "fails.toml", "slow.toml"]
+recipes = ["follow.toml"]
+archs = ["gfx942"]
+timeout = "10m"
+options = {{ flavour = "spicy" }}
+[[matrix]]
+recipes = ["fails.toml", "slow.toml"]
 archs = ["gfx942"]
 timeout = "10m"
 [publish]
@@ -109,6 +120,10 @@ time = "1h"
     stable = {f["filename"] for j in (d / "index" / "stable" / "simple").glob("*/index.json")
               for f in json.loads(j.read_text())["files"]}
     assert stable == {cells[OK]["wheel"]}
+    with zipfile.ZipFile(next((d / "index").rglob(cells[OK]["wheel"]))) as z:
+        prov = json.loads(z.read(next(n for n in z.namelist()
+                                      if n.endswith(".dist-info/rocmbuild.json"))))
+    assert prov["plan"]["options"] == {"flavour": "spicy"}, prov  # the cell's option
     saved = json.loads((run_dir / "report.json").read_text())
     assert {c["cell"]: c["end"] for c in saved["cells"]} == {
         OK: "completed", F: "failed", C: "cancelled"}

@@ -19,6 +19,9 @@ from rocmbuild.results import Status
 
 CELL_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
 """A cell id: also a directory name under the run, so no ``/`` and no leading dot."""
+RUN_ID = re.compile(r"\d{8}T\d{6}Z(?:-\d{1,4})?")
+"""A run id: the run's UTC start, ``20261130T161500Z`` (``-2``... for a second run started in
+the same second); also the run's directory name under the reports directory."""
 
 
 @dataclass(frozen=True)

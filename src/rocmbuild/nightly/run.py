@@ -24,7 +24,7 @@ from rocmbuild.nightly import cell as cellmod
 from rocmbuild.nightly import detect, lock
 from rocmbuild.nightly.config import NightlyConfig
 from rocmbuild.nightly.executors import Local
-from rocmbuild.nightly.model import CELL_ID, Cell, CellOutcome, Decision, End, RunReport, Task
+from rocmbuild.nightly.model import RUN_ID, Cell, CellOutcome, Decision, End, RunReport, Task
 from rocmbuild.nightly.report import write as report_write
 from rocmbuild.nightly.slurm import SlurmExecutor, SlurmSettings
 from rocmbuild.recipe import load, render
@@ -174,7 +174,8 @@ def outstanding(reports: Path) -> str | None:
     if not reports.is_dir():
         return None
     for d in sorted(reports.iterdir(), reverse=True):
-        if (not d.is_symlink() and d.is_dir() and (d / "slurm.json").is_file()
+        if (RUN_ID.fullmatch(d.name) and not d.is_symlink() and d.is_dir()
+                and (d / "slurm.json").is_file()
                 and not (d / "report.json").exists()):
             return d.name
     return None
@@ -233,7 +234,7 @@ def collect(cfg: NightlyConfig, run: str, lock_note: str = "") -> RunReport:
     given = Path(run)
     if given.is_dir() and (given / "manifest.json").is_file():
         run_dir = given.absolute()
-    elif CELL_ID.fullmatch(run.lower()) and (cfg.reports / run).is_dir():
+    elif RUN_ID.fullmatch(run) and (cfg.reports / run).is_dir():
         run_dir = cfg.reports / run
     else:
         raise UsageError(f"--collect: {run[:100]!r} is neither a run id under {cfg.reports} "
