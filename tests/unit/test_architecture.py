@@ -111,7 +111,7 @@ def test_nothing_imports_the_command_layer() -> None:
 
 def test_shared_values_import_no_domain_module() -> None:
     """Rule 7 (arrows point down): recipe/, host and results sit below the domain modules and
-    the stages, so they import none of them (a Pin the nightly needs lives in recipe.plan). The
+    the stages, so they import none of them (the nightly's Pin lives in results). The
     kernel gate imports nothing of rocmbuild: a leaf, its adapter names may be read."""
     above = ("rocmbuild.nightly", "rocmbuild.pipeline", "rocmbuild.stages", "rocmbuild.publish",
              "rocmbuild.validate", "rocmbuild.verify", "rocmbuild.prune", "rocmbuild.doctor")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.recipe.plan import Pin as Pin  # the nightly's resolved upstream (render needs it)
+from rocmbuild.results import Pin as Pin  # the nightly's resolved upstream (render needs it)
 from rocmbuild.results import Status
 
 CELL_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")

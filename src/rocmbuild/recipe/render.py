@@ -27,12 +27,12 @@ from rocmbuild.recipe.plan import (
     BuildEnvSpec,
     BuildHost,
     CompilerPin,
-    Pin,
     Plan,
     RocmRuntime,
     RocmTarget,
     ValidateSpec,
 )
+from rocmbuild.results import Pin
 
 __all__ = ["Plan", "Target", "render", "uses_hip_compiler"]
 
