@@ -24,7 +24,16 @@ from rocmbuild.nightly import cell as cellmod
 from rocmbuild.nightly import detect, lock
 from rocmbuild.nightly.config import NightlyConfig
 from rocmbuild.nightly.executors import Local
-from rocmbuild.nightly.model import RUN_ID, Cell, CellOutcome, Decision, End, RunReport, Task
+from rocmbuild.nightly.model import (
+    CELL_ID,
+    RUN_ID,
+    Cell,
+    CellOutcome,
+    Decision,
+    End,
+    RunReport,
+    Task,
+)
 from rocmbuild.nightly.report import write as report_write
 from rocmbuild.nightly.slurm import SlurmExecutor, SlurmSettings
 from rocmbuild.recipe import load, render
@@ -246,6 +255,13 @@ def collect(cfg: NightlyConfig, run: str, lock_note: str = "") -> RunReport:
     if lock_note:
         log.warn(escape(lock_note))
     data = cellmod.read_manifest(run_dir)
+    if not RUN_ID.fullmatch(str(data.get("run"))) or not isinstance(data.get("started"), str) \
+            or not all(isinstance(e, dict) and isinstance(e.get("cell"), dict)
+                       and CELL_ID.fullmatch(str(e["cell"].get("id")))
+                       and e.get("decision") in (Decision.BUILD.value, Decision.SKIP.value)
+                       for e in data["cells"]):
+        raise UsageError(f"--collect: {run_dir / 'manifest.json'}: not a nightly manifest",
+                         hint="was it edited? collect the run directory the nightly made")
     outcomes = _slurm(cfg, run_dir).collect(run_dir, wait=True)
     return finish(cfg, data, {o.cell_id: o for o in outcomes}, lock_note)
 
