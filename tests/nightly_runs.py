@@ -23,12 +23,13 @@ def outcome(cell: str, status: Status = Status.SUCCESS, **kw: object) -> CellOut
         duration_s=600.0 if ok else 1.5, log=f"cells/{cell}/log.txt",
         wheel="flash_attn-2.8.3+rocm6.2.gfx942-cp311-cp311-linux_x86_64.whl" if ok else None,
         wheel_size=1_234_567 if ok else None, cache_hit_rate=0.75 if ok else None,
+        peak_rss_bytes=3 << 30 if ok else None, disk_bytes=5 << 20 if ok else None,
         tflops=180.5 if ok and cell != PROBE else None)
     return replace(base, **kw)  # type: ignore[arg-type]
 
 
 def night(day: int, *outcomes: CellOutcome, **kw: object) -> RunReport:
-    r = RunReport(run_id=f"2026-11-{day:02d}T020000Z", started=f"2026-11-{day:02d}T02:00:00Z",
+    r = RunReport(run_id=f"202611{day:02d}T020000Z", started=f"2026-11-{day:02d}T02:00:00Z",
                   finished=f"2026-11-{day:02d}T03:10:00Z", executor="local",
                   outcomes=tuple(outcomes))
     return replace(r, **kw)  # type: ignore[arg-type]

@@ -199,3 +199,22 @@ class StageResult:
             "reason": self.reason,
             "log": str(self.log_path) if self.log_path else None,
         }
+
+
+@dataclass(frozen=True)
+class Pin:
+    """What upstream had when a nightly run started, resolved once by its controller
+    (``render.Target.pin``; re-exported by ``nightly.model``)."""
+
+    kind: str
+    """``git`` (a commit of ``ref``) or ``sdist`` (a version on a package index) or
+    ``recipe`` (the recipe's own pin, nothing followed)."""
+    value: str
+    """The commit, the version, or the recipe's pin as it reads."""
+    url: str = ""
+    """sdist: the file's URL (credentials never kept); git: the repository."""
+    sha256: str = ""
+    """sdist: the file's sha256 from the index."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "value": self.value, "url": self.url, "sha256": self.sha256}

@@ -38,6 +38,12 @@ CASES = [
           "nightly.toml: executor.kind: 'k8s' is not local or slurm"),
     _case("nightly-timeout-above-job", _M + 'timeout = "9h"\n' + _P
           + '[executor]\ntime = "8h"\n', "nightly.toml: executor.time: cell "),
+    _case("nightly-executor-unknown-key", _M + _P + '[executor]\nkind = "slurm"\nqueue = "x"\n',
+          "nightly.toml: executor.queue: unknown key"),
+    _case("nightly-executor-bad-partition", _M + _P + '[executor]\npartition = "a b"\n',
+          "nightly.toml: executor.partition: 'a b' is not a Slurm name"),
+    _case("nightly-executor-own-sbatch-arg", _M + _P + '[executor]\nsbatch_args = ["--array=1"]\n',
+          "nightly.toml: executor.sbatch_args: --array is the executor's own"),
     _case("nightly-bad-history", _M + _P + "[reports]\nhistory = 0\n",
           "nightly.toml: reports.history"),
     _case("nightly-notify-not-http", _M + _P + f'[notify]\nurl = "ftp://u:{SECRET}@h/x"\n',
@@ -49,4 +55,7 @@ CASES = [
     Case("nightly-cell-without-run-dir", ("nightly", "--config", "{dir}/nightly.toml", "--cell",
                                           "x"), EXIT["usage"], "--cell and --run-dir",
          "nightly", files={"nightly.toml": _M + _P}, writes_nothing=True),
+    Case("nightly-collect-not-a-run", ("nightly", "--config", "{dir}/nightly.toml", "--collect",
+                                       "../etc"), EXIT["usage"], "--collect: '../etc' is neither",
+         "nightly", files={"nightly.toml": _M + _P}),
 ]

@@ -107,3 +107,16 @@ def test_nothing_imports_the_command_layer() -> None:
     bad = [n for n, t in modules().items() if not is_command_layer(n)
            and any(m.startswith(("rocmbuild.commands", "rocmbuild.cli")) for m in imported(t))]
     assert bad == []
+
+
+def test_shared_values_import_no_domain_module() -> None:
+    """Rule 7 (arrows point down): recipe/, host and results sit below the domain modules and
+    the stages, so they import none of them (the nightly's Pin lives in results). The
+    kernel gate imports nothing of rocmbuild: a leaf, its adapter names may be read."""
+    above = ("rocmbuild.nightly", "rocmbuild.pipeline", "rocmbuild.stages", "rocmbuild.publish",
+             "rocmbuild.validate", "rocmbuild.verify", "rocmbuild.prune", "rocmbuild.doctor")
+    bad = [f"{n}: {m}" for n, t in modules().items()
+           if n.startswith("recipe/") or n in ("host.py", "results.py")
+           for m in sorted(imported(t))
+           if m.startswith(above) and not m.startswith("rocmbuild.validate.kernelgate")]
+    assert bad == []

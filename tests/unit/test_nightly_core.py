@@ -33,6 +33,31 @@ def test_sample_config_loads_and_expands() -> None:
     assert cfg.workdir == REPO / "build" and cfg.pypi == "https://pypi.org/simple/"
 
 
+def test_executor_table_is_the_slurm_settings(tmp_path: Path) -> None:
+    """One place defines [executor]'s keys (slurm.SETTING_KEYS): the config checker takes them
+    all and hands them to slurm.settings_from_table; any other key is one unknown-key line."""
+    from rocmbuild.nightly.slurm import SETTING_KEYS
+
+    p = tmp_path / "nightly.toml"
+    head = '[[matrix]]\nrecipes = ["x"]\narchs = ["gfx942"]\n[publish]\nindex = "i"\n'
+    p.write_text(head + '[executor]\nkind = "slurm"\npartition = "cpu"\ngpu_partition = "mi300"\n'
+                 'account = "proj1"\nsbatch_args = ["--qos=normal"]\ntime = "8h"\n'
+                 'shared_dir = "shared"\npoll = "5s"\njob_name = "nightly"\n')
+    ex = config.load(p).executor
+    assert ex.kind == "slurm" and ex.slurm is not None
+    s = ex.slurm
+    assert (s.partition, s.gpu_partition, s.account, s.extra_args) == (
+        "cpu", "mi300", "proj1", ("--qos=normal",))
+    assert (s.max_time_s, s.shared_dir, s.poll_s, s.job_name) == (
+        8 * 3600, tmp_path / "shared", 5.0, "nightly")
+    assert ex.gpu_partition == "mi300" and ex.time_s == 8 * 3600
+    p.write_text(head + '[executor]\nqueue = "x"\n')
+    with pytest.raises(UsageError) as exc:
+        config.load(p)
+    assert exc.value.message == "nightly.toml: executor.queue: unknown key"
+    assert all(k in (exc.value.hint or "") for k in ("kind", *SETTING_KEYS))
+
+
 def test_notify_url_never_in_repr_or_errors(tmp_path: Path) -> None:
     p = tmp_path / "nightly.toml"
     p.write_text('[[matrix]]\nrecipes = ["x"]\narchs = ["gfx942"]\n[publish]\nindex = "i"\n'

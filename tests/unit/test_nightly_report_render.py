@@ -40,14 +40,16 @@ def test_summary_is_a_table_of_cells_and_deterministic() -> None:
     assert md == rep.render_summary(replace(r))
     assert md.startswith(f"# rocmbuild nightly {r.run_id}: FAILED\n")
     rows = [line for line in md.splitlines() if line.startswith("| ")]
-    assert rows[0].startswith("| cell | status | end | duration | wheel | size | cache hits |")
+    assert rows[0].startswith("| cell | status | end | duration | peak memory | disk | wheel | "
+                              "size | cache hits |")
     by_cell = {row.split(" | ")[0][2:]: row for row in rows[1:]}
     assert sorted(by_cell) == sorted([FA, GIT, PROBE])
     probe = by_cell[PROBE]
-    assert ("| success | completed | 1m 00s | flash_attn-2.8.3+rocm6.2.gfx942-cp311-cp311-"
+    assert ("| success | completed | 1m 00s | 3.0 GiB | 5.0 MiB | "
+            "flash_attn-2.8.3+rocm6.2.gfx942-cp311-cp311-"
             "linux_x86_64.whl | 1.2 MiB | 75% | - |") in probe
     assert f"[log](cells/{PROBE}/log.txt)" in probe
-    assert "| failed | failed | 1.5 s |" in by_cell[GIT]
+    assert "| failed | failed | 1.5 s | - | - |" in by_cell[GIT]
     assert f"- {GIT}: failed: build failed: exit 1" in md
     assert "Lock: took over the stale lock of pid 4242" in md
     assert "Freed by retention: 3.0 GiB." in md
@@ -99,7 +101,7 @@ def test_page_with_two_runs_a_day_and_no_number() -> None:
     """Two runs on one date are told apart by their times; a NaN TFLOP/s (the controller's, not
     read back: those are checked) is drawn as no value."""
     a = night(1, outcome(FA))
-    b = replace(night(1, outcome(FA, tflops=float("nan"))), run_id="2026-11-01T140000Z",
+    b = replace(night(1, outcome(FA, tflops=float("nan"))), run_id="20261101T140000Z",
                 started="2026-11-01T14:00:00Z")
     page = rep.render_page([b, a])
     svgs = re.findall(r"<svg .*?</svg>", page)
@@ -175,7 +177,7 @@ def test_notification_failure_recovery_and_quiet(tmp_path: Path) -> None:
     assert rec is not None and rec["event"] == "recovery" and rec["recovered"] == [GIT]
     assert rec["changed"] == [{"cell": GIT, "was": "failed", "now": "success"}]
     # still failing: a failure to report, but no change of state
-    again = rep.notification([replace(n2, run_id="r4"), n2, n1], tmp_path)
+    again = rep.notification([replace(n2, run_id="20261104T020000Z"), n2, n1], tmp_path)
     assert again is not None and again["event"] == "failure" and again["changed"] == []
     # the last build failed, later nights skipped it (none), now it builds: a recovery
     skip = night(9, outcome(GIT, Status.SKIPPED))
@@ -197,6 +199,8 @@ def test_write_three_nights(tmp_path: Path) -> None:
     assert [page.index(f">{r}</a>") for r in runs] == sorted(page.index(f">{r}</a>")
                                                            for r in runs)  # newest first
     assert page.count("<svg") == 3 and page.count("<table class='history'>") == 3
+    # peak memory and disk of each build, in its cell's history table
+    assert "<td class='num'>3.0 GiB</td><td class='num'>5.0 MiB</td>" in page
     for r in runs:
         assert f'href="{r}/summary.md"' in page
         assert f'href="{r}/cells/{GIT}/log.txt"' in page
@@ -213,7 +217,7 @@ def test_write_is_deterministic_and_history_is_bounded(tmp_path: Path) -> None:
     again = rep.write(a, three_nights()[2])  # rewriting the same run changes nothing
     assert again.page.read_bytes() == fb.page.read_bytes()
     two = rep.write(a, three_nights()[2], history=2)
-    assert two.runs == 2 and "2026-11-01T020000Z" not in two.page.read_text()
+    assert two.runs == 2 and "20261101T020000Z" not in two.page.read_text()
 
 
 def test_hostile_history_is_skipped_with_warnings(tmp_path: Path,
@@ -221,41 +225,48 @@ def test_hostile_history_is_skipped_with_warnings(tmp_path: Path,
     reports = tmp_path / "reports"
     n1, n2, n3 = three_nights()
     write_nights(reports, [n1, n2])
+    # each bad report in a directory named like a run (20261120T020000Z ...): read, refused
+    names = ["broken", "huge", "notobj", "badcell", "negative", "other", "linked", "fifo"]
+    rid = {n: f"202611{20 + i}T020000Z" for i, n in enumerate(names)}
     outside = tmp_path / "outside.json"
-    outside.write_text(json.dumps(replace(n1, run_id="linked").to_json()))
+    outside.write_text(json.dumps(replace(n1, run_id=rid["linked"]).to_json()))
     bad = {
         "broken": b"{not json",
         "huge": b" " * (rep.MAX_REPORT_BYTES + 1) + b"{}",
         "notobj": b"[1, 2]",
-        "badcell": json.dumps({**n1.to_json(), "run": "badcell",
+        "badcell": json.dumps({**n1.to_json(), "run": rid["badcell"],
                                "cells": [{**n1.outcomes[0].to_json(),
                                           "cell": "[/bold] ../x"}]}).encode(),
-        "negative": json.dumps({**n1.to_json(), "run": "negative", "freed_bytes": -1}).encode(),
+        "negative": json.dumps({**n1.to_json(), "run": rid["negative"],
+                                "freed_bytes": -1}).encode(),
         "other": json.dumps(n1.to_json()).encode(),  # names another run
     }
     for name, data in bad.items():
-        (reports / name).mkdir()
-        (reports / name / "report.json").write_bytes(data)
-    (reports / "linked").mkdir()
-    (reports / "linked" / "report.json").symlink_to(outside)
-    (reports / "fifo").mkdir()
-    os.mkfifo(reports / "fifo" / "report.json")  # would hang a plain open()
-    (reports / "dirlink").symlink_to(reports / n1.run_id)
+        (reports / rid[name]).mkdir()
+        (reports / rid[name] / "report.json").write_bytes(data)
+    (reports / rid["linked"]).mkdir()
+    (reports / rid["linked"] / "report.json").symlink_to(outside)
+    (reports / rid["fifo"]).mkdir()
+    os.mkfifo(reports / rid["fifo"] / "report.json")  # would hang a plain open()
+    (reports / "20261130T020000Z").symlink_to(reports / n1.run_id)
+    (reports / "not-a-run").mkdir()  # not a run's name: not read at all
+    (reports / "not-a-run" / "report.json").write_text("{")
     # a valid report whose strings try to break out of the page, and whose log leaves the dir
     evil = night(4, outcome(FA, reason="<script>alert(1)</script>", wheel="<b>w</b>.whl",
                             log="../../../outside.json"), executor="<i>x</i>")
     (reports / evil.run_id).mkdir()
     (reports / evil.run_id / "report.json").write_text(json.dumps(evil.to_json()))
-    n3_later = replace(n3, run_id="2026-11-05T020000Z", started="2026-11-05T02:00:00Z")
+    n3_later = replace(n3, run_id="20261105T020000Z", started="2026-11-05T02:00:00Z")
     files = rep.write(reports, n3_later)  # the warnings are printed (rich markup escaped)
     assert "cell id '[/bold] ../x' is not a cell id" in capsys.readouterr().err
-    skipped = sorted(w.split("/reports/")[1].split("/")[0] for w in files.warnings)
-    assert skipped == ["badcell", "broken", "fifo", "huge", "linked", "negative", "notobj", "other"]
+    by_dir = {v: k for k, v in rid.items()}
+    skipped = sorted(by_dir[w.split("/reports/")[1].split("/")[0]] for w in files.warnings)
+    assert skipped == sorted(names)
     assert files.runs == 4  # n1, n2, evil and this one
     page = files.page.read_text()
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<b>w</b>" not in page and "<i>x</i>" not in page
-    assert "outside.json" not in page and "linked" not in page
+    assert "outside.json" not in page and rid["linked"] not in page
     assert "evil" not in files.prom.read_text()
 
 

@@ -24,6 +24,12 @@ def register(sub: common.Subparsers) -> None:
                    help="print each cell's decision, reasons, pin and key; build nothing")
     p.add_argument("--only", action="append", default=[], metavar="CELL",
                    help="only this cell (repeatable)")
+    p.add_argument("--no-wait", action="store_true",
+                   help="Slurm: submit the cells' array, print the run id and return; end the "
+                   "run later with --collect")
+    p.add_argument("--collect", default=None, metavar="RUN",
+                   help="wait for and collect a --no-wait run's Slurm tasks (a run id or run "
+                   "directory), then promote, prune and report as a waited run does")
     common.add_json(p, "the decisions (--dry-run) or the run's report")
     # What one task runs, on this machine or a Slurm node (the controller starts it).
     p.add_argument("--run-dir", default=None, help=argparse.SUPPRESS)
@@ -39,6 +45,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--cell and --run-dir: give both (what one task runs) or neither",
                          hint="the controller starts tasks itself: run `rocmbuild nightly "
                          "--config FILE`")
+    if args.collect is not None and (args.cell is not None or args.dry_run or args.no_wait
+                                     or args.only):
+        raise UsageError("--collect: give it alone (with --config)",
+                         hint="--collect RUN ends a run that --no-wait started")
     if args.cell is None and not args.dry_run:
         # the lock first, before the heavy imports: a second nightly is refused at once
         root = Path(args.workdir) if args.workdir else config.workdir_of(Path(args.config))
@@ -98,7 +108,23 @@ def _controller(args: argparse.Namespace, lock_note: str) -> int:
     from rocmbuild.nightly import run as nightly_run
 
     cfg = _load(args)
-    report = nightly_run.nightly(cfg, args.executor, args.only, lock_note=lock_note)
+    if args.collect is not None:
+        report = nightly_run.collect(cfg, args.collect, lock_note)
+    else:
+        got = nightly_run.nightly(cfg, args.executor, args.only, lock_note=lock_note,
+                                  no_wait=args.no_wait)
+        if isinstance(got, nightly_run.Pending):
+            if args.json:
+                common.print_json({"run": got.run_id, "run_dir": str(got.run_dir),
+                                   "jobs": list(got.job_ids), "cells": got.cells,
+                                   "collect": ["--collect", got.run_id]})
+            else:
+                log.out.print(escape(
+                    f"{got.run_id}  submitted  {got.cells} cell(s) as Slurm job(s) "
+                    f"{', '.join(got.job_ids)}; collect with: rocmbuild nightly --config "
+                    f"{cfg.path} --collect {got.run_id}"), highlight=False, soft_wrap=True)
+            return 0
+        report = got
     if args.json:
         common.print_json(report.to_json())
     else:

@@ -153,7 +153,8 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
             f"{result.validation}", duration_s=time.monotonic() - start,
             peak_rss_bytes=peak_rss(), disk_bytes=disk_use(ctx.log_dir, ctx.artifacts.tree),
             wheel=wheel.name, wheel_size=wheel.stat().st_size, version=version,
-            project=project, tflops=best_tflops(report), exit_code=0, log=rel_log)
+            project=project, cache_hit_rate=result.cache_hit_rate, tflops=best_tflops(report),
+            exit_code=0, log=rel_log)
         code = 0
     except RocmbuildError as exc:
         if exc.detail:  # the log tail: the cell's log.txt then says why without another file

@@ -13,10 +13,13 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rocmbuild.errors import UsageError
 from rocmbuild.nightly.model import CELL_ID, Cell
+
+if TYPE_CHECKING:
+    from rocmbuild.nightly.slurm import SlurmSettings
 
 # Nothing of rocmbuild.publish at import time (it is heavy): a second nightly must be refused
 # within a second, and the command takes the lock after reading only this module.
@@ -36,7 +39,7 @@ _KEYS: dict[str, tuple[str, ...]] = {
     "publish": ("index", "stage", "promote_to"),
     "reports": ("dir", "history"),
     "retention": ("max_size", "keep_days"),
-    "executor": ("kind", "partition", "gpu_partition", "shared_dir", "time"),
+    "executor": ("kind",),  # and slurm.SETTING_KEYS (read when a config is checked)
     "notify": ("url",),
 }
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
@@ -50,11 +53,18 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 class ExecutorConfig:
     kind: str = "local"
     """``local`` (cells one after another on this machine) or ``slurm`` (an sbatch array)."""
-    partition: str = ""
-    gpu_partition: str = ""
-    shared_dir: Path | None = None
-    time_s: int | None = None
-    """Slurm: the job's time limit; every cell's timeout stays below it."""
+    slurm: SlurmSettings | None = None
+    """The ``[executor]`` table's Slurm settings (``slurm.settings_from_table``: one place
+    defines the keys); None only in a config built by hand."""
+
+    @property
+    def gpu_partition(self) -> str:
+        return (self.slurm.gpu_partition or "") if self.slurm else ""
+
+    @property
+    def time_s(self) -> int | None:
+        """Slurm: the partition's time limit; every cell's timeout stays below it."""
+        return self.slurm.max_time_s if self.slurm else None
 
 
 @dataclass(frozen=True)
@@ -109,6 +119,10 @@ class _Reader:
 
     def known(self, data: Mapping[str, Any], section: str, where: str) -> None:
         allowed = _KEYS[section]
+        if section == "executor":
+            from rocmbuild.nightly.slurm import SETTING_KEYS
+
+            allowed = (*allowed, *SETTING_KEYS)
         for k in data:
             if k not in allowed:
                 raise self.fail(_join(where, k), "unknown key",
@@ -335,18 +349,12 @@ def load(path: Path) -> NightlyConfig:
     if kind not in ("local", "slurm"):
         raise r.fail("executor.kind", f"{kind!r} is not local or slurm",
                      hint='kind = "local" runs the cells here; "slurm" submits an sbatch array')
-    time_s = None
-    if "time" in ex:
-        t = r.text(ex, "time", "executor") or ""
-        time_s = parse_duration(t)
-        if time_s is None:
-            raise r.fail("executor.time", f"{t!r} is not a duration",
-                         hint='e.g. time = "8h"')
-    shared = r.text(ex, "shared_dir", "executor")
-    executor = ExecutorConfig(kind=kind, partition=r.text(ex, "partition", "executor") or "",
-                              gpu_partition=r.text(ex, "gpu_partition", "executor") or "",
-                              shared_dir=_resolve(base, shared) if shared else None,
-                              time_s=time_s)
+    from rocmbuild.nightly.slurm import settings_from_table
+
+    slurm = settings_from_table({k: v for k, v in ex.items() if k != "kind"},
+                                f"{path.name}: executor", base)
+    executor = ExecutorConfig(kind=kind, slurm=slurm)
+    time_s = slurm.max_time_s
     if time_s is not None:
         for c in cells:
             if c.timeout_s >= time_s:

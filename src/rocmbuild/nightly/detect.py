@@ -11,7 +11,6 @@ Everything read from the network is untrusted: a size cap, shapes checked, hex c
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import urllib.error
@@ -28,9 +27,9 @@ from rich.markup import escape
 
 from rocmbuild import cache, log, run
 from rocmbuild.config import Workspace
-from rocmbuild.errors import CommandFailed, FetchError, UsageError
+from rocmbuild.errors import CommandFailed, FetchError
 from rocmbuild.host import Host
-from rocmbuild.nightly.model import Cell, CellPlan, Decision, Pin
+from rocmbuild.nightly.model import RUN_ID, Cell, CellPlan, Decision, Pin
 from rocmbuild.publish.static_index import StaticIndex
 from rocmbuild.publish.target import parse_index, redact
 from rocmbuild.recipe import load, render
@@ -201,15 +200,9 @@ def facts(plan: Plan) -> Facts:
 
 def render_cell(cell: Cell, pin: Pin, host: Host, build_tag: str | None = None) -> Plan:
     recipe = load.load(load.find_recipe(cell.recipe))
-    extra: dict[str, Any] = {}
-    if cell.options:  # recipe options (render.Target.options where this rocmbuild has them)
-        if "options" not in {f.name for f in dataclasses.fields(render.Target)}:
-            raise UsageError(f"{cell.id}: options: this rocmbuild has no recipe options",
-                             hint="leave options out of the matrix entry")
-        extra["options"] = cell.options
     target = render.Target(arch=cell.arch, variant=cell.variant, source=cell.source,
                            pin=pin if pin.kind != "recipe" else None, build_tag=build_tag,
-                           **extra)
+                           options=cell.options)
     return render.render(recipe, target, host)
 
 
@@ -342,7 +335,7 @@ def last_manifest(reports: Path, exclude: str = "") -> dict[str, dict[str, Any]]
     if not reports.is_dir():
         return {}
     runs = sorted((p for p in reports.iterdir()
-                   if re.fullmatch(r"\d{8}T\d{6}Z(-\d+)?", p.name) and p.name != exclude),
+                   if RUN_ID.fullmatch(p.name) and p.name != exclude),
                   reverse=True)
     found: dict[str, dict[str, Any]] = {}
     for r in runs[:MAX_RUNS_READ]:

@@ -14,10 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocmbuild.results import Pin as Pin  # the nightly's resolved upstream (render needs it)
 from rocmbuild.results import Status
 
 CELL_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
 """A cell id: also a directory name under the run, so no ``/`` and no leading dot."""
+RUN_ID = re.compile(r"\d{8}T\d{6}Z(?:-\d{1,4})?")
+"""A run id: the run's UTC start, ``20261130T161500Z`` (``-2``... for a second run started in
+the same second); also the run's directory name under the reports directory."""
 
 
 @dataclass(frozen=True)
@@ -42,24 +46,6 @@ class Cell:
 class Decision(enum.Enum):
     BUILD = "build"
     SKIP = "skip"
-
-
-@dataclass(frozen=True)
-class Pin:
-    """What upstream had when the run started, resolved once by the controller."""
-
-    kind: str
-    """``git`` (a commit of ``ref``) or ``sdist`` (a version on a package index) or
-    ``recipe`` (the recipe's own pin, nothing followed)."""
-    value: str
-    """The commit, the version, or the recipe's pin as it reads."""
-    url: str = ""
-    """sdist: the file's URL (credentials never kept); git: the repository."""
-    sha256: str = ""
-    """sdist: the file's sha256 from the index."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "value": self.value, "url": self.url, "sha256": self.sha256}
 
 
 @dataclass(frozen=True)

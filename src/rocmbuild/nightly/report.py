@@ -34,7 +34,7 @@ from rich.markup import escape
 
 from rocmbuild import fsutil, log
 from rocmbuild.errors import RocmbuildError
-from rocmbuild.nightly.model import CELL_ID, CellOutcome, End, RunReport
+from rocmbuild.nightly.model import CELL_ID, RUN_ID, CellOutcome, End, RunReport
 from rocmbuild.publish.target import redact
 from rocmbuild.results import Status
 from rocmbuild.validate.report import ticks
@@ -44,8 +44,6 @@ SUMMARY = "summary.md"
 PAGE = "index.html"
 PROM = "rocmbuild.prom"
 
-RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-"""A run id: the run's directory name under the reports directory."""
 MAX_REPORT_BYTES = 1 << 20
 """An earlier run's report.json larger than this is skipped (a nightly's is a few KiB)."""
 NOTIFY_TIMEOUT_S = 10.0
@@ -85,7 +83,7 @@ def write(reports_dir: Path, report: RunReport, history: int = 30,
     failure or recovery (a failed POST becomes a note in this run's report, never an error)."""
     if not RUN_ID.fullmatch(report.run_id):
         raise RocmbuildError(f"nightly report: run id {report.run_id!r} cannot be a directory "
-                             "name", hint="a run id is letters, digits, '.', '_' and '-'")
+                             "name", hint="a run id is the run's UTC start, e.g. 20261130T161500Z")
     for key, when in (("started", report.started), ("finished", report.finished)):
         try:
             _when(when)
@@ -332,13 +330,15 @@ def render_summary(report: RunReport) -> str:
     lines = [f"# rocmbuild nightly {report.run_id}: {verdict}", "",
              f"Started {report.started}, finished {report.finished}, executor "
              f"{_md(report.executor)}: {_count(report)}.", "",
-             "| cell | status | end | duration | wheel | size | cache hits | TFLOP/s | log |",
-             "|---|---|---|---:|---|---:|---:|---:|---|"]
+             "| cell | status | end | duration | peak memory | disk | wheel | size | cache hits "
+             "| TFLOP/s | log |",
+             "|---|---|---|---:|---:|---:|---|---:|---:|---:|---|"]
     for o in sorted(report.outcomes, key=lambda o: o.cell_id):
         log_rel = safe_log(o.log)
         link = f"[log]({quote(log_rel)})" if log_rel else "-"
         lines.append(f"| {_md(o.cell_id)} | {o.status.value} | {o.end.value} | "
-                     f"{duration(o.duration_s)} | {_md(o.wheel or '')} | {size(o.wheel_size)} | "
+                     f"{duration(o.duration_s)} | {size(o.peak_rss_bytes)} | "
+                     f"{size(o.disk_bytes)} | {_md(o.wheel or '')} | {size(o.wheel_size)} | "
                      f"{_pct(o.cache_hit_rate)} | {_tf(o.tflops)} | {link} |")
     why = [f"- {o.cell_id}: {o.status.value}: {_one_line(o.reason)}"
            for o in sorted(report.outcomes, key=lambda o: o.cell_id) if o.reason]
@@ -525,8 +525,9 @@ def render_page(runs: Sequence[RunReport], links: frozenset[str] = frozenset()) 
         parts.append(f"<h3 id='{_anchor(c)}'>{e(c)}</h3>")
         parts.append(chart_svg(c, points, len(order)))
         parts.append("<table class='history'><tr><th>run</th><th>status</th><th>end</th>"
-                     "<th>duration</th><th>wheel</th><th>size</th><th>cache hits</th>"
-                     "<th>TFLOP/s</th><th>log</th><th>reason</th></tr>")
+                     "<th>duration</th><th>peak memory</th><th>disk</th><th>wheel</th>"
+                     "<th>size</th><th>cache hits</th><th>TFLOP/s</th><th>log</th>"
+                     "<th>reason</th></tr>")
         for r in runs:
             for o in r.outcomes:
                 if o.cell_id != c:
@@ -535,6 +536,8 @@ def render_page(runs: Sequence[RunReport], links: frozenset[str] = frozenset()) 
                 parts.append(
                     f"<tr><td>{e(r.run_id)}</td><td>{_status(o.status)}</td>"
                     f"<td>{e(o.end.value)}</td><td class='num'>{duration(o.duration_s)}</td>"
+                    f"<td class='num'>{size(o.peak_rss_bytes)}</td>"
+                    f"<td class='num'>{size(o.disk_bytes)}</td>"
                     f"<td>{e(o.wheel or '-')}</td><td class='num'>{size(o.wheel_size)}</td>"
                     f"<td class='num'>{_pct(o.cache_hit_rate)}</td><td class='num'>"
                     f"{_tf(o.tflops)}</td><td>{log_link}"

@@ -7,12 +7,11 @@ The run directory is ``<reports>/<run_id>/`` with ``run_id`` the UTC start time
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,12 +19,23 @@ from rich.markup import escape
 
 from rocmbuild import config, fsutil, host, log
 from rocmbuild import publish as pub
-from rocmbuild.errors import RocmbuildError, UsageError
+from rocmbuild.errors import Busy, RocmbuildError, UsageError
 from rocmbuild.nightly import cell as cellmod
 from rocmbuild.nightly import detect, lock
 from rocmbuild.nightly.config import NightlyConfig
 from rocmbuild.nightly.executors import Local
-from rocmbuild.nightly.model import Cell, CellOutcome, Decision, End, RunReport, Task
+from rocmbuild.nightly.model import (
+    CELL_ID,
+    RUN_ID,
+    Cell,
+    CellOutcome,
+    Decision,
+    End,
+    RunReport,
+    Task,
+)
+from rocmbuild.nightly.report import write as report_write
+from rocmbuild.nightly.slurm import SlurmExecutor, SlurmSettings
 from rocmbuild.recipe import load, render
 from rocmbuild.results import Status
 
@@ -125,15 +135,14 @@ def _promote(cfg: NightlyConfig, o: CellOutcome) -> CellOutcome:
     return replace(o, promoted=True)
 
 
-def _skipped(cfg: NightlyConfig, p: detect.Planned) -> CellOutcome:
+def _skipped(cfg: NightlyConfig, cell_id: str, cache_key: str, reason: str) -> CellOutcome:
     """A SKIP cell: its validated wheel is in staging; promoted too when the served stage does
     not have it yet (an earlier promote failed)."""
     ws = workspace(cfg)
     from rocmbuild import cache
 
-    entry = cache.lookup(ws.cache, p.cell_plan.cache_key)
-    o = CellOutcome(p.cell_plan.cell.id, Status.SKIPPED, End.SKIPPED,
-                    reason="; ".join(p.cell_plan.reasons))
+    entry = cache.lookup(ws.cache, cache_key) if cache_key else None
+    o = CellOutcome(cell_id, Status.SKIPPED, End.SKIPPED, reason=reason)
     if entry is None:
         return o
     project, version = detect.wheel_project(entry.wheel.name)
@@ -146,42 +155,61 @@ def _skipped(cfg: NightlyConfig, p: detect.Planned) -> CellOutcome:
 
 
 def _prune(cfg: NightlyConfig) -> tuple[int, str]:
-    """Retention: ``rocmbuild cache prune`` with the config's limits (when that module exists)."""
+    """Retention: ``rocmbuild cache prune`` with the config's limits."""
     if cfg.max_size is None and cfg.keep_days is None:
         return 0, ""
-    try:
-        prune: Any = importlib.import_module("rocmbuild.prune")
-    except ImportError:
-        return 0, "retention is configured, but this rocmbuild has no cache prune yet"
+    from rocmbuild import prune
+
     try:
         res = prune.prune(workspace(cfg), cfg.max_size, cfg.keep_days, False)
     except RocmbuildError as exc:
         return 0, f"prune failed: {exc.message}"
-    return int(res.freed_bytes), ""
+    return res.freed_bytes, ""
 
 
-def write_report(reports: Path, report: RunReport, history: int, notify_url: str | None) -> None:
-    """report.json, summary.md, index.html, rocmbuild.prom and the webhook (nightly/report.py);
-    report.json alone until that module exists."""
-    try:
-        reportmod: Any = importlib.import_module("rocmbuild.nightly.report")
-    except ImportError:
-        fsutil.write_atomic(reports / report.run_id / "report.json",
-                            json.dumps(report.to_json(), indent=1) + "\n")
-        return
-    reportmod.write(reports, report, history, notify_url)
+@dataclass(frozen=True)
+class Pending:
+    """``--no-wait``: the run's cells are out as Slurm arrays; ``nightly --collect RUN`` ends
+    the run (promote, prune, report)."""
+
+    run_id: str
+    run_dir: Path
+    job_ids: tuple[str, ...]
+    cells: int
+
+
+def outstanding(reports: Path) -> str | None:
+    """A run submitted with ``--no-wait`` and not collected yet (slurm.json, no report.json)."""
+    if not reports.is_dir():
+        return None
+    for d in sorted(reports.iterdir(), reverse=True):
+        if (RUN_ID.fullmatch(d.name) and not d.is_symlink() and d.is_dir()
+                and (d / "slurm.json").is_file()
+                and not (d / "report.json").exists()):
+            return d.name
+    return None
 
 
 def nightly(cfg: NightlyConfig, executor: str | None = None, only: Sequence[str] = (),
             make_executor: Callable[[str, NightlyConfig, Path], Executor] | None = None,
-            get: detect.Fetch = detect.http_get, lock_note: str | None = None) -> RunReport:
+            get: detect.Fetch = detect.http_get, lock_note: str | None = None,
+            no_wait: bool = False) -> RunReport | Pending:
     """One nightly run; the report is written, also when cells failed. ``lock_note``: the
     caller holds the workspace's lock already (the command takes it first, so that a second
-    nightly is refused before the heavy imports) and this is what taking it said."""
+    nightly is refused before the heavy imports) and this is what taking it said. ``no_wait``
+    (Slurm): submit and return a ``Pending`` (when there is anything to build)."""
     if lock_note is None:
         with lock.held(workspace(cfg).root, run_id()) as note:
-            return nightly(cfg, executor, only, make_executor, get, note)
+            return nightly(cfg, executor, only, make_executor, get, note, no_wait)
     kind = executor or cfg.executor.kind
+    if no_wait and kind != "slurm":
+        raise UsageError("--no-wait: only with the Slurm executor",
+                         hint="add --executor slurm (or set [executor] kind = \"slurm\")")
+    out = outstanding(cfg.reports)
+    if out is not None:
+        raise Busy(f"nightly run {out}'s Slurm tasks were submitted with --no-wait and are not "
+                   "collected yet", hint=f"collect it first: rocmbuild nightly --config "
+                   f"{cfg.path} --collect {out}")
     started = time.time()
     rid = run_id(started)
     if lock_note:
@@ -194,47 +222,81 @@ def nightly(cfg: NightlyConfig, executor: str | None = None, only: Sequence[str]
     rid = run_dir.name
     planned = plan(cfg, only, exclude_run=rid, get=get)
     run_dir.mkdir(parents=True)
-    fsutil.write_atomic(run_dir / "manifest.json",
-                        json.dumps(manifest(cfg, rid, started, planned), indent=1) + "\n")
+    data = manifest(cfg, rid, started, planned)
+    data["executor"] = kind
+    fsutil.write_atomic(run_dir / "manifest.json", json.dumps(data, indent=1) + "\n")
     for p in planned:
         cp = p.cell_plan
         log.info(escape(f"{cp.cell.id}: {cp.decision.value}: {'; '.join(cp.reasons)}"))
     todo = tasks(cfg, run_dir, planned)
+    if no_wait and todo:
+        sub = _slurm(cfg, run_dir).submit(todo)
+        return Pending(rid, run_dir, tuple(j.job_id for j in sub.jobs), len(todo))
     ex = (make_executor or _executor)(kind, cfg, run_dir)
     built = {o.cell_id: o for o in ex.run(todo)} if todo else {}
+    return finish(cfg, data, built, lock_note)
+
+
+def collect(cfg: NightlyConfig, run: str, lock_note: str = "") -> RunReport:
+    """``--collect RUN`` (a run id under the reports dir, or a run directory): wait for the
+    run's Slurm tasks, collect them, then promote, prune and report as a waited run does."""
+    given = Path(run)
+    if given.is_dir() and (given / "manifest.json").is_file():
+        run_dir = given.absolute()
+    elif RUN_ID.fullmatch(run) and (cfg.reports / run).is_dir():
+        run_dir = cfg.reports / run
+    else:
+        raise UsageError(f"--collect: {run[:100]!r} is neither a run id under {cfg.reports} "
+                         "nor a run directory", hint="give the run id `nightly --no-wait` "
+                         "printed (e.g. 20261130T161500Z)")
+    if (run_dir / "report.json").exists():
+        raise UsageError(f"--collect: run {run_dir.name} was collected already",
+                         hint=f"read {run_dir / 'report.json'}")
+    if lock_note:
+        log.warn(escape(lock_note))
+    data = cellmod.read_manifest(run_dir)
+    if not RUN_ID.fullmatch(str(data.get("run"))) or not isinstance(data.get("started"), str) \
+            or not all(isinstance(e, dict) and isinstance(e.get("cell"), dict)
+                       and CELL_ID.fullmatch(str(e["cell"].get("id")))
+                       and e.get("decision") in (Decision.BUILD.value, Decision.SKIP.value)
+                       for e in data["cells"]):
+        raise UsageError(f"--collect: {run_dir / 'manifest.json'}: not a nightly manifest",
+                         hint="was it edited? collect the run directory the nightly made")
+    outcomes = _slurm(cfg, run_dir).collect(run_dir, wait=True)
+    return finish(cfg, data, {o.cell_id: o for o in outcomes}, lock_note)
+
+
+def finish(cfg: NightlyConfig, data: dict[str, Any], built: dict[str, CellOutcome],
+           lock_note: str) -> RunReport:
+    """After the executor: every cell's outcome from the manifest (``data``) and what was built
+    (SKIP cells served, green cells promoted), the retention prune, the report."""
     outcomes: list[CellOutcome] = []
-    for p in planned:
-        cid = p.cell_plan.cell.id
-        if p.cell_plan.decision is Decision.SKIP:
-            outcomes.append(_skipped(cfg, p))
+    for e in data["cells"]:
+        cid = str(e["cell"]["id"])
+        if e.get("decision") == Decision.SKIP.value:
+            outcomes.append(_skipped(cfg, cid, str(e.get("cache_key", "")),
+                                     "; ".join(e.get("reasons", []))))
             continue
-        if p.error:
+        if e.get("error"):
             outcomes.append(CellOutcome(cid, Status.FAILED, End.FAILED,
-                                        reason=f"cannot be planned: {p.error}"))
+                                        reason=f"cannot be planned: {e['error']}"))
             continue
         o = built.get(cid) or CellOutcome(cid, Status.FAILED, End.FAILED,
                                           reason="the executor returned no outcome")
         outcomes.append(_promote(cfg, o) if o.status in (Status.SUCCESS, Status.WARNING)
                         else o)
     freed, prune_note = _prune(cfg)
-    report = RunReport(rid, _iso(started), _iso(time.time()), kind, tuple(outcomes),
+    report = RunReport(str(data["run"]), str(data["started"]), _iso(time.time()),
+                       str(data.get("executor", cfg.executor.kind)), tuple(outcomes),
                        lock_note=lock_note, freed_bytes=freed,
                        notes=(prune_note,) if prune_note else ())
-    write_report(cfg.reports, report, cfg.history, cfg.notify_url)
+    report_write(cfg.reports, report, cfg.history, cfg.notify_url)
     return report
 
 
+def _slurm(cfg: NightlyConfig, run_dir: Path) -> SlurmExecutor:
+    return SlurmExecutor(cfg.executor.slurm or SlurmSettings(), run_dir)
+
+
 def _executor(kind: str, cfg: NightlyConfig, run_dir: Path) -> Executor:
-    if kind == "local":
-        return Local(run_dir)
-    try:
-        slurm: Any = importlib.import_module("rocmbuild.nightly.slurm")
-    except ImportError:
-        raise UsageError("--executor: slurm is not available in this rocmbuild yet",
-                         hint="use --executor local") from None
-    ex = cfg.executor
-    settings = slurm.SlurmSettings(partition=ex.partition or None,
-                                   gpu_partition=ex.gpu_partition or None,
-                                   max_time_s=ex.time_s, shared_dir=ex.shared_dir)
-    executor: Executor = slurm.SlurmExecutor(settings, run_dir)
-    return executor
+    return Local(run_dir) if kind == "local" else _slurm(cfg, run_dir)

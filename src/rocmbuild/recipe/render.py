@@ -21,7 +21,6 @@ from rocmbuild.config import SOURCE_TREE_IGNORE
 from rocmbuild.errors import RecipeError, ToolchainError, UsageError
 from rocmbuild.host import Host
 from rocmbuild.learned import LearnedMemory, pick
-from rocmbuild.nightly.model import Pin
 from rocmbuild.recipe.check import suggest
 from rocmbuild.recipe.model import ROCM_LIBS, Download, Patch, Recipe, Source
 from rocmbuild.recipe.plan import (
@@ -33,6 +32,7 @@ from rocmbuild.recipe.plan import (
     RocmTarget,
     ValidateSpec,
 )
+from rocmbuild.results import Pin
 
 __all__ = ["Plan", "Target", "render", "uses_hip_compiler"]
 
