@@ -8,6 +8,12 @@ calls it: ``-d <direction> --receipt 2 --optdim <OPT_DIM>`` for fwd, fwd_appendk
 and bwd. ``CK_FMHA_DIRECTIONS`` (the ck-fmha-probe recipe's option) narrows the directions and
 ``CK_FMHA_UNITS`` keeps the units whose name matches its shell pattern.
 
+``build.unit_count = "ninja"`` (``auto`` for the cmake backend): the cmake backend's configure
+command (``Plan.unit_configure``, render's ``cmake_configure``: generator Ninja, the HIP compiler
+and archs, build.cmake_args) runs in the fetched tree with the build's environment, then
+``ninja -t targets all`` lists the build's outputs; the object files (``.o``, ``.obj``) are the
+compile units: links, custom commands and CMake's own rules are not counted.
+
 The source must be fetched first (``count`` takes the tree): ``render`` stays pure.
 """
 
@@ -15,12 +21,13 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rocmbuild import hostenv
 from rocmbuild.config import Workspace
@@ -28,6 +35,9 @@ from rocmbuild.errors import BuildError, UsageError
 from rocmbuild.host import Host
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.run import run
+
+if TYPE_CHECKING:
+    from rocmbuild.stages import Context
 
 GENERATE = "example/ck_tile/01_fmha/generate.py"
 """Where CK keeps the fmha generator, relative to a composable_kernel checkout."""
@@ -41,21 +51,31 @@ DEFAULT_OPT_DIM = "32,64,128,256"
 """setup.py's OPT_DIM when unset."""
 
 
+OBJECTS = (".o", ".obj")
+"""What ``ninja -t targets all`` outputs count as compile units."""
+
+
 @dataclass(frozen=True)
 class UnitCount:
-    count: int
-    """Compile units (generated .cpp files; the kernels' dispatch ``*_api.cpp`` included)."""
+    count: int | None
+    """Compile units (ck-fmha: generated .cpp files, the kernels' dispatch ``*_api.cpp``
+    included; ninja: object files); None: not counted."""
     how: str
-    """What was run, for people."""
+    """What was run, for people; why not, when not counted."""
     settings: tuple[tuple[str, str], ...] = ()
     """The variables that decided it (``OPT_DIM=128``)."""
+    note: str = ""
+    """Shown in parentheses when there are no settings (``ninja, after configure``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"count": self.count, "how": self.how, "settings": dict(self.settings)}
 
     def line(self) -> str:
-        """``compile units: 697 (OPT_DIM=128)``."""
-        shown = ", ".join(f"{k}={v}" for k, v in self.settings)
+        """``compile units: 697 (OPT_DIM=128)``, ``compile units: 2 (ninja, after configure)``,
+        ``compile units: not counted (no counter for this backend)``."""
+        if self.count is None:
+            return f"compile units: not counted ({self.how})"
+        shown = ", ".join(f"{k}={v}" for k, v in self.settings) or self.note
         return f"compile units: {self.count}" + (f" ({shown})" if shown else "")
 
 
@@ -92,16 +112,59 @@ def find_generate(roots: Sequence[Path]) -> Path | None:
     return None
 
 
+def not_counted(plan: Plan) -> UnitCount | None:
+    """The answer for a plan whose recipe has no counter (None: it has one)."""
+    if plan.unit_count:
+        return None
+    return UnitCount(None, "no counter for this backend" if plan.backend == "pip-wheel"
+                     else "build.unit_count = \"none\"")
+
+
 def countable(plan: Plan) -> None:
-    """UsageError unless the plan's recipe says how to count its units."""
+    """UsageError unless the plan's recipe says how to count its units with CK's generator."""
     if plan.unit_count != "ck-fmha":
         raise UsageError(f"--units: {plan.recipe} does not say how to count its compile units",
                          hint="a recipe sets build.unit_count (e.g. \"ck-fmha\"); leave "
                          "--units out")
 
 
+def object_outputs(targets: str) -> list[str]:
+    """The object files among ``ninja -t targets all``'s ``<output>: <rule>`` lines."""
+    outs = (line.rpartition(": ")[0] for line in targets.splitlines())
+    return [o for o in outs if o.endswith(OBJECTS)]
+
+
+def count_ninja(plan: Plan, ctx: Context, tree: Path, downloads: Sequence[tuple[str, Path]],
+                log_path: Path) -> UnitCount:
+    """Configure the fetched tree as the cmake backend does (its configure command, the build's
+    environment, offline when the build is) and count the object files ninja would build."""
+    from rocmbuild.stages import build, build_child
+
+    if plan.backend == "cmake":
+        build.check_source_dir(plan, tree)
+    python, env = build_child(plan, ctx)
+    for var, where in downloads:
+        env[var] = str(where)  # [[downloads]], as the build sees them
+    scratch = tree / "_rocmbuild_units"
+    argv = build.filled(plan.unit_configure, python, scratch / "wheel", scratch / "stage")
+    run(argv, cwd=tree, env=env, log_path=log_path, capture=True, timeout=600,
+        wrap=build.offline_prefix(plan),
+        hint=f"CMake's configure failed on the fetched source; see {log_path}")
+    ninja = shutil.which("ninja", path=env.get("PATH"))
+    if ninja is None:
+        raise BuildError(f"--units: {plan.recipe}: no ninja on the build's PATH",
+                         hint="install ninja (pip install ninja) or add it to "
+                         "build.python_requires")
+    listed = run([ninja, "-C", "_rocmbuild_cmake", "-t", "targets", "all"], cwd=tree, env=env,
+                 capture=True, timeout=60, hint="ninja could not read the configured build")
+    return UnitCount(len(object_outputs(listed.output)),
+                     "cmake configure, then ninja -t targets all: object files",
+                     note="ninja, after configure")
+
+
 def count(plan: Plan, roots: Sequence[Path], log_path: Path | None = None) -> UnitCount:
-    """The plan's compile units, from its fetched (and patched) tree and downloads."""
+    """The plan's compile units (ck-fmha), from its fetched (and patched) tree and
+    downloads."""
     countable(plan)
     generate = find_generate(roots)
     if generate is None:
@@ -138,7 +201,11 @@ def fetch_and_count(plan: Plan, ws: Workspace, host: Host) -> UnitCount:
     (downloads and git mirrors; nothing is built or stored) and count its units."""
     from rocmbuild.stages import Context, fetch, need, patch
 
-    countable(plan)  # before fetching anything
+    skipped = not_counted(plan)  # before fetching anything
+    if skipped is not None:
+        return skipped
+    if plan.unit_count != "ninja":
+        countable(plan)
     log_dir = ws.logs / plan.recipe / plan.short_key  # kept: fetch.log, patch.log, units.log
     log_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="rocmbuild-units-") as tmp:
@@ -148,5 +215,8 @@ def fetch_and_count(plan: Plan, ws: Workspace, host: Host) -> UnitCount:
         ctx.artifacts = ctx.artifacts.merged(fetched.artifacts)
         patch.run(plan, ctx)
         tree = need(fetched.artifacts.tree, "source tree", "units")
+        if plan.unit_count == "ninja":
+            return count_ninja(plan, ctx, tree, fetched.artifacts.downloads or (),
+                               log_dir / "units.log")
         roots = [tree, *(p for _, p in fetched.artifacts.downloads or () if p.is_dir())]
         return count(plan, roots, log_dir / "units.log")

@@ -19,6 +19,7 @@ def test_flash_attn_unit_counts(workdir: dict[str, str]) -> None:
     assert full.returncode == 0, full.stderr
     data = json.loads(full.stdout)
     assert data["units"]["count"] == 2775 and data["options"] == {"opt_dim": "32,64,128,256"}
-    # the Triton variant compiles nothing: its plan does not count
+    # the Triton variant compiles nothing (unit_count = "none", a pip-wheel build): not counted
     tri = rocmbuild(*base, "--variant", "triton", env=workdir)
-    assert tri.returncode == 2 and "--units: flash-attn does not say how" in tri.stderr
+    assert tri.returncode == 0, tri.stderr
+    assert "compile units: not counted (no counter for this backend)" in tri.stdout

@@ -172,3 +172,38 @@ def test_generate_argv_is_setup_pys() -> None:
     count = units.UnitCount(697, "generate.py", (("OPT_DIM", "128"),))
     assert count.line() == "compile units: 697 (OPT_DIM=128)"
     assert count.to_json() == {"count": 697, "how": "generate.py", "settings": {"OPT_DIM": "128"}}
+
+
+def test_ninja_counter_is_the_cmake_default() -> None:
+    """unit_count "auto": ninja for the cmake backend, configured with the backend's own
+    configure command; pip-wheel recipes without a counter are not counted."""
+    host = replace(HOST, compiler=HipCompiler(path="/usr/bin/clang++-22", kind="clang",
+                                              version="22.1.8", rocm_path=None,
+                                              device_lib_path=None, flags=()))
+    r = load(find_recipe("ck-fmha-probe"))
+    plan = render(replace(r, unit_count="auto"), Target(arch="gfx942"), host)
+    assert plan.unit_count == "ninja" and plan.unit_configure == plan.commands[0]
+    assert plan.unit_configure[:2] == ("cmake", "-S")
+    off = render(replace(r, unit_count="none"), Target(arch="gfx942"), host)
+    assert off.unit_count == "" and off.unit_configure == ()
+    assert units.not_counted(off) == units.UnitCount(None, 'build.unit_count = "none"')
+    tri = flash(variant="triton")
+    assert units.not_counted(tri) == units.UnitCount(None, "no counter for this backend")
+    assert units.not_counted(tri).line() == "compile units: not counted (no counter for this " \
+        "backend)"
+    probe = render(load(find_recipe("hip-attention-probe")), Target(arch="gfx942"), host)
+    assert probe.unit_count == "ninja" and "-DCMAKE_HIP_ARCHITECTURES=gfx942" in \
+        probe.unit_configure
+
+
+def test_object_outputs_are_the_compile_edges() -> None:
+    listed = ("CMakeFiles/u.dir/a.cpp.o: CXX_COMPILER__u_unscanned_Release\n"
+              "CMakeFiles/u.dir/k.hip.o: HIP_COMPILER__u_unscanned_Release\n"
+              "libu.so: CXX_SHARED_LIBRARY_LINKER__u_Release\n"
+              "build.ninja: RERUN_CMAKE\n"
+              "all: phony\n"
+              "CMakeFiles/w.dir/x.obj: CXX_COMPILER__w_Release\n")
+    assert units.object_outputs(listed) == ["CMakeFiles/u.dir/a.cpp.o",
+                                            "CMakeFiles/u.dir/k.hip.o", "CMakeFiles/w.dir/x.obj"]
+    assert units.UnitCount(6, "ninja", note="ninja, after configure").line() == \
+        "compile units: 6 (ninja, after configure)"

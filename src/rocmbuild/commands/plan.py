@@ -24,7 +24,8 @@ def register(sub: common.Subparsers) -> None:
     p.add_argument("--units", action="store_true",
                    help="fetch the source (into a temporary tree; downloads and mirrors are "
                    "cached) and count the compile units the build will have, for recipes that "
-                   "say how (build.unit_count): `compile units: 697 (OPT_DIM=128)`")
+                   "say how (build.unit_count; the cmake backend: configure, then count "
+                   "ninja's object files): `compile units: 697 (OPT_DIM=128)`")
     common.add_json(p, "the plan")
     p.set_defaults(handler=run)
 
@@ -59,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print(plan, seen)
         if counted:
-            log.out.print(f"units    {counted.line()}: {counted.how}", markup=False)
+            log.out.print(f"units    {counted.line()}"
+                          + (f": {counted.how}" if counted.count is not None else ""),
+                          markup=False)
     where = "this host" if host.origin == "detected" else f"the host in {host.origin}"
     for m in hostmod.missing(plan, host):
         log.warn(f"{where} lacks {m}; `rocmbuild build` would stop before fetching")

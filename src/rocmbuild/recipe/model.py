@@ -26,7 +26,7 @@ SCHEMA_VERSION = 1
 BACKENDS = ("pip-wheel", "cmake")
 """Values of build.backend (documented on ``Recipe.backend``)."""
 
-UNIT_COUNTS = ("ck-fmha", "none")
+UNIT_COUNTS = ("auto", "ninja", "ck-fmha", "none")
 """Values of build.unit_count (documented on ``Recipe.unit_count``)."""
 
 HOST_REQUIREMENTS = ("torch", "rocm-torch", "rocm-sdk", "hip-compiler")
@@ -822,7 +822,13 @@ class Recipe:
         "tree or in a download), for the directions in ``CK_FMHA_DIRECTIONS`` (default "
         "setup.py's fwd, fwd_appendkv, fwd_splitkv, bwd) at receipt 2 with the head dims in "
         "``OPT_DIM``, the names matching ``CK_FMHA_UNITS`` when set; no compiler runs. "
-        "``none``: not counted.", '"ck-fmha"', default="none", choices=UNIT_COUNTS,
+        "``ninja``: configure the tree's CMake project (``build.source_dir``) in a temporary "
+        "build directory with the cmake backend's configure command (generator Ninja, the HIP "
+        "compiler, archs and ``build.cmake_args``, the plan's env), then count the object "
+        "files ``ninja -t targets all`` lists (compile edges; links and custom commands are "
+        "not counted); also for pip-wheel recipes whose tree is a CMake project. ``auto``: "
+        "``ninja`` for the cmake backend, not counted for pip-wheel. ``none``: not counted.",
+        '"ck-fmha"', default="auto", choices=UNIT_COUNTS,
         noun="unit count",
     )
     variants: dict[str, Variant] = toml(

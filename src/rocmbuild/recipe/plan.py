@@ -199,6 +199,10 @@ class Plan:
     ``--opt``), by name; each also sets its variable in ``env``."""
     unit_count: str = ""
     """build.unit_count: how ``plan --units`` counts compile units ("": not counted)."""
+    unit_configure: tuple[str, ...] = ()
+    """For unit_count "ninja": the cmake backend's configure command (``{stage_dir}`` to fill),
+    which ``plan --units`` runs in the fetched tree. Not in the cache key or the JSON (the
+    cmake backend's first command is the same)."""
     cache_key: str = ""
 
     @property

@@ -332,14 +332,19 @@ def render(recipe: Recipe, target: Target, host: Host,
         build_env=_build_env(recipe, variant_name),
         options=chosen,
         unit_count=_unit_count(recipe, variant_name),
+        unit_configure=(cmake_configure(recipe, values)
+                        if _unit_count(recipe, variant_name) == "ninja" else ()),
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
 
 
 def _unit_count(recipe: Recipe, variant_name: str) -> str:
-    """build.unit_count, or the variant's; "" for none."""
+    """build.unit_count, or the variant's; ``auto``: "ninja" for the cmake backend; "" for
+    none."""
     v = recipe.variants.get(variant_name)
     how = v.unit_count if v is not None and v.unit_count is not None else recipe.unit_count
+    if how == "auto":
+        how = "ninja" if recipe.backend == "cmake" else "none"
     return "" if how == "none" else how
 
 
@@ -410,22 +415,28 @@ def _cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
+def cmake_configure(recipe: Recipe, values: Mapping[str, str]) -> tuple[str, ...]:
+    """The cmake backend's configure command (its first), run in the tree: build directory
+    ``_rocmbuild_cmake``, install prefix ``{stage_dir}``. ``plan --units`` ("ninja") runs the
+    same command."""
+    where = f"{recipe.path.name}: build.cmake_args"
+    return (
+        "cmake", "-S", recipe.source_dir or ".", "-B", "_rocmbuild_cmake", "-G", "Ninja",
+        "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_HIP_PLATFORM=amd",
+        f"-DCMAKE_HIP_ARCHITECTURES={values['archs']}",
+        f"-DCMAKE_HIP_COMPILER={_fill('{hip_compiler}', values, where)}",
+        f"-DCMAKE_HIP_FLAGS={values.get('hip_flags', '')}",
+        "-DCMAKE_INSTALL_PREFIX={stage_dir}",
+        *(_fill(a, values, where) for a in recipe.cmake_args),
+    )
+
+
 def _commands(recipe: Recipe, values: Mapping[str, str]) -> tuple[tuple[str, ...], ...]:
     """The backend's commands. ``python`` is this interpreter; ``{wheel_tmp}`` and
     ``{stage_dir}`` are directories the build stage makes inside the tree."""
     if recipe.backend == "cmake":
-        where = f"{recipe.path.name}: build.cmake_args"
-        configure = [
-            "cmake", "-S", recipe.source_dir or ".", "-B", "_rocmbuild_cmake", "-G", "Ninja",
-            "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_HIP_PLATFORM=amd",
-            f"-DCMAKE_HIP_ARCHITECTURES={values['archs']}",
-            f"-DCMAKE_HIP_COMPILER={_fill('{hip_compiler}', values, where)}",
-            f"-DCMAKE_HIP_FLAGS={values.get('hip_flags', '')}",
-            "-DCMAKE_INSTALL_PREFIX={stage_dir}",
-            *(_fill(a, values, where) for a in recipe.cmake_args),
-        ]
         return (
-            tuple(configure),
+            cmake_configure(recipe, values),
             ("cmake", "--build", "_rocmbuild_cmake"),  # -j from CMAKE_BUILD_PARALLEL_LEVEL
             ("cmake", "--install", "_rocmbuild_cmake"),
         )

@@ -20,6 +20,7 @@ import sys
 import sysconfig
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.markup import escape
@@ -249,6 +250,19 @@ def _learn(plan: Plan, ctx: Context, units: Path) -> None:
                   f"max {got.max / learned.GiB:.2f} GiB -> {got.path}")
 
 
+check_source_dir = _check_source_dir  # for plan --units (units.py), which configures as here
+offline_prefix = _offline_prefix
+
+
+def filled(command: Sequence[str], python: str, wheel_tmp: Path, stage_dir: Path) -> list[str]:
+    """One of the plan's commands as it runs: ``python`` is the build's interpreter,
+    ``{wheel_tmp}`` and ``{stage_dir}`` the given directories (``plan --units`` fills the
+    configure command the same way)."""
+    return [python if a == "python" else
+            a.replace("{wheel_tmp}", str(wheel_tmp)).replace("{stage_dir}", str(stage_dir))
+            for a in command]
+
+
 def run(plan: Plan, ctx: Context) -> StageResult:
     start = time.monotonic()
     tree = need(ctx.artifacts.tree, "source tree", "build")
@@ -305,11 +319,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     try:
         jobs, i = plan.jobs, 0
         while i < len(plan.commands):
-            argv = oom.argv_with_jobs([
-                python if a == "python" else
-                a.replace("{wheel_tmp}", str(out_dir)).replace("{stage_dir}", str(stage_dir))
-                for a in plan.commands[i]
-            ], plan.jobs, jobs)
+            argv = oom.argv_with_jobs(filled(plan.commands[i], python, out_dir, stage_dir),
+                                      plan.jobs, jobs)
             mark, kills = _log_size(log_path), oom.oom_kills()
             try:
                 sh(argv, cwd=tree, env=env, log_path=log_path, on_line=shown, wrap=prefix)
