@@ -142,6 +142,11 @@ def count_ninja(plan: Plan, ctx: Context, tree: Path, downloads: Sequence[tuple[
 
     if plan.backend == "cmake":
         build.check_source_dir(plan, tree)
+    elif not (tree / "CMakeLists.txt").is_file():
+        raise BuildError(f"{plan.recipe_path.name}: build.unit_count = \"ninja\", but the "
+                         "fetched tree has no CMakeLists.txt at its top",
+                         hint="the ninja counter configures a CMake project; set "
+                         "unit_count = \"none\" for this recipe")
     python, env = build_child(plan, ctx)
     for var, where in downloads:
         env[var] = str(where)  # [[downloads]], as the build sees them

@@ -39,8 +39,11 @@ CASES = [
          EXIT["recipe"], "r.toml: options.dims.default: '96' is not", "options",
          files={R: RECIPE.format(default="96"), "recipes/tree/setup.py": "\n"},
          writes_nothing=True),
-    Case("units-not-countable", ("plan", f"{{dir}}/{R}", "--arch", "gfx942", "--units"),
-         EXIT["usage"], "--units: r does not say how to count", "options",
-         files={R: RECIPE.format(default="64"), "recipes/tree/setup.py": "\n"},
+    Case("units-ninja-no-cmakelists", ("plan", f"{{dir}}/{R}", "--arch", "gfx942", "--units"),
+         EXIT["build"], 'r.toml: build.unit_count = "ninja", but the fetched tree has no '
+         "CMakeLists.txt", "options",
+         files={R: RECIPE.format(default="64").replace(
+             "[options.dims]", '[build]\nunit_count = "ninja"\n[options.dims]'),
+             "recipes/tree/setup.py": "\n"},
          writes_nothing=True),
 ]
