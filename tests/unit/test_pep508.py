@@ -67,3 +67,34 @@ def test_accepted_is_a_subset_of_what_packaging_accepts() -> None:
     assert seen > 1000
     with pytest.raises(InvalidSpecifier):
         SpecifierSet("~=6")  # the one rule the pattern spells out
+
+
+def test_plain_ranges_contain_what_packaging_says() -> None:
+    """host.preflight's version check without packaging: every plain version against every
+    plain range of a seeded random sample answers as packaging does."""
+    from packaging.version import Version
+
+    from rocmbuild.recipe.pep508 import simple_contains
+
+    rng = random.Random(13)
+
+    def release() -> str:
+        return ".".join(str(rng.choice([0, 0, 1, 2, 6, 7, 10])) for _ in range(rng.randint(1, 4)))
+
+    checked = 0
+    for _ in range(6000):
+        version = release() + rng.choice(["", "", "+rocm6.2", "+cu121"])
+        spec = ",".join(rng.choice(["==", "!=", "<=", ">=", "<", ">", "~="]) + release()
+                        for _ in range(rng.randint(1, 2)))
+        got = simple_contains(version, spec)
+        if got is None:
+            continue
+        checked += 1
+        want = SpecifierSet(spec).contains(Version(version).public, prereleases=True)
+        assert got == want, (version, spec)
+    assert checked > 3000
+    assert simple_contains("2.5.1+rocm6.2", ">=2.2,<2.14") is True
+    assert simple_contains("6.2.4", ">=6.0,<7.1") is True
+    assert simple_contains("7.1.0", ">=6.0,<7.1") is False
+    assert simple_contains("2.5.0a0", ">=2.2") is None  # a pre-release: packaging decides
+    assert simple_contains("06.2", ">=6") is None

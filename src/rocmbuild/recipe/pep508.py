@@ -33,3 +33,38 @@ def simple_requirement(text: str) -> bool:
     spaces, extras, markers or URL (``setuptools>=70.1,<80``): a valid PEP 508 requirement from
     an index. False says nothing: ask packaging."""
     return _SIMPLE_REQUIREMENT.fullmatch(text) is not None
+
+
+_VERSION = re.compile(r"([0-9]+(?:\.[0-9]+)*)(?:\+[A-Za-z0-9.]*)?")
+_ONE_SPEC = re.compile(rf"(==|!=|<=|>=|<|>|~=)({_RELEASE})")
+_LEADING_ZERO = re.compile(r"(?:^|[^0-9])0[0-9]")  # 06.2: left to packaging's normalisation
+
+
+def _release(text: str) -> tuple[int, ...]:
+    """``6.2.0`` -> ``(6, 2)``: trailing zeros do not count (6.2 == 6.2.0 in PEP 440)."""
+    parts = [int(p) for p in text.split(".")]
+    while len(parts) > 1 and parts[-1] == 0:
+        parts.pop()
+    return tuple(parts)
+
+
+def simple_contains(version: str, spec: str) -> bool | None:
+    """Whether the plain release ``version`` (a local label such as ``+rocm6.2`` ignored) is
+    inside the plain range ``spec``, as ``SpecifierSet(spec).contains(Version(version).public,
+    prereleases=True)`` answers; None when either is not plain: ask packaging."""
+    m = _VERSION.fullmatch(version)
+    if m is None or not simple_specifiers(spec) or _LEADING_ZERO.search(m.group(1) + "," + spec):
+        return None
+    v = _release(m.group(1))
+    for item in spec.split(","):
+        op, text = _ONE_SPEC.fullmatch(item).groups()  # type: ignore[union-attr]
+        s = _release(text)
+        if op == "~=":  # >= s, and the same release up to the last component given
+            n = len(text.split(".")) - 1
+            ok = v >= s and (v + (0,) * n)[:n] == (s + (0,) * n)[:n]
+        else:
+            ok = {"==": v == s, "!=": v != s, "<=": v <= s, ">=": v >= s, "<": v < s,
+                  ">": v > s}[op]
+        if not ok:
+            return False
+    return True
