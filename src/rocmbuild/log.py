@@ -1,8 +1,8 @@
 """Console output. Everything the user sees goes through ``console`` (stderr) or ``out`` (stdout,
 for data such as ``--json``).
 
-Both are rich Consoles created on first use (importing rich costs a cache hit about 0.1 s of
-its 0.15 s): until one is, :func:`info` writes a line that rich would print unchanged (printable
+Both are rich Consoles created on first use (importing rich was the largest part of a cache
+hit's time, docs/benchmarks.md): until one is, :func:`info` writes a line that rich would print unchanged (printable
 ASCII, no markup, no ``:name:`` emoji code) straight to stderr, the same bytes."""
 
 from __future__ import annotations

@@ -98,3 +98,4 @@ def test_plain_ranges_contain_what_packaging_says() -> None:
     assert simple_contains("7.1.0", ">=6.0,<7.1") is False
     assert simple_contains("2.5.0a0", ">=2.2") is None  # a pre-release: packaging decides
     assert simple_contains("06.2", ">=6") is None
+    assert simple_contains("2.5+", ">=2") is None  # not a version: packaging says so

@@ -5,7 +5,9 @@ Loading a recipe checks its requirement strings (PEP 508) and version ranges (PE
 and more) costs a cache hit about a tenth of a second. The common forms (``ninja``,
 ``setuptools>=70.1,<80``, ``rocm-sdk>=6.2,<7.1``) are recognised here by a strict pattern that
 accepts only strings ``packaging`` accepts as well (tests/unit/test_pep508.py checks that);
-anything else, valid or not, goes to ``packaging`` as before: the same answers and messages."""
+anything else, valid or not, goes to ``packaging`` as before: the same answers and messages.
+``simple_contains`` does the same for host.preflight's check of a host's versions against a
+recipe's ranges."""
 
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ def simple_requirement(text: str) -> bool:
     return _SIMPLE_REQUIREMENT.fullmatch(text) is not None
 
 
-_VERSION = re.compile(r"([0-9]+(?:\.[0-9]+)*)(?:\+[A-Za-z0-9.]*)?")
+_VERSION = re.compile(r"([0-9]+(?:\.[0-9]+)*)(?:\+[A-Za-z0-9]+(?:\.[A-Za-z0-9]+)*)?")
 _ONE_SPEC = re.compile(rf"(==|!=|<=|>=|<|>|~=)({_RELEASE})")
 _LEADING_ZERO = re.compile(r"(?:^|[^0-9])0[0-9]")  # 06.2: left to packaging's normalisation
 
