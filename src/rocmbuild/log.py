@@ -2,8 +2,9 @@
 for data such as ``--json``).
 
 Both are rich Consoles created on first use (importing rich was the largest part of a cache
-hit's time, docs/benchmarks.md): until one is, :func:`info` writes a line that rich would print unchanged (printable
-ASCII, no markup, no ``:name:`` emoji code) straight to stderr, the same bytes."""
+hit's time, docs/benchmarks.md): until one is, :func:`info` and :func:`plain` write a line that
+rich would print unchanged (printable ASCII, no markup, no ``:name:`` emoji code) straight to
+stderr, the same bytes."""
 
 from __future__ import annotations
 
