@@ -40,10 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from rich.markup import escape
-
 from rocmbuild import fsutil, log
 from rocmbuild.errors import CacheError
+from rocmbuild.log import escape
 
 ValidationStatus = Literal["passed", "failed", "not validated"]
 VALIDATION_STATES: tuple[ValidationStatus, ...] = ("passed", "failed", "not validated")

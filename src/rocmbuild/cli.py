@@ -18,8 +18,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
-from rich.markup import escape
-
 from rocmbuild import __version__, config, log, options
 from rocmbuild.commands import (
     audit,
@@ -37,6 +35,7 @@ from rocmbuild.commands import (
     verify,
 )
 from rocmbuild.errors import INTERNAL_ERROR_EXIT, RocmbuildError, UsageError
+from rocmbuild.log import escape
 
 COMMANDS = (build, plan, recipes, doctor, audit, validate, verify, publish, promote, cache,
             nightly, completion)

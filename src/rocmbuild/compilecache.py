@@ -34,7 +34,6 @@ from pathlib import Path
 from rocmbuild import log
 from rocmbuild.errors import CommandFailed, ToolchainError
 from rocmbuild.results import CompileStats
-from rocmbuild.run import run
 
 TOOLS = ("ccache", "sccache")
 INSTALL = {"ccache": "apt-get install ccache (Debian/Ubuntu) or dnf install ccache",
@@ -174,6 +173,8 @@ def start(cache: CompileCache, env: Mapping[str, str], log_path: Path) -> Compil
     server for this directory (idempotent) and read its counters. None: not readable."""
     if cache.tool == "ccache":
         return CompileStats(cache.tool, 0, 0, 0)
+    from rocmbuild.run import run  # subprocess: not imported on a cache hit
+
     try:
         run([cache.exe, "--start-server"], env=env, capture=True, check=False,
             log_path=log_path)
@@ -195,6 +196,8 @@ def finish(cache: CompileCache, env: Mapping[str, str], before: CompileStats | N
             return None
         return parse_ccache_log(text)
     after = _sccache_stats(cache, env, log_path)
+    from rocmbuild.run import run  # subprocess: not imported on a cache hit
+
     try:
         run([cache.exe, "--stop-server"], env=env, capture=True, check=False,
             log_path=log_path)
@@ -247,6 +250,8 @@ def parse_sccache_json(text: str) -> CompileStats | None:
 
 def _sccache_stats(cache: CompileCache, env: Mapping[str, str], log_path: Path,
                    ) -> CompileStats | None:
+    from rocmbuild.run import run  # subprocess: not imported on a cache hit
+
     try:
         res = run([cache.exe, "--show-stats", "--stats-format", "json"], env=env,
                   capture=True, log_path=log_path)

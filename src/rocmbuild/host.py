@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from rocmbuild import arch, components, jobs, toolchain
 from rocmbuild.errors import ToolchainError, UsageError
 from rocmbuild.recipe.model import split_requirement
+from rocmbuild.recipe.pep508 import simple_contains
 
 if TYPE_CHECKING:
     from rocmbuild import compiler  # imported where used: it runs clang, a hit may not need it
@@ -254,6 +255,9 @@ def load(path: Path) -> Host:
 def _within(version: str, spec: str) -> bool:
     """``version`` (a torch's local label ignored) inside the range ``spec`` (the recipe checker
     has refused a bad one)."""
+    plain = simple_contains(version, spec)  # plain versions and ranges: packaging not imported
+    if plain is not None:
+        return plain
     from packaging.specifiers import SpecifierSet  # packaging.tags, logging: only when asked
     from packaging.version import InvalidVersion, Version
 

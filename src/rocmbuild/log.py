@@ -1,17 +1,76 @@
 """Console output. Everything the user sees goes through ``console`` (stderr) or ``out`` (stdout,
-for data such as ``--json``)."""
+for data such as ``--json``).
+
+Both are rich Consoles created on first use (importing rich was the largest part of a cache
+hit's time, docs/benchmarks.md): until one is, :func:`info` and :func:`plain` write a line that
+rich would print unchanged (printable ASCII, no markup, no ``:name:`` emoji code) straight to
+stderr, the same bytes."""
 
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.markup import escape
+if TYPE_CHECKING:
+    from rich.console import Console
 
-console = Console(stderr=True, highlight=False, soft_wrap=True)
-out = Console(highlight=False, soft_wrap=True)
+    console: Console
+    out: Console
+
+_consoles: dict[str, Console] = {}
+
+
+def __getattr__(name: str) -> Console:
+    """``log.console`` and ``log.out``, made on first use (PEP 562)."""
+    if name not in ("console", "out"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _consoles:
+        from rich.console import Console
+
+        _consoles[name] = Console(stderr=name == "console", highlight=False, soft_wrap=True)
+    return _consoles[name]
+
+
+# A markup tag, as rich reads one: "[" then a lowercase letter, "#", "/" or "@", up to the next
+# "]" with no "[" between, and the backslashes in front of it.
+_TAG = re.compile(r"(\\*)(\[[a-z#/@][^[]*?\])")
+
+
+def escape(text: str) -> str:
+    """``text`` made literal inside rich markup: what ``rich.markup.escape`` does (each tag-like
+    ``[...]`` gets a backslash, the backslashes before it are doubled, and a lone trailing
+    backslash is doubled), without importing rich."""
+    text = _TAG.sub(lambda m: m.group(1) * 2 + "\\" + m.group(2), text)
+    return text + "\\" if text.endswith("\\") and not text.endswith("\\\\") else text
+
+
+# What rich prints as it is: printable ASCII without "[" (markup) or a ":...:" (an emoji code)
+_VERBATIM = re.compile(r"[ -Z\\-~]*")
+_EMOJI_CODE = re.compile(r":\S*:")
+
+
+def _console() -> Console:
+    return __getattr__("console")
+
+
+def _print(msg: str, markup: bool = True) -> None:
+    """``console.print(msg)``; straight to stderr while no Console exists (none can be showing a
+    live display then) and rich would print ``msg`` unchanged."""
+    if "console" not in _consoles and _VERBATIM.fullmatch(msg) and not _EMOJI_CODE.search(msg):
+        sys.stderr.write(msg + "\n")
+        sys.stderr.flush()
+        return
+    console = _console()
+    console.print(msg, markup=markup, highlight=False)
+
+
+def plain(msg: str) -> None:
+    """One line of plain text (no markup) on stderr, whatever the level: a command's last word,
+    such as build's ``<wheel>  sha256=...  built``."""
+    _print(msg, markup=False)
 
 # 0 = quiet, 1 = normal, 2 = verbose (-v: subprocess output streams to the console). The command
 # layer sets it from -v/-q and ROCMBUILD_VERBOSITY.
@@ -43,6 +102,7 @@ def step(msg: str) -> None:
     """One step of a longer command, printed as it starts (validate, doctor): no blank terminal
     during the seconds it takes."""
     if _level >= 1:
+        console = _console()
         console.print(f"[dim]-[/dim] {escape(msg)}")
 
 
@@ -53,6 +113,7 @@ def group(title: str) -> Iterator[None]:
     if not (_github and _level >= 1):
         yield
         return
+    console = _console()
     console.print(f"::group::{title}", markup=False, highlight=False)
     try:
         yield
@@ -62,15 +123,17 @@ def group(title: str) -> Iterator[None]:
 
 def info(msg: str) -> None:
     if _level >= 1:
-        console.print(msg)
+        _print(msg)
 
 
 def debug(msg: str) -> None:
     if _level >= 2:
+        console = _console()
         console.print(f"[dim]{msg}[/dim]")
 
 
 def warn(msg: str) -> None:
+    console = _console()
     console.print(f"[yellow]warning:[/yellow] {msg}")
 
 

@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich.markup import escape
-
 from rocmbuild import cache, fsutil, host, lock, log, preflight
 from rocmbuild.digest import sha256_file
 from rocmbuild.errors import (
@@ -35,6 +33,7 @@ from rocmbuild.errors import (
     RocmbuildError,
     ValidationError,
 )
+from rocmbuild.log import escape
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.results import Artifacts, CompileStats, StageResult, Status
 from rocmbuild.stages import Context, need

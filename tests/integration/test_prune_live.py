@@ -21,9 +21,13 @@ from tests.integration.test_pipeline_local import make_recipe
 
 @pytest.fixture(scope="module")
 def two_builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Two real builds of the same recipe (gfx942, then gfx90a): two cache keys."""
+    """Two real builds of the same recipe (gfx942, then gfx90a): two cache keys. The recipe's
+    validation requirements (not installed: nothing is validated) carry version ranges, which
+    every load checks."""
     base = tmp_path_factory.mktemp("prune")
     recipe = make_recipe(base)
+    with recipe.open("a") as f:
+        f.write('[validate]\nrequires = ["pytest>=7,<100", "packaging~=24.0", "wheel"]\n')
     env = {"ROCMBUILD_WORKDIR": str(base / "build")}
     keys = []
     for arch in ("gfx942", "gfx90a"):
@@ -34,12 +38,15 @@ def two_builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 # What a cache hit must not import: every stage (and through them http, tarfile, ...), the build
 # env, the process runner, the compiler search (this recipe compiles no HIP), importlib.metadata
-# (host facts are read from the dist-info files) and the modules those pulled in.
+# (host facts are read from the dist-info files) and the modules those pulled in; rich (the hit's
+# two lines are plain text, written without it) and packaging (plain requirement strings and
+# version ranges are checked by rocmbuild.recipe.pep508).
 NOT_ON_A_HIT = ("rocmbuild.stages.fetch", "rocmbuild.stages.build", "rocmbuild.stages.tag",
                 "rocmbuild.stages.audit", "rocmbuild.stages.validate", "rocmbuild.buildenv",
                 "rocmbuild.run", "rocmbuild.compiler", "rocmbuild.audit", "rocmbuild.wheel",
                 "rocmbuild.validate.runner", "importlib.metadata", "email.message", "http.client",
-                "urllib.request", "tarfile", "zipfile", "difflib")
+                "urllib.request", "tarfile", "zipfile", "difflib", "rich", "rich.console",
+                "rich.markup", "packaging.requirements", "packaging.specifiers", "logging")
 
 
 def test_noop_rebuild_imports_only_what_a_hit_needs(two_builds: dict[str, Any]) -> None:

@@ -57,7 +57,6 @@ def run(args: argparse.Namespace) -> int:
         common.print_json(result.to_json())
         return 0
     how = "cached" if result.status is Status.CACHED else "built"
-    log.console.print(
-        f"{common.rel(result.wheel)}  sha256={result.sha256}  {time.monotonic() - t0:.2f}s  {how}",
-        markup=False, highlight=False)
+    log.plain(
+        f"{common.rel(result.wheel)}  sha256={result.sha256}  {time.monotonic() - t0:.2f}s  {how}")
     return 0

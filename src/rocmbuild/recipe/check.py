@@ -25,6 +25,7 @@ from rocmbuild.recipe.model import (
     keys,
     split_requirement,
 )
+from rocmbuild.recipe.pep508 import simple_requirement, simple_specifiers
 
 
 def suggest(key: str, choices: Iterable[str], cutoff: float = 0.75) -> str:
@@ -225,6 +226,8 @@ class Checker:
             self.bad(loc, f"{base!r} takes no version range, got {value!r} (ranges: "
                      f"{', '.join(RANGED_REQUIREMENTS)})")
             return
+        if simple_specifiers(spec):  # valid at a glance: packaging not imported
+            return
         from packaging.specifiers import InvalidSpecifier, SpecifierSet  # only when there is one
 
         try:
@@ -235,6 +238,8 @@ class Checker:
 
     def requirement(self, text: str, key: str) -> None:
         """A PEP 508 requirement from an index: a URL or a path would bypass the pins."""
+        if simple_requirement(text):  # valid at a glance: packaging not imported
+            return
         from packaging.requirements import InvalidRequirement, Requirement  # when there is one
 
         try:

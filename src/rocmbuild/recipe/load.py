@@ -34,6 +34,7 @@ from rocmbuild.recipe.model import (
     Variant,
     key_of,
 )
+from rocmbuild.recipe.pep508 import simple_requirement
 
 
 def find_recipe(name: str) -> Path:
@@ -232,6 +233,8 @@ def requirement_problem(text: str) -> str | None:
     """Why ``text`` is not a PEP 508 requirement pip may be given (None: it is one)."""
     if text.strip().startswith("-"):  # not echoed: it may carry an index URL's password
         return "a pip option, not a requirement (set pip options in pip.conf or PIP_*)"
+    if simple_requirement(text):  # valid at a glance: packaging not imported
+        return None
     from packaging.requirements import InvalidRequirement, Requirement  # when there is one
 
     try:

@@ -1,0 +1,84 @@
+"""log.py without rich on a cache hit: its escape() is rich.markup.escape's rule, and a line it
+writes straight to stderr is the bytes a rich Console would have written."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import random
+
+import pytest
+from rich.console import Console
+from rich.markup import escape as rich_escape
+
+from rocmbuild import log
+
+LINES = [
+    "cache hit /tmp/x/cache/wheels/d4c8: sha256 verified; validation: not validated",
+    "build/wheels/flash_attn-2.8.3.post1+rocm6.2.gfx942-py3-none-any.whl  sha256=cbb6  0.07s  "
+    "cached",
+    "", "  trailing  ", "a\\b\\", "x: y:z", "100%", "~/{}|`^_$#@!\"'()*+,-./;<=>?",
+    # these go through rich (markup, emoji codes, control characters, non-ASCII)
+    "[bold]x[/bold]", "\\[x]", ":smile: here", "a:+1:b", "tab\there", "cr\rlf", "é", "bell\a",
+]
+
+
+def rich_bytes(text: str, markup: bool) -> str:
+    buf = io.StringIO()
+    Console(file=buf, highlight=False, soft_wrap=True).print(text, markup=markup,
+                                                             highlight=False)
+    return buf.getvalue()
+
+
+@pytest.fixture
+def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(log, "_consoles", {})
+    monkeypatch.setattr(log, "_level", 1)
+
+
+@pytest.mark.usefixtures("fresh")
+@pytest.mark.parametrize("text", LINES)
+def test_info_and_plain_write_what_rich_writes(text: str, capsys: pytest.CaptureFixture[str]
+                                               ) -> None:
+    log.info(text)
+    assert capsys.readouterr().err == rich_bytes(text, markup=True)
+    log.plain(text)
+    assert capsys.readouterr().err == rich_bytes(text, markup=False)
+
+
+@pytest.mark.usefixtures("fresh")
+def test_a_hit_creates_no_console(capsys: pytest.CaptureFixture[str]) -> None:
+    log.info(LINES[0])
+    log.plain(LINES[1])
+    assert log._consoles == {}
+    assert capsys.readouterr().err == LINES[0] + "\n" + LINES[1] + "\n"
+
+
+@pytest.mark.usefixtures("fresh")
+def test_once_a_console_exists_every_line_goes_through_it() -> None:
+    """A live progress display is drawn on log.console: lines must pass through it then."""
+    buf = io.StringIO()
+    log._consoles["console"] = Console(file=buf, highlight=False, soft_wrap=True)
+    log.info("through rich")
+    log.plain("and this")
+    assert buf.getvalue() == "through rich\nand this\n"
+    assert log.console is log._consoles["console"]
+
+
+def test_consoles_are_made_on_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(log, "_consoles", {})
+    assert log.console.stderr and not log.out.stderr
+    assert log.console is log.console
+    with pytest.raises(AttributeError):
+        log.nothing  # noqa: B018
+
+
+def test_escape_is_richs_rule() -> None:
+    fixed = ["[bold]", "\\[bold]", "\\\\[x]", "a\\", "a\\\\", "[1]", "[#fff]", "[/]", "[@click]",
+             "[x][y]", "[[x]]", "[x", "x]", "", "\\", "[a b c]", "[A]", "C:\\path\\"]
+    rng = random.Random(13)
+    alphabet = "ab#/@A1[]\\ "
+    rand = ["".join(rng.choice(alphabet) for _ in range(n))
+            for n in itertools.chain.from_iterable(itertools.repeat(range(1, 10), 500))]
+    for text in fixed + rand:
+        assert log.escape(text) == rich_escape(text), text
