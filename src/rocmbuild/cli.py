@@ -14,6 +14,7 @@ import contextlib
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
@@ -100,7 +101,45 @@ class Terminated(KeyboardInterrupt):
         self.signum = signum
 
 
+STOP_GRACE_S = 8.0
+"""After a stop signal rocmbuild ends its commands and reports within this many seconds; if a
+cleanup hangs (a lock, a pipe, a thread), the watchdog armed by the signal ends the process
+anyway. The process guardian (run.py) kills the commands' groups when rocmbuild is gone, and the
+kernel drops its flocks."""
+
+_watchdog: list[threading.Timer] = []
+
+
+def _arm_watchdog(signum: int) -> None:
+    if _watchdog:
+        return
+    name = signal.Signals(signum).name
+
+    def fire() -> None:
+        with contextlib.suppress(OSError):
+            os.write(2, f"interrupted: stopped by {name}; stopping took over {STOP_GRACE_S:g}s, "
+                     "so rocmbuild exits now\nhint: its commands are ended by the process "
+                     "guardian and its locks are released; run the same command again\n"
+                     .encode())
+        running = sys.modules.get("rocmbuild.run")
+        if running is not None:
+            with contextlib.suppress(Exception):
+                running.kill_all()
+        os._exit(128 + signum)
+
+    timer = threading.Timer(STOP_GRACE_S, fire)
+    timer.daemon = True
+    _watchdog.append(timer)
+    timer.start()
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    _arm_watchdog(signum)
+    raise KeyboardInterrupt
+
+
 def _terminate(signum: int, frame: FrameType | None) -> None:
+    _arm_watchdog(signum)
     raise Terminated(signum)
 
 
@@ -116,16 +155,21 @@ def _ignore_stop_signals() -> None:
 
 @contextlib.contextmanager
 def _signals() -> Iterator[None]:
-    """SIGTERM and SIGHUP end rocmbuild like SIGINT does, for the time of ``main``."""
+    """SIGTERM and SIGHUP end rocmbuild like SIGINT does, for the time of ``main``; each of the
+    three arms a watchdog (``STOP_GRACE_S``)."""
     old: dict[signal.Signals, object] = {}
     with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
         for sig in _STOP_SIGNALS:
             old[sig] = signal.getsignal(sig)
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, _terminate)
+        if old[signal.SIGINT] is signal.default_int_handler:  # not when SIGINT is ignored
+            signal.signal(signal.SIGINT, _interrupt)
     try:
         yield
     finally:
+        while _watchdog:  # main returned: it stopped in time
+            _watchdog.pop().cancel()
         for sig, handler in old.items():
             signal.signal(sig, handler)  # type: ignore[arg-type]
 

@@ -273,3 +273,51 @@ def test_a_waiter_names_the_lock_holder_and_gets_the_lock_when_it_is_released(
         assert child.poll() is None, "the waiter did not wait"
     out, err = child.communicate(timeout=30)
     assert child.returncode == 0 and out == "got it\n", err
+
+
+HANGING_CLI = """
+import sys, time
+from rocmbuild import cli
+
+def hang(args):
+    print("ready", flush=True)
+    while True:  # stands in for a cleanup that never ends (a leaked lock, a stuck pipe)
+        try:
+            time.sleep(60)
+        except KeyboardInterrupt:
+            continue
+
+parser = cli.build_parser
+def build_parser():
+    p = parser()
+    sub = next(a for a in p._actions if a.__class__.__name__ == "_SubParsersAction")
+    sub.choices["doctor"].set_defaults(handler=hang)
+    return p
+cli.build_parser = build_parser
+sys.exit(cli.main(["doctor"]))
+"""
+
+
+def test_stop_signal_ends_rocmbuild_even_when_its_cleanup_hangs(tmp_path: Path) -> None:
+    """The watchdog armed by a stop signal: rocmbuild's real CLI (cli.main, its signal handlers)
+    with the doctor command's handler replaced by one that swallows KeyboardInterrupt forever
+    (the stand-in for a hung cleanup) still exits 128+N within cli.STOP_GRACE_S, with the
+    interrupted line and a hint."""
+    from rocmbuild import cli
+
+    proc = subprocess.Popen([sys.executable, "-c", HANGING_CLI], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 128 + signal.SIGINT, err
+    assert "interrupted: stopped by SIGINT" in err and "hint:" in err, err
+    assert "Traceback" not in err, err
+    assert cli.STOP_GRACE_S - 1 < took < cli.STOP_GRACE_S + 5, took
