@@ -21,6 +21,7 @@ from rocmbuild.results import Status
 
 
 def _children_maxrss() -> int:
+    """The largest RSS of any child reaped so far (the kernel keeps one maximum for all)."""
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 
 
@@ -35,7 +36,7 @@ class Local:
         return [self.run_one(t) for t in tasks]
 
     def run_one(self, task: Task) -> CellOutcome:
-        start = time.monotonic()
+        start, rss_before = time.monotonic(), _children_maxrss()
         log.info(escape(f"cell {task.cell_id}: started (timeout {task.time_s}s, log {task.log})"))
         rel_log = str(task.log.relative_to(self.run_dir)) if task.log.is_relative_to(
             self.run_dir) else str(task.log)
@@ -46,7 +47,10 @@ class Local:
         except CommandFailed as exc:  # the interpreter could not start
             rc, timed_out, cause = exc.returncode, False, exc.message
         duration = time.monotonic() - start
-        rss = _children_maxrss()
+        # this task's peak only when it raised the maximum (else an earlier cell's would show;
+        # a task that writes result.json reports its own)
+        top = _children_maxrss()
+        rss = top if top > rss_before else None
         disk = cell.disk_use(task.log.parent)
         found = cell.read_result(task.result, task.cell_id)
         if timed_out:
