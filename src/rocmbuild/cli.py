@@ -163,7 +163,8 @@ def _signals() -> Iterator[None]:
             old[sig] = signal.getsignal(sig)
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, _terminate)
-        if old[signal.SIGINT] is signal.default_int_handler:  # not when SIGINT is ignored
+        if old[signal.SIGINT] is signal.default_int_handler:  # started with SIGINT ignored
+            # (`cmd &` in a script, nohup): it stays ignored
             signal.signal(signal.SIGINT, _interrupt)
     try:
         yield

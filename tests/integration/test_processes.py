@@ -158,6 +158,13 @@ pass_env = ["ROCMBUILD_PROCS_TEST", "PROCS_TEST_SLOW"]
     return recipe
 
 
+def sigint_default() -> None:
+    """In the child before exec: SIGINT as a terminal job has it. A shell starts background
+    jobs (`cmd &` without job control, as a CI script may run the suite) with SIGINT ignored,
+    and a process that inherits that rightly ignores Ctrl-C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_build(recipe: Path, tmp_path: Path, slow: str) -> subprocess.Popen[str]:
     env = {**os.environ, "COLUMNS": "200", "ROCMBUILD_WORKDIR": str(tmp_path / "build"),
            "PROCS_TEST_SLOW": slow}
@@ -165,6 +172,7 @@ def start_build(recipe: Path, tmp_path: Path, slow: str) -> subprocess.Popen[str
         [sys.executable, "-m", "rocmbuild", "build", str(recipe), "--arch", "gfx942"],
         cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,  # its own group, like a shell job: SIGINT goes to the group
+        preexec_fn=sigint_default,
     )
 
 
@@ -306,7 +314,8 @@ def test_stop_signal_ends_rocmbuild_even_when_its_cleanup_hangs(tmp_path: Path) 
     from rocmbuild import cli
 
     proc = subprocess.Popen([sys.executable, "-c", HANGING_CLI], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            preexec_fn=sigint_default)
     try:
         assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
         sent = time.monotonic()
