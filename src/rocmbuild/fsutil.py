@@ -123,3 +123,25 @@ def touch(path: Path) -> None:
     read-only file system is not an error."""
     with contextlib.suppress(OSError):
         os.utime(path, follow_symlinks=False)
+
+
+def disk_bytes(tree: Path) -> int:
+    """Disk blocks used by the files under ``tree`` (symlinks not followed; 0 when absent): the
+    one disk-use walk (preflight's measured tree, a nightly cell's disk)."""
+    total = 0
+    stack = [tree]
+    while stack:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                for e in it:
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    total += st.st_blocks * 512
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(Path(e.path))
+        except OSError:
+            continue
+    return total

@@ -61,27 +61,6 @@ def _gib(n: float) -> str:
 # --------------------------------------------------------------------------- disk
 
 
-def tree_bytes(tree: Path) -> int:
-    """Disk blocks used by the files under ``tree`` (symlinks not followed; 0 when absent)."""
-    total = 0
-    stack = [tree]
-    while stack:
-        d = stack.pop()
-        try:
-            with os.scandir(d) as it:
-                for e in it:
-                    try:
-                        st = e.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    total += st.st_blocks * 512
-                    if e.is_dir(follow_symlinks=False):
-                        stack.append(Path(e.path))
-        except OSError:
-            continue
-    return total
-
-
 def learned_file(cache: Path, plan: Plan) -> Path:
     return cache / "learned" / "disk" / f"{plan.recipe}.{plan.variant}.json"
 
@@ -233,7 +212,7 @@ def problems(plan: Plan, host: Host, src_root: Path, cache: Path,
     learned = learned_disk(cache, plan)
     disk = disk_problem(plan, where, free, learned, 0)
     if disk is not None and tree.is_dir():  # walked only when it could decide
-        disk = disk_problem(plan, where, free, learned, tree_bytes(tree))
+        disk = disk_problem(plan, where, free, learned, fsutil.disk_bytes(tree))
     found += [disk] if disk else []
     mem = memory_problem(plan, host)
     found += [mem] if mem else []

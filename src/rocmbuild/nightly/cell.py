@@ -10,7 +10,6 @@ The same command for both executors: ``python -m rocmbuild nightly --config C --
 from __future__ import annotations
 
 import json
-import os
 import resource
 import sys
 import time
@@ -76,20 +75,7 @@ def peak_rss() -> int:
 
 
 def disk_use(*paths: Path | None) -> int:
-    total = 0
-    for p in paths:
-        if p is None or not p.exists():
-            continue
-        if p.is_file():
-            total += p.lstat().st_size
-            continue
-        for root, _dirs, files in os.walk(p):
-            for f in files:
-                try:
-                    total += os.lstat(os.path.join(root, f)).st_size
-                except OSError:
-                    pass
-    return total
+    return sum(fsutil.disk_bytes(p) for p in paths if p is not None)
 
 
 def best_tflops(report: Path) -> float | None:

@@ -26,7 +26,7 @@ from pathlib import Path
 from rich.markup import escape
 from wheel.wheelfile import WheelFile
 
-from rocmbuild import compilecache, hostenv, learned, log, oom, options, preflight, progress
+from rocmbuild import compilecache, fsutil, hostenv, learned, log, oom, options, progress
 from rocmbuild.errors import BuildError, CommandFailed
 from rocmbuild.host import Host
 from rocmbuild.recipe.plan import Plan
@@ -377,7 +377,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         log_path,
         Artifacts(raw_wheel=wheels[0], build_log=log_path, torch=torch[0] if torch else None,
                   oom_retry=f"{retried}, finished" if retried else None,
-                  tree_bytes=preflight.tree_bytes(tree),
+                  tree_bytes=fsutil.disk_bytes(tree),
                   compile_cache=stats),
     )
 
