@@ -4,11 +4,23 @@ printed. All run as ``nightly --dry-run`` or fail before the lock."""
 
 from __future__ import annotations
 
+import json
+
 from tests.corpus import EXIT, Case
 
 SECRET = "HookT0kenXyZ"
 _M = '[[matrix]]\nrecipes = ["hip-attention-probe"]\narchs = ["gfx942"]\n'
 _P = '[publish]\nindex = "index"\n'
+
+
+_RUN = "20261130T161500Z"
+
+
+def _manifest(**over: str) -> str:
+    """A --no-wait run's manifest.json as the controller writes it, one key changed since."""
+    data = {"run": _RUN, "started": "2026-11-30T16:15:00Z", "config": "{dir}/nightly.toml",
+            "index": "{dir}/index", "stage": "staging", "promote_to": "stable", "cells": []}
+    return json.dumps({**data, **over})
 
 
 def _case(cid: str, text: str, needle: str, *extra: str, secret: str | None = None,
@@ -58,4 +70,15 @@ CASES = [
     Case("nightly-collect-not-a-run", ("nightly", "--config", "{dir}/nightly.toml", "--collect",
                                        "../etc"), EXIT["usage"], "--collect: '../etc' is neither",
          "nightly", files={"nightly.toml": _M + _P}),
+    Case("nightly-collect-other-config", ("nightly", "--config", "{dir}/nightly.toml",
+                                          "--collect", _RUN), EXIT["usage"],
+         "--collect: run 20261130T161500Z was started with --config '", "nightly",
+         files={"nightly.toml": _M + _P, f"reports/{_RUN}/manifest.json": _manifest(
+             config="{dir}/old.toml")}, writes_nothing=True),
+    Case("nightly-collect-index-changed", ("nightly", "--config", "{dir}/nightly.toml",
+                                           "--collect", _RUN), EXIT["usage"],
+         "--collect: run 20261130T161500Z was started with publish.index '",
+         "nightly", files={"nightly.toml": _M + _P, f"reports/{_RUN}/manifest.json": _manifest(
+             index="{dir}/old-index")}, writes_nothing=True),
 ]
+

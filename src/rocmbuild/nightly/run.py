@@ -262,8 +262,27 @@ def collect(cfg: NightlyConfig, run: str, lock_note: str = "") -> RunReport:
                        for e in data["cells"]):
         raise UsageError(f"--collect: {run_dir / 'manifest.json'}: not a nightly manifest",
                          hint="was it edited? collect the run directory the nightly made")
+    _same_config(cfg, data, run_dir)
     outcomes = _slurm(cfg, run_dir).collect(run_dir, wait=True)
     return finish(cfg, data, {o.cell_id: o for o in outcomes}, lock_note)
+
+
+def _same_config(cfg: NightlyConfig, data: dict[str, Any], run_dir: Path) -> None:
+    """``--collect`` promotes into the index the run was started for: refuse another config
+    (another file, or the same file with its index or channels changed since)."""
+    now = {"config": ("--config", str(cfg.path)),
+           "index": ("publish.index", pub.redact(cfg.index)),
+           "stage": ("publish.stage", cfg.stage),
+           "promote_to": ("publish.promote_to", cfg.promote_to)}
+    for key, (label, value) in now.items():
+        if data.get(key) != value:
+            was = str(data.get(key))[:200]
+            raise UsageError(
+                f"--collect: run {run_dir.name} was started with {label} {was!r}, not "
+                f"{value!r}",
+                hint=f"collect it with the config it was started with: --config {was}"
+                if key == "config" else f"set {label} in {cfg.path} back to {was!r} until "
+                "the run is collected")
 
 
 def finish(cfg: NightlyConfig, data: dict[str, Any], built: dict[str, CellOutcome],
