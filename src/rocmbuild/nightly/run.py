@@ -8,6 +8,7 @@ The run directory is ``<reports>/<run_id>/`` with ``run_id`` the UTC start time
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -275,7 +276,9 @@ def _same_config(cfg: NightlyConfig, data: dict[str, Any], run_dir: Path) -> Non
            "stage": ("publish.stage", cfg.stage),
            "promote_to": ("publish.promote_to", cfg.promote_to)}
     for key, (label, value) in now.items():
-        if data.get(key) != value:
+        same = data.get(key) == value or key == "config" and isinstance(data.get(key), str) \
+            and os.path.realpath(data[key]) == os.path.realpath(value)  # ../x, links
+        if not same:
             was = str(data.get(key))[:200]
             raise UsageError(
                 f"--collect: run {run_dir.name} was started with {label} {was!r}, not "
