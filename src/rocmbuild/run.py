@@ -14,8 +14,14 @@ SIGKILL of rocmbuild itself (no handler runs) a small supervisor, the *guardian*
 a few lines of Python, one per rocmbuild process, started with the first command), holds the
 read end of a pipe and the list of groups running now; when rocmbuild dies by any means the pipe
 ends and the guardian kills those groups. One guardian per process costs one interpreter start
-per rocmbuild run instead of one per command. A descendant that starts its own session (setsid,
-as daemons do) leaves the group and is out of reach: no build tool rocmbuild drives does that.
+per rocmbuild run instead of one per command.
+
+Killing a command means its session, not only its group: ninja starts every job in a process
+group of its own (so that a terminal's Ctrl-C reaches ninja alone), and a SIGKILL to ninja's
+group would leave the compilers running. They stay in the command's session, whose id is the
+command's pid, so both kills (here and in the guardian) also SIGKILL every process whose
+``/proc/<pid>/stat`` names that session. A descendant that starts its own session (setsid, as
+daemons such as sccache's server do) is out of reach, on purpose.
 """
 
 from __future__ import annotations
@@ -56,6 +62,14 @@ for pgid in groups:                             # the pipe ended: rocmbuild is g
         os.killpg(pgid, signal.SIGKILL)
     except OSError:
         pass
+for _ in range(3) if groups else ():            # ninja's jobs: own groups, same session
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                if int(f.read().rsplit(b")", 1)[1].split()[3]) in groups:
+                    os.kill(int(pid), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            pass
 """
 
 # Process groups of commands running now (one per run() call in flight, any thread).
@@ -160,8 +174,38 @@ def _cut(line: str, width: int = 300) -> str:
 
 
 def _kill_group(pgid: int) -> None:
+    """SIGKILL a command's group and every other process of its session (``pgid`` is both:
+    the command leads its own session), such as ninja's jobs in their own groups."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+    for _ in range(3):  # again for what a member forked while it was being killed
+        members = session_members(pgid)
+        if not members:
+            return
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def session_members(sid: int) -> list[int]:
+    """Live processes (not zombies) of session ``sid``, read from ``/proc/<pid>/stat``."""
+    found = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                # pid (comm) state ppid pgrp session ...; comm may hold ")" and spaces
+                fields = f.read().rsplit(b")", 1)[1].split()
+            if int(fields[3]) == sid and fields[0] != b"Z":
+                found.append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
 
 
 def kill_all() -> None:

@@ -127,6 +127,44 @@ def test_sigkill_of_the_parent_kills_every_descendant(marker: str, tmp_path: Pat
         parent.wait()
 
 
+NINJA = """rule slow
+  command = sleep 60 && touch $out
+build a: slow
+build b: slow
+"""
+
+
+def ninja_tree(tmp_path: Path) -> list[str]:
+    """A real ninja with two running jobs: ninja puts each job in a process group of its own
+    (not the command's), as it does with a build's compilers."""
+    (tmp_path / "build.ninja").write_text(NINJA)
+    return ["ninja", "-C", str(tmp_path), "-j2"]
+
+
+def test_timeout_kills_ninjas_jobs_in_their_own_groups(marker: str, tmp_path: Path) -> None:
+    """ninja's jobs leave the command's process group but stay in its session: the timeout's
+    kill reaches them (a kill of the group alone left both sleeps running)."""
+    argv = ninja_tree(tmp_path)
+    with pytest.raises(CommandFailed, match=r"did not finish within 2s"):
+        run.run(argv, timeout=2)
+    assert wait_until(lambda: not marked(marker), 5), marked(marker)
+
+
+def test_sigkill_of_the_parent_kills_ninjas_jobs(marker: str, tmp_path: Path) -> None:
+    """rocmbuild's process dies by SIGKILL while ninja runs two jobs: the guardian kills the
+    command's session, so the jobs in ninja's own groups die too."""
+    code = f"from rocmbuild import run; run.run({ninja_tree(tmp_path)!r})"
+    parent = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
+    try:
+        assert wait_until(lambda: len(marked(marker)) >= 6, 20), marked(marker)  # + sh, sleep
+        parent.kill()
+        assert parent.wait(10) == -signal.SIGKILL
+        assert wait_until(lambda: not marked(marker), 5), marked(marker)
+    finally:
+        parent.kill()
+        parent.wait()
+
+
 SETUP = """import os, subprocess
 from setuptools import setup
 slow = os.environ.get("PROCS_TEST_SLOW", "0")
@@ -288,9 +326,12 @@ import sys, time
 from rocmbuild import cli
 
 def hang(args):
-    print("ready", flush=True)
+    ready = False
     while True:  # stands in for a cleanup that never ends (a leaked lock, a stuck pipe)
-        try:
+        try:  # "ready" inside: a signal right after it must not escape the loop
+            if not ready:
+                print("ready", flush=True)
+                ready = True
             time.sleep(60)
         except KeyboardInterrupt:
             continue
