@@ -1,13 +1,14 @@
 """A compile killed by the OOM killer: detect it, and the job count to retry with.
 
 A build child that failed is called OOM-killed when the kernel's OOM kill counter of the build's
-memory cgroups rose while it ran (cgroup v1 ``memory.oom_control``, v2 ``memory.events``: the
-``oom_kill`` line, in the process's own cgroup and each parent, the ones ``jobs.cgroup_dirs``
-finds), or when its output says a compiler died of SIGKILL (gcc's "Killed signal terminated
-program", a shell's "Killed", "signal 9", Python's ``Signals.SIGKILL``, exit status 137 or -9)
-or it exited 137 itself. Ninja's last ``FAILED:`` line names the unit. The build stage then
-re-runs the failing command once at half the jobs in the same tree (ninja and torch's
-cpp_extension resume: finished units are not compiled again); see docs/long-builds.md.
+memory cgroup rose while it ran (cgroup v1 ``memory.oom_control``, v2 ``memory.events``: the
+``oom_kill`` line of the process's own cgroup, which counts its kills whichever parent's limit
+was hit; a parent's would also count a sibling's), or when its output says a compiler died of
+SIGKILL (gcc's "Killed signal terminated program", a shell's "Killed", "signal 9", Python's
+``Signals.SIGKILL``, exit status 137 or -9) or it exited 137 itself. Ninja's last ``FAILED:``
+line names the unit. The build stage then re-runs the failing command once at half the jobs in
+the same tree (ninja and torch's cpp_extension resume: finished units are not compiled again);
+see docs/long-builds.md.
 """
 
 from __future__ import annotations
@@ -37,10 +38,18 @@ class OomKill:
 
 
 def oom_kills(root: Path = Path("/")) -> int:
-    """The sum of the ``oom_kill`` counters of this process's memory cgroups (own and parents;
-    only a change of it means something). 0 where none can be read."""
+    """The ``oom_kill`` counter of this process's own memory cgroup (v1 and v2 each, where both
+    are mounted; only a change of it means something). 0 where none can be read.
+
+    The kernel counts a kill in the killed task's own cgroup whichever limit was hit (v2 also
+    adds it to every parent), so the own cgroup sees every kill of a build child, and a parent's
+    counter would also rise for a sibling's kill (another job of the same Slurm node or slice)."""
     total = 0
+    seen: set[int] = set()
     for cg in jobs.cgroup_dirs("memory", root):
+        if cg.version in seen:  # own first, then the parents
+            continue
+        seen.add(cg.version)
         name = "memory.oom_control" if cg.version == 1 else "memory.events"
         try:
             text = (cg.path / name).read_text()

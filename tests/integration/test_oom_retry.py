@@ -157,3 +157,33 @@ def test_oom_kill_at_one_job_is_a_build_error_with_the_fix(memcg: Path, tmp_path
         in errors[0]
     assert "lower --jobs" in res.stderr and "mem_per_job_gb" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+COUNTER = """import subprocess, sys
+from rocmbuild import oom
+before = oom.oom_kills()
+rc = subprocess.call([sys.executable, "-c",
+                      "b = bytearray({mb} << 20); b[::4096] = b'x' * len(b[::4096])"])
+print(rc, oom.oom_kills() - before)
+"""
+
+
+def test_counter_sees_a_kill_under_a_parents_limit(memcg: Path) -> None:
+    """The limit sits on a parent (a Slurm job above its step, a slice above a container) and
+    rocmbuild runs in a child without one: a child process hitting the parent's limit is
+    killed, and ``oom.oom_kills()`` read inside the child cgroup (the own cgroup's counter, the
+    only one read) rises by 1. Real kernel, real cgroup v1 hierarchy; the parent's own counter
+    stays 0 on v1, which is why the own cgroup's is the one that counts."""
+    memcg_helpers.set_limit(memcg, 100 * MiB)
+    child = memcg / "step_0"
+    child.mkdir()
+    try:
+        res = subprocess.run(memcg_helpers.inside(child, [
+            sys.executable, "-c", COUNTER.format(mb=300)]), capture_output=True, text=True,
+            cwd=REPO, timeout=120)
+        assert res.returncode == 0, res.stderr
+        assert res.stdout.split() == ["-9", "1"], res.stdout + res.stderr
+    finally:
+        for pid in (child / "cgroup.procs").read_text().split():
+            os.kill(int(pid), 9)
+        child.rmdir()

@@ -65,19 +65,21 @@ def test_the_cgroup_counter_alone_is_enough_and_other_failures_are_not_oom() -> 
     assert oom.detect("exit code 1370; Killedness", 1, 0, 0) is None
 
 
-def test_oom_kill_counters_of_own_cgroup_and_parents(tmp_path: Path) -> None:
+def test_oom_kill_counter_of_the_own_cgroup_only(tmp_path: Path) -> None:
+    """The own cgroup's counter counts this process tree's kills whatever limit was hit; the
+    parents' (v2: a sibling's kills too; v1: the parent's own tasks) are left out."""
     base = "sys/fs/cgroup/memory"
     root = fake(tmp_path, {
         f"{base}/memory.oom_control": "oom_kill_disable 0\nunder_oom 0\noom_kill 5",
         f"{base}/slurm/uid_0/job_12/memory.oom_control": "oom_kill_disable 0\noom_kill 2",
         f"{base}/slurm/uid_0/job_12/step_0/memory.oom_control": "oom_kill 1",
     }, mounts=V1_MOUNTS, self_cgroup=V1_SELF)
-    assert oom.oom_kills(root) == 8
+    assert oom.oom_kills(root) == 1  # step_0's
     v2 = fake(tmp_path / "v2", {"sys/fs/cgroup/a/memory.events": "oom 1\noom_kill 3\n",
                                 "sys/fs/cgroup/memory.events": "oom_kill 4"},
               mounts="30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
               self_cgroup="0::/a\n")
-    assert oom.oom_kills(v2) == 7
+    assert oom.oom_kills(v2) == 3  # /a's, not the root's 4
     assert oom.oom_kills(tmp_path / "nothing") == 0
 
 
