@@ -242,7 +242,13 @@ def keep_ninja_log(tree: Path, log_dir: Path, since: float) -> Path | None:
 
 
 def _learn(plan: Plan, ctx: Context, units: Path) -> None:
-    """Merge the units this build measured into the cache's learned memory (learned.py)."""
+    """Merge the units this build measured into the cache's learned memory (learned.py). Not
+    through sccache: it compiles in its server, so memlog.py, whose child is sccache's client,
+    measures the client (about 10 MiB), not the compiler."""
+    if ctx.compile_cache is not None and ctx.compile_cache.tool == "sccache":
+        log.debug("learned memory not recorded: sccache compiles in its server, out of "
+                  "memlog.py's sight (ccache or --compile-cache none measure the compiler)")
+        return
     try:
         got = learned.record(ctx.ws.cache, units, plan.recipe, plan.variant, plan.archs,
                              plan.rocm.compiler.version if plan.rocm.compiler else "",
