@@ -36,6 +36,7 @@ def test_memlog_record_and_output() -> None:
     assert output_of(["clang++", "-c", "a.cpp", "-o", "obj/a.o"]) == "obj/a.o"
     assert output_of(["clang++", "-c", "a.cpp", "-oobj/a.o"]) == "obj/a.o"
     assert output_of(["clang++", "-c", "a.cpp"]) == ""
+    assert output_of(["clang++", "-E", "-dM", "a.cpp", "-o", "-"]) == ""
     rec = json.loads(record(["c++", "-c", "a.cpp", "-o", "a.o"], 2048, 1.23456, -9))
     assert rec == {"out": "a.o", "unit": True, "rss": 2048 * 1024, "s": 1.235, "rc": -9}
     assert json.loads(record(["c++", "a.o", "-o", "a.so"], 1, 1, 0))["unit"] is False

@@ -23,10 +23,11 @@ import time
 
 
 def output_of(argv: list[str]) -> str:
-    """The file the command writes (``-o FILE`` or ``-oFILE``); "" when it names none."""
+    """The file the command writes (``-o FILE`` or ``-oFILE``); "" when it names none (or
+    ``-o -``: standard output, as CMake's compiler checks write)."""
     for i, a in enumerate(argv[1:], 1):
         if a == "-o" and i + 1 < len(argv):
-            return argv[i + 1]
+            return "" if argv[i + 1] == "-" else argv[i + 1]
         if a.startswith("-o") and len(a) > 2 and not a.startswith("-o-"):
             return a[2:]
     return ""
