@@ -146,13 +146,15 @@ def wrappers(env: Mapping[str, str], launch_dir: Path, hip_compiler: str | None,
     """The pip-wheel backend's compilers (setup.py, torch's cpp_extension, scikit-build-core):
     ``CC``/``CXX`` name one-word scripts in ``launch_dir/host`` that run ``front`` (memlog.py,
     then the compile cache if there is one) and then the real compiler, named after it (torch's
-    compiler check reads the name). One word, because setuptools derives its link commands
-    from ``CC``/``CXX`` by splitting and matching words, and torch's ninja file quotes ``CXX``
-    as one: a multi-word ``CXX`` breaks both (docs/compile-cache.md). Links go through the same
-    scripts; memlog.py records them as such. With a HIP clang in the plan, ``HIP_CLANG_PATH``
-    names ``launch_dir/hip/bin``, whose ``clang``/``clang++``/``clang-15`` (the names hipcc of
-    ROCm 5 and 6 call) do the same in front of it, its ``lib`` beside them (not when the plan's
-    HIP compiler is hipcc itself, which the scripts would then call in a loop)."""
+    compiler check reads the name). One word, because torch's ninja file quotes ``CXX`` as one
+    word and takes ``CC``'s words after the first as flags, and setuptools builds its C++ link
+    command by matching the words of ``CXX`` against ``LDCXXSHARED``: a launcher in front
+    breaks torch's compiles, and the link on many setuptools versions (docs/compile-cache.md).
+    Links go through the same scripts; memlog.py records them as no unit. With a HIP clang in
+    the plan, ``HIP_CLANG_PATH`` names ``launch_dir/hip/bin``, whose ``clang``, ``clang++`` and
+    ``clang-15`` (the names hipcc of ROCm 5 and 6 call) do the same in front of it, its ``lib``
+    beside them (not when the plan's HIP compiler is hipcc itself, which the scripts would
+    then call in a loop)."""
     # torch's cpp_extension puts a ccache/sccache it finds on PATH before CXX (not on a ROCm
     # torch): ours is in CXX already, with our settings, or none was asked for
     out = {"TORCH_NO_COMPILER_WRAPPER": "1"}
