@@ -7,11 +7,12 @@ How the build reaches it:
 - CMake (the ``cmake`` backend): ``CMAKE_{C,CXX,HIP}_COMPILER_LAUNCHER``; for HIP after the
   CUID launcher (``stages/build.cuid_launcher``), which then execs the cache.
 - setup.py / torch cpp_extension (the ``pip-wheel`` backend): ``CC``/``CXX`` name small wrapper
-  scripts (``<tool> <real compiler> "$@"``) in a launcher directory; torch's ninja file takes
-  ``CXX`` as its compiler. With a HIP compiler in the plan, ``HIP_CLANG_PATH`` names a
-  directory whose ``clang``/``clang++``/``clang-15`` do the same in front of the HIP clang (the
-  names hipcc of ROCm 5 and 6 call) and whose ``lib`` is the real compiler's (hipcc looks for
-  the clang runtime libraries there).
+  scripts (``memlog.py``, then ``<tool> <real compiler> "$@"``) in a launcher directory
+  (``wrappers``: built with or without a cache, as memlog.py measures every build); torch's
+  ninja file takes ``CXX`` as its compiler. With a HIP compiler in the plan, ``HIP_CLANG_PATH``
+  names a directory whose ``clang``/``clang++``/``clang-15`` do the same in front of the HIP
+  clang (the names hipcc of ROCm 5 and 6 call) and whose ``lib`` is the real compiler's (hipcc
+  looks for the clang runtime libraries there).
 
 The hit rate comes from the cache itself: ccache writes a per-build ``CCACHE_STATSLOG`` (its
 global counters would mix concurrent builds); sccache's server (one per cache directory, on a
@@ -27,7 +28,7 @@ import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,14 +84,19 @@ def choose(kind: str, directory: str | None, cache_root: Path, where: str,
     return None
 
 
-def _wrapper(path: Path, cache: CompileCache, real: str) -> None:
-    path.write_text(f"#!/bin/sh\nexec {shlex.quote(str(cache.exe))} {shlex.quote(real)} "
-                    '"$@"\n')
+def _wrapper(path: Path, front: Sequence[str], real: str) -> None:
+    """A one-word compiler for setuptools and torch: ``exec <front...> <real> "$@"``."""
+    words = " ".join(shlex.quote(w) for w in (*front, real))
+    path.write_text(f'#!/bin/sh\nexec {words} "$@"\n')
     path.chmod(0o755)
 
 
 def _real(name: str, env: Mapping[str, str], skip: Path) -> str | None:
-    """``name`` on the build's PATH (not in our own launcher directory), symlinks resolved."""
+    """``name`` on the build's PATH (not in our own launcher directory), symlinks resolved;
+    None when not found or when ``name`` is more than one word (a ``CC`` of the recipe's such
+    as ``ccache gcc``: left as it is)."""
+    if len(name.split()) != 1:
+        return None
     path = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
                            if p and Path(p).absolute() != skip)
     found = shutil.which(name, path=path)
@@ -104,11 +110,12 @@ def _socket(cache: CompileCache) -> str:
     return str(Path(tempfile.gettempdir()) / f"rocmbuild-sccache-{digest}.sock")
 
 
-def build_env(cache: CompileCache, env: Mapping[str, str], tree: Path, launch_dir: Path,
-              backend: str, hip_compiler: str | None, stats_log: Path) -> dict[str, str]:
-    """The variables that put ``cache`` in front of the build's compilers (added to ``env``,
-    the build child's environment, by the caller). ``launch_dir`` receives the wrapper
-    scripts (pip-wheel backend); ``stats_log`` ccache's per-build statistics."""
+def build_env(cache: CompileCache, tree: Path, backend: str, hip_compiler: str | None,
+              stats_log: Path) -> dict[str, str]:
+    """The cache's own variables (added to the build child's environment by the caller); for
+    the cmake backend also the ``CMAKE_<LANG>_COMPILER_LAUNCHER`` that put it in front of
+    every compiler. The pip-wheel backend reaches it through ``wrappers``. ``stats_log``:
+    ccache's per-build statistics."""
     out: dict[str, str] = {}
     if cache.tool == "ccache":
         out.update({
@@ -129,26 +136,38 @@ def build_env(cache: CompileCache, env: Mapping[str, str], tree: Path, launch_di
     if backend == "cmake":
         for lang in ("C", "CXX", "HIP"):  # HIP: build.py puts the CUID launcher first
             out[f"CMAKE_{lang}_COMPILER_LAUNCHER"] = str(cache.exe)
-        return out
-    # pip-wheel: setup.py / cpp_extension read CC and CXX; scikit-build-core's CMake does too
-    # (and takes CMAKE_HIP_COMPILER_LAUNCHER for HIP, after the CUID launcher)
+    elif hip_compiler:  # scikit-build-core's CMake: after the CUID launcher (build.py)
+        out["CMAKE_HIP_COMPILER_LAUNCHER"] = str(cache.exe)
+    return out
+
+
+def wrappers(env: Mapping[str, str], launch_dir: Path, hip_compiler: str | None,
+             front: Sequence[str]) -> dict[str, str]:
+    """The pip-wheel backend's compilers (setup.py, torch's cpp_extension, scikit-build-core):
+    ``CC``/``CXX`` name one-word scripts in ``launch_dir/host`` that run ``front`` (memlog.py,
+    then the compile cache if there is one) and then the real compiler, named after it (torch's
+    compiler check reads the name). One word, because torch's ninja file quotes ``CXX`` as one
+    word and takes ``CC``'s words after the first as flags, and setuptools builds its C++ link
+    command by matching the words of ``CXX`` against ``LDCXXSHARED``: a launcher in front
+    breaks torch's compiles, and the link on many setuptools versions (docs/compile-cache.md).
+    Links go through the same scripts; memlog.py records them as no unit. With a HIP clang in
+    the plan, ``HIP_CLANG_PATH`` names ``launch_dir/hip/bin``, whose ``clang``, ``clang++`` and
+    ``clang-15`` (the names hipcc of ROCm 5 and 6 call) do the same in front of it, its ``lib``
+    beside them (not when the plan's HIP compiler is hipcc itself, which the scripts would
+    then call in a loop)."""
     # torch's cpp_extension puts a ccache/sccache it finds on PATH before CXX (not on a ROCm
-    # torch): ours is in CXX already, with our settings
-    out["TORCH_NO_COMPILER_WRAPPER"] = "1"
+    # torch): ours is in CXX already, with our settings, or none was asked for
+    out = {"TORCH_NO_COMPILER_WRAPPER": "1"}
     shutil.rmtree(launch_dir, ignore_errors=True)
     host = launch_dir / "host"
     host.mkdir(parents=True)
-    for var, name in (("CC", "cc"), ("CXX", "c++")):
-        real = _real(name, env, host)
+    for var, name in (("CC", "cc"), ("CXX", "c++")):  # the recipe's own CC/CXX, if it has one
+        real = _real(env.get(var) or name, env, host)
         if real is None:
             continue
         wrapper = host / Path(real).name  # the real name: torch's compiler check reads it
-        _wrapper(wrapper, cache, real)
+        _wrapper(wrapper, front, real)
         out[var] = str(wrapper)
-    if hip_compiler:
-        out["CMAKE_HIP_COMPILER_LAUNCHER"] = str(cache.exe)
-    # hipcc runs HIP_CLANG_PATH's clang: the cache goes there (not when the plan's HIP
-    # compiler is hipcc itself, which the wrappers would then call in a loop)
     if hip_compiler and not Path(hip_compiler).name.startswith("hipcc"):
         given = env.get("HIP_CLANG_PATH")
         hip = launch_dir / "hip"
@@ -160,7 +179,7 @@ def build_env(cache: CompileCache, env: Mapping[str, str], tree: Path, launch_di
                 # the C driver where there is one beside the real C++ driver (clang++ -> clang)
                 plain = resolved.with_name("clang")
                 target = Path(hip_compiler) if "++" in name or not plain.exists() else plain
-            _wrapper(hip / "bin" / name, cache, str(target))
+            _wrapper(hip / "bin" / name, front, str(target))
         lib = (Path(given) if given else resolved.parent).parent / "lib"
         if lib.is_dir():
             (hip / "lib").symlink_to(lib)

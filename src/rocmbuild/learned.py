@@ -1,8 +1,10 @@
 """Learned memory: each compile unit's measured peak RSS, kept per recipe + variant + arch set +
 compiler, so the next plan sizes MAX_JOBS by what the units really took.
 
-A build records its units with launchers/memlog.py (one JSON line per unit: output, peak RSS,
-seconds, exit status); ``record`` merges them into
+A build records its units with launchers/memlog.py (one JSON line per command: output, whether
+it is a compile unit, peak RSS, seconds, exit status; CMake-driven builds through the compiler
+launchers, the pip-wheel backend through its CC/CXX and HIP_CLANG_PATH wrappers); ``record``
+merges the compile units into
 ``<cache>/learned/<recipe>/<identity>.json`` (each output's largest peak over the builds, so a
 compile-cache hit, which takes little memory, never lowers a unit's figure), written atomically.
 ``load`` reads those files back as untrusted input: a file that is not what ``record`` writes is
@@ -16,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -81,9 +84,13 @@ def percentile(values: Sequence[int], q: float) -> int:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
-def read_units(path: Path) -> dict[str, int]:
-    """output -> peak RSS (bytes) of the units that compiled (exit 0) in a memlog file; a line
-    that is not a memlog record is skipped (the file is written by the build's children)."""
+def read_units(path: Path, root: Path | None = None) -> dict[str, int]:
+    """output -> peak RSS (bytes) of the compile units that compiled (exit 0) in a memlog file.
+    Links (the pip-wheel backend's wrappers see them too) and CMake's configure checks are not
+    units; a line that is not a memlog record is skipped (the file is written by the build's
+    children). An absolute output under ``root`` (torch's cpp_extension names its objects by
+    absolute path, in a tree whose path has the cache key in it) is named relative to it, so
+    the same unit is one unit over every build of the recipe."""
     units: dict[str, int] = {}
     try:
         if path.stat().st_size > MAX_FILE:
@@ -100,7 +107,10 @@ def read_units(path: Path) -> dict[str, int]:
             continue
         out, rss, rc = rec.get("out"), rec.get("rss"), rec.get("rc")
         if (isinstance(out, str) and out and "cmTC_" not in out  # cmake's configure checks
-                and type(rss) is int and rss > 0 and rc == 0):
+                and rec.get("unit") is True and type(rss) is int and rss > 0 and rc == 0):
+            if root is not None and os.path.isabs(out):
+                rel = os.path.relpath(out, root)
+                out = out if rel.startswith("..") else rel
             units[out] = max(units.get(out, 0), rss)
     return units
 
@@ -162,10 +172,10 @@ def pick(learned: Iterable[LearnedMemory], recipe: str, variant: str, archs: Seq
 
 
 def record(cache: Path, units_log: Path, recipe: str, variant: str, archs: Sequence[str],
-           compiler: str) -> LearnedMemory | None:
+           compiler: str, root: Path | None = None) -> LearnedMemory | None:
     """Merge a build's memlog file into its learned file (atomically); the merged figures, or
-    None when the build measured nothing."""
-    new = read_units(units_log)
+    None when the build measured nothing. ``root``: the build's tree (``read_units``)."""
+    new = read_units(units_log, root)
     target = file_for(cache, recipe, variant, archs, compiler)
     if not new or target is None:
         return None

@@ -70,11 +70,14 @@ def test_memlog_passes_status_and_signals_through(tmp_path: Path) -> None:
     src.write_text("int f() { return 1; }\n")
     ok = run([*launcher, "c++", "-c", str(src), "-o", str(tmp_path / "a.o")], capture=True)
     assert ok.returncode == 0 and (tmp_path / "a.o").is_file()
-    bad = run([*launcher, "sh", "-c", "exit 3"], check=False, capture=True)
-    killed = run([*launcher, "sh", "-c", "kill -9 $$"], check=False, capture=True)
+    # (sh's "-o x.o" is its $0: the output memlog records)
+    bad = run([*launcher, "sh", "-c", "exit 3", "-o", "x.o"], check=False, capture=True)
+    killed = run([*launcher, "sh", "-c", "kill -9 $$", "-o", "x.o"], check=False,
+                 capture=True)
     assert (bad.returncode, killed.returncode) == (3, -9)
+    assert run([*launcher, "c++", "-dumpversion"], capture=True).returncode == 0  # no output
     recs = [json.loads(ln) for ln in units.read_text().splitlines()]
-    assert [r["rc"] for r in recs] == [0, 3, -9]
+    assert [r["rc"] for r in recs] == [0, 3, -9]  # the version query wrote nothing
     assert recs[0]["out"] == str(tmp_path / "a.o") and recs[0]["rss"] > 1 << 20
     assert learned.read_units(units) == {str(tmp_path / "a.o"): recs[0]["rss"]}
 

@@ -15,6 +15,7 @@ from rocmbuild.compilecache import (
     choose,
     parse_ccache_log,
     parse_sccache_json,
+    wrappers,
 )
 from rocmbuild.errors import ToolchainError
 from rocmbuild.results import CompileStats
@@ -87,19 +88,23 @@ def test_choose(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_cmake_gets_launchers_and_ccache_settings(tmp_path: Path) -> None:
     cache = CompileCache("ccache", Path("/usr/bin/ccache"), tmp_path / "cc")
-    env = build_env(cache, {"PATH": os.environ["PATH"]}, tmp_path / "tree",
-                    tmp_path / "launch", "cmake", "/usr/bin/clang++-19", tmp_path / "s.log")
+    env = build_env(cache, tmp_path / "tree", "cmake", "/usr/bin/clang++-19",
+                    tmp_path / "s.log")
     assert {env[f"CMAKE_{lang}_COMPILER_LAUNCHER"] for lang in ("C", "CXX", "HIP")} == {
         "/usr/bin/ccache"}
     assert env["CCACHE_BASEDIR"] == str(tmp_path / "tree") and env["CCACHE_NOHASHDIR"] == "1"
     assert env["CCACHE_COMPILERCHECK"] == "content"
     assert env["CCACHE_STATSLOG"] == str(tmp_path / "s.log")
-    assert "CC" not in env and not (tmp_path / "launch").exists()
+    assert "CC" not in env
+
+
+MEMLOG = ["/py", "-S", "/rb/memlog.py", "--out", "/logs/units.jsonl"]
 
 
 def test_setup_py_gets_wrappers_and_hipcc_a_clang_dir(tmp_path: Path) -> None:
-    """CC/CXX: scripts named after the real compiler (torch's compiler check reads the name);
-    HIP_CLANG_PATH: clang, clang++, clang-15 in front of the plan's HIP clang, lib beside."""
+    """CC/CXX: one-word scripts named after the real compiler (torch's compiler check reads
+    the name) running memlog.py, then the cache, then the compiler; HIP_CLANG_PATH: clang,
+    clang++, clang-15 in front of the plan's HIP clang, lib beside."""
     llvm = tmp_path / "llvm"
     real_cxx = _tool(llvm / "bin", "clang++")
     _tool(llvm / "bin", "clang")
@@ -107,24 +112,38 @@ def test_setup_py_gets_wrappers_and_hipcc_a_clang_dir(tmp_path: Path) -> None:
     gxx = _tool(tmp_path / "usr/bin", "g++-12")
     (tmp_path / "usr/bin/c++").symlink_to(gxx)
     cache = CompileCache("sccache", Path("/opt/sccache"), tmp_path / "sc")
-    env = build_env(cache, {"PATH": str(tmp_path / "usr/bin")}, tmp_path / "tree",
-                    tmp_path / "launch", "pip-wheel", str(real_cxx), tmp_path / "s.log")
+    env = build_env(cache, tmp_path / "tree", "pip-wheel", str(real_cxx), tmp_path / "s.log")
+    assert env["SCCACHE_IDLE_TIMEOUT"] == "0" and len(env["SCCACHE_SERVER_UDS"]) < 108
+    assert env["CMAKE_HIP_COMPILER_LAUNCHER"] == "/opt/sccache" and "CXX" not in env
+    env = wrappers({"PATH": str(tmp_path / "usr/bin")}, tmp_path / "launch", str(real_cxx),
+                   [*MEMLOG, "/opt/sccache"])
+    front = "/py -S /rb/memlog.py --out /logs/units.jsonl /opt/sccache"
     assert env["CXX"] == str(tmp_path / "launch/host/g++-12") and "CC" not in env
-    assert Path(env["CXX"]).read_text().splitlines()[1] == f'exec /opt/sccache {gxx} "$@"'
-    assert env["SCCACHE_IDLE_TIMEOUT"] == "0" and env["TORCH_NO_COMPILER_WRAPPER"] == "1"
-    assert len(env["SCCACHE_SERVER_UDS"]) < 108
+    assert Path(env["CXX"]).read_text().splitlines()[1] == f'exec {front} {gxx} "$@"'
+    assert env["TORCH_NO_COMPILER_WRAPPER"] == "1"
     hip = Path(env["HIP_CLANG_PATH"])
     for name, real in (("clang++", real_cxx), ("clang", llvm / "bin/clang"),
                        ("clang-15", llvm / "bin/clang")):
-        assert (hip / name).read_text().splitlines()[1] == f'exec /opt/sccache {real} "$@"'
+        assert (hip / name).read_text().splitlines()[1] == f'exec {front} {real} "$@"'
         assert os.access(hip / name, os.X_OK)
     assert (hip.parent / "lib").resolve() == llvm / "lib"
-    assert env["CMAKE_HIP_COMPILER_LAUNCHER"] == "/opt/sccache"
+
+
+def test_wrappers_without_a_cache_and_the_recipes_own_cxx(tmp_path: Path) -> None:
+    """No compile cache: the same scripts with memlog.py alone (and no compiler wrapper of
+    torch's); a CXX the recipe sets (one word) is what the script runs; a CC of more than one
+    word is left as it is."""
+    clang = _tool(tmp_path / "usr/bin", "clang++-19")
+    _tool(tmp_path / "usr/bin", "gcc-12")
+    env = wrappers({"PATH": str(tmp_path / "usr/bin"), "CXX": "clang++-19", "CC": "ccache gcc"},
+                   tmp_path / "launch", None, MEMLOG)
+    assert env == {"TORCH_NO_COMPILER_WRAPPER": "1",
+                   "CXX": str(tmp_path / "launch/host/clang++-19")}
+    assert Path(env["CXX"]).read_text() == (
+        f'#!/bin/sh\nexec /py -S /rb/memlog.py --out /logs/units.jsonl {clang} "$@"\n')
 
 
 def test_no_clang_dir_when_the_hip_compiler_is_hipcc(tmp_path: Path) -> None:
     """hipcc calls HIP_CLANG_PATH's clang: wrappers calling hipcc would loop."""
-    cache = CompileCache("ccache", Path("/usr/bin/ccache"), tmp_path / "cc")
-    env = build_env(cache, {"PATH": ""}, tmp_path / "tree", tmp_path / "launch", "pip-wheel",
-                    "/opt/rocm/bin/hipcc", tmp_path / "s.log")
-    assert "HIP_CLANG_PATH" not in env and env["CMAKE_HIP_COMPILER_LAUNCHER"] == "/usr/bin/ccache"
+    env = wrappers({"PATH": ""}, tmp_path / "launch", "/opt/rocm/bin/hipcc", MEMLOG)
+    assert "HIP_CLANG_PATH" not in env

@@ -36,8 +36,35 @@ def test_memlog_record_and_output() -> None:
     assert output_of(["clang++", "-c", "a.cpp", "-o", "obj/a.o"]) == "obj/a.o"
     assert output_of(["clang++", "-c", "a.cpp", "-oobj/a.o"]) == "obj/a.o"
     assert output_of(["clang++", "-c", "a.cpp"]) == ""
-    rec = json.loads(record(["c++", "-o", "a.o"], 2048, 1.23456, -9))
-    assert rec == {"out": "a.o", "rss": 2048 * 1024, "s": 1.235, "rc": -9}
+    assert output_of(["clang++", "-E", "-dM", "a.cpp", "-o", "-"]) == ""
+    rec = json.loads(record(["c++", "-c", "a.cpp", "-o", "a.o"], 2048, 1.23456, -9))
+    assert rec == {"out": "a.o", "unit": True, "rss": 2048 * 1024, "s": 1.235, "rc": -9}
+    assert json.loads(record(["c++", "a.o", "-o", "a.so"], 1, 1, 0))["unit"] is False
+
+
+def test_only_compile_units_are_learned(tmp_path: Path) -> None:
+    """The pip-wheel backend's wrappers see links too (setuptools links with CC/CXX): memlog
+    records them, learned memory counts only the compiles."""
+    units = _units(tmp_path / "units.jsonl", [1.0, 1.0, 2.0])
+    with open(units, "a") as f:
+        f.write(record(["c++", "-shared", "u0.o", "u1.o", "-o", "_C.so"], 8 * GiB // 1024, 3, 0))
+        f.write('{"out": "old.o", "rss": 5, "s": 1, "rc": 0}\n')  # no "unit": not counted
+    assert learned.read_units(units) == {"u0.o": GiB, "u1.o": GiB, "u2.o": 2 * GiB}
+
+
+def test_absolute_outputs_are_named_inside_the_tree(tmp_path: Path) -> None:
+    """torch's cpp_extension writes absolute object paths, and the tree's path has the cache
+    key in it: the same unit of two builds (two keys) is one unit."""
+    for key, rss in (("k1", 1 << 20), ("k2", 2 << 20)):
+        tree = tmp_path / "src/ext" / key
+        log = tmp_path / f"{key}.jsonl"
+        log.write_text(
+            record(["c++", "-c", "u.cpp", "-o", str(tree / "build/temp/u.o")], rss, 1, 0) +
+            record(["c++", "-c", "v.cpp", "-o", "/elsewhere/v.o"], rss, 1, 0))
+        got = learned.record(tmp_path / "cache", log, "ext", "v", ("gfx942",), "", tree)
+    assert got is not None and got.count == 2 and got.max == 2 << 30
+    data = json.loads(Path(got.path).read_text())
+    assert data["units"] == {"/elsewhere/v.o": 2 << 30, "build/temp/u.o": 2 << 30}
 
 
 def test_percentiles() -> None:

@@ -2,7 +2,8 @@
 output to ``<workdir>/logs/<recipe>/<key>/build.log``, show ninja's ``[N/M]`` progress with an
 ETA (progress.py), and hand back the one wheel produced. On failure: the last 30 lines, then the
 log path. The build's ``.ninja_log`` is kept next to build.log (``build.ninja_log``: the next
-build's ETA); CMake-driven builds measure each unit's peak memory (launchers/memlog.py,
+build's ETA); every build measures each unit's peak memory (launchers/memlog.py in the CMake
+compiler launchers, and in the pip-wheel backend's CC/CXX/HIP_CLANG_PATH wrappers;
 ``units.jsonl``) into the cache's learned memory (learned.py), which the next plan's MAX_JOBS
 uses.
 
@@ -189,17 +190,20 @@ def cuid_launcher(tree: Path, existing: str | None) -> str:
                      *([existing] if existing else [])])
 
 
-MEMLOG_LAUNCHERS = tuple(f"CMAKE_{lang}_COMPILER_LAUNCHER" for lang in ("C", "CXX", "HIP"))
-UNITS_LOG = "units.jsonl"  # in the build's log dir: one line per compile unit (memlog.py)
+UNITS_LOG = "units.jsonl"  # in the build's log dir: one line per compile (and link) (memlog.py)
 NINJA_LOG = "build.ninja_log"  # in the build's log dir: the build's .ninja_log(s), kept
 
 
-def memlog_launcher(units: Path, existing: str | None) -> str:
-    """CMake's launcher list with launchers/memlog.py first (each unit's peak RSS and time to
-    ``units``), then whatever was there (cuid.py, the user's ccache)."""
+def memlog_argv(units: Path) -> list[str]:
+    """launchers/memlog.py as a command prefix: each unit's peak RSS and time to ``units``."""
     script = Path(__file__).resolve().parent.parent / "launchers" / "memlog.py"
-    return ";".join([sys.executable, "-S", str(script), "--out", str(units),
-                     *([existing] if existing else [])])
+    return [sys.executable, "-S", str(script), "--out", str(units)]
+
+
+def memlog_launcher(units: Path, existing: str | None) -> str:
+    """CMake's launcher list with launchers/memlog.py first, then whatever was there (cuid.py,
+    the user's ccache)."""
+    return ";".join([*memlog_argv(units), *([existing] if existing else [])])
 
 
 def previous_ninja_log(log_dir: Path) -> dict[str, float]:
@@ -238,10 +242,17 @@ def keep_ninja_log(tree: Path, log_dir: Path, since: float) -> Path | None:
 
 
 def _learn(plan: Plan, ctx: Context, units: Path) -> None:
-    """Merge the units this build measured into the cache's learned memory (learned.py)."""
+    """Merge the units this build measured into the cache's learned memory (learned.py). Not
+    through sccache: it compiles in its server, so memlog.py, whose child is sccache's client,
+    measures the client (about 10 MiB), not the compiler."""
+    if ctx.compile_cache is not None and ctx.compile_cache.tool == "sccache":
+        log.debug("learned memory not recorded: sccache compiles in its server, out of "
+                  "memlog.py's sight (ccache or --compile-cache none measure the compiler)")
+        return
     try:
         got = learned.record(ctx.ws.cache, units, plan.recipe, plan.variant, plan.archs,
-                             plan.rocm.compiler.version if plan.rocm.compiler else "")
+                             plan.rocm.compiler.version if plan.rocm.compiler else "",
+                             ctx.artifacts.tree)
     except OSError as exc:  # a read-only or full cache: the build itself is fine
         log.debug(f"learned memory not recorded: {exc}")
         return
@@ -279,30 +290,38 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         env[var] = str(where)  # [[downloads]]: fetched, verified, cached by fetch
     cc = ctx.compile_cache
     stats_log = ctx.log_dir / "compile-cache.log"
+    hip_compiler = plan.rocm.compiler.path if plan.rocm.compiler is not None else None
+    # each unit's peak memory and time, measured by launchers/memlog.py, for the next plan's
+    # MAX_JOBS
+    ctx.log_dir.mkdir(parents=True, exist_ok=True)
+    units = ctx.log_dir / UNITS_LOG
+    units.unlink(missing_ok=True)
     if cc is not None:  # ours replaces the host's launchers (never two caches in a row)
         for var in [v for v in env if hostenv.matches(v, ("CMAKE_*_COMPILER_LAUNCHER",))]:
             del env[var]
-        stats_log.parent.mkdir(parents=True, exist_ok=True)
         stats_log.unlink(missing_ok=True)
-        env.update(compilecache.build_env(
-            cc, env, tree, tree / "_rocmbuild_launch", plan.backend,
-            plan.rocm.compiler.path if plan.rocm.compiler is not None else None, stats_log))
+        env.update(compilecache.build_env(cc, tree, plan.backend, hip_compiler, stats_log))
+    wrapped: dict[str, str] = {}
+    if plan.backend != "cmake":  # setup.py / cpp_extension: CC, CXX, HIP_CLANG_PATH scripts
+        wrapped = compilecache.wrappers(env, tree / "_rocmbuild_launch", hip_compiler,
+                                        [*memlog_argv(units), *([str(cc.exe)] if cc else [])])
+        env.update(wrapped)
     if plan.rocm.compiler is not None:  # HIP builds through CMake: path-independent CUIDs
         env[CUID_LAUNCHER] = cuid_launcher(tree, env.get(CUID_LAUNCHER))
+    # CMake reads the launchers at configure: the cmake backend, and pip builds whose backend
+    # runs CMake (scikit-build-core); not for a language whose compiler is a wrapper above
+    for lang, var in (("C", "CC"), ("CXX", "CXX"), ("HIP", "")):
+        if var not in wrapped:
+            launcher = f"CMAKE_{lang}_COMPILER_LAUNCHER"
+            env[launcher] = memlog_launcher(units, env.get(launcher))
     prefix = _offline_prefix(plan)
     log_path = ctx.log_dir / "build.log"
     if plan.backend == "cmake":
         _check_source_dir(plan, tree)
     if log_path.exists():
         log_path.unlink()
-    # Progress: ninja's status as [finished/total running]; each unit's peak memory and time
-    # measured by launchers/memlog.py (CMake-driven builds) for the next plan's MAX_JOBS
-    ctx.log_dir.mkdir(parents=True, exist_ok=True)
-    units = ctx.log_dir / UNITS_LOG
-    units.unlink(missing_ok=True)
+    # Progress: ninja's status as [finished/total running]
     env.setdefault("NINJA_STATUS", progress.NINJA_STATUS)
-    for var in MEMLOG_LAUNCHERS:  # CMake reads them at configure: the cmake backend, and pip
-        env[var] = memlog_launcher(units, env.get(var))  # builds whose backend runs CMake
     since = time.time()
     shown = progress.Display(f"building {plan.package} ({plan.variant}, MAX_JOBS={plan.jobs})",
                              plan.jobs, previous_ninja_log(ctx.log_dir))

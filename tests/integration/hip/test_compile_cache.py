@@ -93,6 +93,8 @@ def test_ccache_killed_build_resumes_and_rebuild_hits(tmp_path: Path) -> None:
     (record,) = work.glob("wheels/*.build.json")
     assert json.loads(record.read_text())["compile_cache"]["hits"] == hits
     assert (work / "cache/compile/ccache").is_dir()
+    # ccache runs the compiler as memlog.py's descendant: the units' memory was learned
+    assert len(list((work / "cache/learned/units").glob("*.json"))) == 1
 
 
 def test_sccache_rebuild_hits(tmp_path: Path) -> None:
@@ -111,3 +113,6 @@ def test_sccache_rebuild_hits(tmp_path: Path) -> None:
     assert warm.returncode == 0, warm.stderr
     hits, total, _ = _line(warm.stderr)
     assert hits >= 3 and hits == total, warm.stderr
+    # sccache compiles in its server: memlog.py saw only the client (~10 MiB a unit), which
+    # must not become learned memory
+    assert (work / "logs").is_dir() and not (work / "cache/learned/units").exists()
