@@ -113,12 +113,17 @@ def test_sigkill_of_the_parent_kills_every_descendant(marker: str, tmp_path: Pat
     tree = "sleep 60"
     for _ in range(depth):
         tree = f"sh -c {subprocess.list2cmdline([tree + ' & ' + tree + '; wait'])}"
-    code = ("import sys; from rocmbuild import run; "
-            f"run.run(['sh', '-c', {tree!r}])")
+    # the sleeps at the bottom of the tree, the Python process and the top sh
+    sigkill_parent(f"from rocmbuild import run; run.run(['sh', '-c', {tree!r}])",
+                   2 ** depth + 2, marker)
+
+
+def sigkill_parent(code: str, alive: int, marker: str) -> None:
+    """Run ``code`` (a Python process calling run.run) until ``alive`` marked processes run,
+    SIGKILL that process, and check that none of them survives."""
     parent = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
     try:
-        want = 2 ** depth  # the sleeps, at the bottom of the tree
-        assert wait_until(lambda: len(marked(marker)) >= want + 2, 20), marked(marker)
+        assert wait_until(lambda: len(marked(marker)) >= alive, 20), marked(marker)
         parent.kill()
         assert parent.wait(10) == -signal.SIGKILL
         assert wait_until(lambda: not marked(marker), 5), marked(marker)
@@ -153,16 +158,8 @@ def test_timeout_kills_ninjas_jobs_in_their_own_groups(marker: str, tmp_path: Pa
 def test_sigkill_of_the_parent_kills_ninjas_jobs(marker: str, tmp_path: Path) -> None:
     """rocmbuild's process dies by SIGKILL while ninja runs two jobs: the guardian kills the
     command's session, so the jobs in ninja's own groups die too."""
-    code = f"from rocmbuild import run; run.run({ninja_tree(tmp_path)!r})"
-    parent = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
-    try:
-        assert wait_until(lambda: len(marked(marker)) >= 6, 20), marked(marker)  # + sh, sleep
-        parent.kill()
-        assert parent.wait(10) == -signal.SIGKILL
-        assert wait_until(lambda: not marked(marker), 5), marked(marker)
-    finally:
-        parent.kill()
-        parent.wait()
+    # Python, ninja, and two jobs of sh and sleep
+    sigkill_parent(f"from rocmbuild import run; run.run({ninja_tree(tmp_path)!r})", 6, marker)
 
 
 SETUP = """import os, subprocess
