@@ -72,7 +72,8 @@ def test_the_source_is_the_one_existing_source_file(tmp_path: Path, monkeypatch)
     _src(tmp_path / "k.cu")
     _src(tmp_path / "pre.cpp")
     _src(tmp_path / "out.cpp")
-    args = ["-include", "pre.cpp", "-c", "-x", "hip", "k.cu", "-o", "out.cpp"]
+    args = ["-include", "pre.cpp", "-Xarch_host", "pre.cpp", "-c", "-x", "hip", "k.cu", "-o",
+            "out.cpp"]
     assert source_of(args) == "k.cu"
     assert source_of(["-c", "-x", "hip", "missing.hip", "-o", "k.o"]) is None
     assert source_of(["-x", "hip", "k.cu", "-o", "k.o"]) is None  # no -c: a link or -E

@@ -31,8 +31,9 @@ SOURCE_SUFFIXES = (".c", ".cc", ".cp", ".cpp", ".cxx", ".c++", ".C", ".CPP", ".h
 """What clang compiles as C, C++, HIP or CUDA (hipcc adds ``-x hip`` before such a file)."""
 
 TAKES_VALUE = frozenset(("-o", "-x", "-include", "-imacros", "-MF", "-MT", "-MQ", "-Xclang",
-                         "-mllvm", "-Xlinker", "-Xarch_host", "-Xarch_device", "-Xoffload-linker"))
-"""Options whose value is the next argument (which is then never the source)."""
+                         "-mllvm", "-Xlinker", "-Xoffload-linker"))
+"""Options whose value is the next argument (which is then never the source); so are
+``-Xarch_<target>``'s."""
 
 OWN_CUID = ("-cuid=", "-fuse-cuid=")
 """The command already chooses its CUIDs: left as it is."""
@@ -48,7 +49,7 @@ def source_of(args: list[str]) -> str | None:
     for a in args:
         if value:
             value = False
-        elif a in TAKES_VALUE:
+        elif a in TAKES_VALUE or a.startswith("-Xarch_"):
             value = True
         elif not a.startswith("-") and a.endswith(SOURCE_SUFFIXES) and os.path.isfile(a):
             found.append(a)
