@@ -11,8 +11,9 @@ How the build reaches it:
   (``wrappers``: built with or without a cache, as memlog.py measures every build); torch's
   ninja file takes ``CXX`` as its compiler. With a HIP compiler in the plan, ``HIP_CLANG_PATH``
   names a directory whose ``clang``/``clang++``/``clang-15`` do the same in front of the HIP
-  clang (the names hipcc of ROCm 5 and 6 call) and whose ``lib`` is the real compiler's (hipcc
-  looks for the clang runtime libraries there).
+  clang (the names hipcc of ROCm 5 and 6 call), with the CUID launcher between memlog.py and
+  the cache, and whose ``lib`` is the real compiler's (hipcc looks for the clang runtime
+  libraries there).
 
 The hit rate comes from the cache itself: ccache writes a per-build ``CCACHE_STATSLOG`` (its
 global counters would mix concurrent builds); sccache's server (one per cache directory, on a
@@ -142,7 +143,7 @@ def build_env(cache: CompileCache, tree: Path, backend: str, hip_compiler: str |
 
 
 def wrappers(env: Mapping[str, str], launch_dir: Path, hip_compiler: str | None,
-             front: Sequence[str]) -> dict[str, str]:
+             front: Sequence[str], hip_front: Sequence[str] | None = None) -> dict[str, str]:
     """The pip-wheel backend's compilers (setup.py, torch's cpp_extension, scikit-build-core):
     ``CC``/``CXX`` name one-word scripts in ``launch_dir/host`` that run ``front`` (memlog.py,
     then the compile cache if there is one) and then the real compiler, named after it (torch's
@@ -152,7 +153,8 @@ def wrappers(env: Mapping[str, str], launch_dir: Path, hip_compiler: str | None,
     breaks torch's compiles, and the link on many setuptools versions (docs/compile-cache.md).
     Links go through the same scripts; memlog.py records them as no unit. With a HIP clang in
     the plan, ``HIP_CLANG_PATH`` names ``launch_dir/hip/bin``, whose ``clang``, ``clang++`` and
-    ``clang-15`` (the names hipcc of ROCm 5 and 6 call) do the same in front of it, its ``lib``
+    ``clang-15`` (the names hipcc of ROCm 5 and 6 call) run ``hip_front`` (``front`` when None;
+    the build stage's: memlog.py, launchers/cuid.py, then the cache) in front of it, its ``lib``
     beside them (not when the plan's HIP compiler is hipcc itself, which the scripts would
     then call in a loop)."""
     # torch's cpp_extension puts a ccache/sccache it finds on PATH before CXX (not on a ROCm
@@ -179,7 +181,8 @@ def wrappers(env: Mapping[str, str], launch_dir: Path, hip_compiler: str | None,
                 # the C driver where there is one beside the real C++ driver (clang++ -> clang)
                 plain = resolved.with_name("clang")
                 target = Path(hip_compiler) if "++" in name or not plain.exists() else plain
-            _wrapper(hip / "bin" / name, front, str(target))
+            _wrapper(hip / "bin" / name, front if hip_front is None else hip_front,
+                     str(target))
         lib = (Path(given) if given else resolved.parent).parent / "lib"
         if lib.is_dir():
             (hip / "lib").symlink_to(lib)

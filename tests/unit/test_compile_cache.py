@@ -129,6 +129,23 @@ def test_setup_py_gets_wrappers_and_hipcc_a_clang_dir(tmp_path: Path) -> None:
     assert (hip.parent / "lib").resolve() == llvm / "lib"
 
 
+def test_the_hip_names_run_their_own_chain(tmp_path: Path) -> None:
+    """hip_front (the build stage's memlog.py, cuid.py, cache) is what clang, clang++ and
+    clang-15 run; CC/CXX keep front (host code has no CUID)."""
+    llvm = tmp_path / "llvm"
+    real_cxx = _tool(llvm / "bin", "clang++")
+    gxx = _tool(tmp_path / "usr/bin", "c++")
+    cuid = ["/py", "-S", "/rb/cuid.py", "--root", "/tree"]
+    env = wrappers({"PATH": str(tmp_path / "usr/bin")}, tmp_path / "launch", str(real_cxx),
+                   [*MEMLOG, "/opt/ccache"], [*MEMLOG, *cuid, "/opt/ccache"])
+    memlog = "/py -S /rb/memlog.py --out /logs/units.jsonl"
+    assert Path(env["CXX"]).read_text().splitlines()[1] == (
+        f'exec {memlog} /opt/ccache {gxx} "$@"')
+    for name in ("clang++", "clang", "clang-15"):
+        assert (Path(env["HIP_CLANG_PATH"]) / name).read_text().splitlines()[1] == (
+            f'exec {memlog} /py -S /rb/cuid.py --root /tree /opt/ccache {real_cxx} "$@"')
+
+
 def test_wrappers_without_a_cache_and_the_recipes_own_cxx(tmp_path: Path) -> None:
     """No compile cache: the same scripts with memlog.py alone (and no compiler wrapper of
     torch's); a CXX the recipe sets (one word) is what the script runs; a CC of more than one

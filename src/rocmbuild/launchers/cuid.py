@@ -5,10 +5,16 @@ hash of the source's *absolute* path and the whole command line, so the same sou
 another directory gives another ``.so``. ``-fuse-cuid=none`` avoids that but gives every unit the
 same ``__hip_cuid_`` symbol, and a library of two or more units then fails to link (multiple
 definition). This launcher appends ``-cuid=<hash>`` where the hash is of the source's path
-relative to ``--root`` (the source tree): unique per unit, the same in every
-workspace. Without ``-c <source>`` (nothing to name), the command runs as
-given. It runs inside the build (cmake's CMAKE_HIP_COMPILER_LAUNCHER) and imports nothing of
-rocmbuild.
+relative to ``--root`` (the source tree): unique per unit, the same in every workspace.
+
+The source is found wherever it stands: hipcc puts its own flags first and ``-x hip`` right
+before each source (``clang-15 ... --offload-arch=gfx942 -O3 ... -c -x hip k.hip -o k.o``),
+CMake writes ``-o k.o -c k.hip``. It is the one argument that names an existing file with a
+C/C++/HIP/CUDA source suffix (not the value of ``-o``, ``-x``, ``-include``, ...), with ``-c``
+on the line. Anything else (a link, ``--version``, two sources, a CUID already chosen) runs as
+given: a wrong guess would give two units one CUID. It runs inside the build (cmake's
+CMAKE_HIP_COMPILER_LAUNCHER; the pip-wheel backend's HIP_CLANG_PATH scripts, which hipcc calls)
+and imports nothing of rocmbuild.
 """
 
 from __future__ import annotations
@@ -21,17 +27,46 @@ import sys
 CACHES = ("ccache", "sccache")
 """Launchers that may come next (a compile cache): ``-cuid`` goes after the compiler they run."""
 
+SOURCE_SUFFIXES = (".c", ".cc", ".cp", ".cpp", ".cxx", ".c++", ".C", ".CPP", ".hip", ".cu")
+"""What clang compiles as C, C++, HIP or CUDA (hipcc adds ``-x hip`` before such a file)."""
+
+TAKES_VALUE = frozenset(("-o", "-x", "-include", "-imacros", "-MF", "-MT", "-MQ", "-Xclang",
+                         "-mllvm", "-Xlinker", "-Xoffload-linker"))
+"""Options whose value is the next argument (which is then never the source); so are
+``-Xarch_<target>``'s."""
+
+OWN_CUID = ("-cuid=", "-fuse-cuid=")
+"""The command already chooses its CUIDs: left as it is."""
+
+
+def source_of(args: list[str]) -> str | None:
+    """The one source a compile (``-c``) command compiles; None when there is no ``-c``, no
+    such file, or more than one (``args``: the compiler's arguments, without the compiler)."""
+    if "-c" not in args or any(a.startswith(OWN_CUID) for a in args):
+        return None
+    found: list[str] = []
+    value = False
+    for a in args:
+        if value:
+            value = False
+        elif a in TAKES_VALUE or a.startswith("-Xarch_"):
+            value = True
+        elif not a.startswith("-") and a.endswith(SOURCE_SUFFIXES) and os.path.isfile(a):
+            found.append(a)
+    return found[0] if len(found) == 1 else None
+
 
 def cuid_args(argv: list[str], root: str | None) -> list[str]:
     """argv with ``-cuid=<hash of the source relative to root>`` added after the compiler
-    (after ``ccache <compiler>`` when a compile cache comes next)."""
-    if not root or "-c" not in argv[1:-1] or any(a.startswith("-cuid=") for a in argv):
-        return argv
-    source = argv[argv.index("-c", 1) + 1]
-    rel = os.path.relpath(os.path.realpath(source), os.path.realpath(root))
+    (after ``ccache <compiler>`` when a compile cache comes next); argv as it is when there is
+    no one source to name."""
     at = 1
     while at < len(argv) and os.path.basename(argv[at - 1]) in CACHES:
         at += 1
+    source = source_of(argv[at:]) if root else None
+    if source is None or root is None:
+        return argv
+    rel = os.path.relpath(os.path.realpath(source), os.path.realpath(root))
     return [*argv[:at], f"-cuid={hashlib.sha256(rel.encode()).hexdigest()[:16]}", *argv[at:]]
 
 

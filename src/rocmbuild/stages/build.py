@@ -185,9 +185,14 @@ def cuid_launcher(tree: Path, existing: str | None) -> str:
     """CMake's HIP launcher list: launchers/cuid.py (each unit's CUID from its path inside
     ``tree``, so device code is the same in every workspace), then the user's own launcher
     (ccache, sccache) if one was set."""
+    return ";".join([*cuid_argv(tree), *([existing] if existing else [])])
+
+
+def cuid_argv(tree: Path) -> list[str]:
+    """launchers/cuid.py as a command prefix (CMake's HIP launcher; the HIP_CLANG_PATH scripts
+    hipcc calls, after memlog.py and before the cache)."""
     script = Path(__file__).resolve().parent.parent / "launchers" / "cuid.py"
-    return ";".join([sys.executable, str(script), "--root", str(tree),
-                     *([existing] if existing else [])])
+    return [sys.executable, "-S", str(script), "--root", str(tree)]
 
 
 UNITS_LOG = "units.jsonl"  # in the build's log dir: one line per compile (and link) (memlog.py)
@@ -303,8 +308,10 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         env.update(compilecache.build_env(cc, tree, plan.backend, hip_compiler, stats_log))
     wrapped: dict[str, str] = {}
     if plan.backend != "cmake":  # setup.py / cpp_extension: CC, CXX, HIP_CLANG_PATH scripts
+        cache = [str(cc.exe)] if cc else []
         wrapped = compilecache.wrappers(env, tree / "_rocmbuild_launch", hip_compiler,
-                                        [*memlog_argv(units), *([str(cc.exe)] if cc else [])])
+                                        [*memlog_argv(units), *cache],
+                                        [*memlog_argv(units), *cuid_argv(tree), *cache])
         env.update(wrapped)
     if plan.rocm.compiler is not None:  # HIP builds through CMake: path-independent CUIDs
         env[CUID_LAUNCHER] = cuid_launcher(tree, env.get(CUID_LAUNCHER))
