@@ -4,18 +4,20 @@
 A generated C++ project of --units compile units (each a large initializer table: g++ really
 holds a few hundred MB while it parses one) is built by the real CLI through the cmake backend
 (cmake + ninja + g++, ccache off), every build from a clean tree (``--force``), each in a fresh
-cgroup v1 memory cgroup (swap off). One unit's peak is measured first (alone, in a cgroup without
-a limit); the limit is then ``--limit-units`` units' peaks + OVERHEAD_MB (default 1.5 units: the
-tightest that fits one job, so memory allows 1 job where the cpus would allow more), or
-``--limit-ram`` of this machine's RAM (the issue's "half of RAM": 0.5).
+memory cgroup (swap off; cgroup v1, or v2 where the host has no v1 memory controller). One unit's
+peak is measured first (alone, in a cgroup without a limit); the limit is then ``--limit-units``
+units' peaks + OVERHEAD_MB (default 1.5 units: the tightest that fits one job, so memory allows 1
+job where the cpus would allow more), or ``--limit-ram`` of this machine's RAM (the issue's "half
+of RAM": 0.5).
 
 First pass, one build each:
 
-  * fixed -j 1, fixed -j 2 (under the tight limit -j 2 is OOM-killed; rocmbuild's OOM retry
-    halves it and the build finishes, reported as "retried");
+  * fixed -j 1, fixed -j 2 (--fixed; under the tight limit -j 2 is OOM-killed, rocmbuild's OOM
+    retry halves it and the build finishes, reported as "retried");
   * unthrottled: ``--jobs`` --unthrottled (default 8, more than this machine's cpus);
   * learning: no ``--jobs``, so the recipe's guess (``mem_per_job_gb = 0.1``: it plans by cpus
-    alone); it measures every unit.
+    alone); it measures every unit. On a many-core host the guess's jobs can be OOM-killed twice
+    and fail before enough units are measured: --learning-jobs N learns at a fixed -j instead.
 
 Then --rounds rounds (default 3) of the best fixed -j of the first pass that was not OOM-killed
 and the learned build (no ``--jobs``, in the learning build's workspace: it plans with the learned
@@ -26,14 +28,14 @@ fixed's median wall time over the learned build's median wall time, both over th
 Per build: MAX_JOBS and its reason (the build record's, else ``plan --json`` run in the cgroup
 just before), the cgroup's oom_kill counter delta, whether rocmbuild retried or failed, wall time
 of the whole ``rocmbuild build``, the CPU seconds of its processes, the cgroup's peak anonymous
-memory (``memory.stat`` total_rss, sampled every 0.1 s: rocmbuild, cmake, ninja and the
-compilers together, the headroom under the limit) and the mean 1-minute load average while it
-ran. Rows of repeated builds show medians. Needs root and a writable cgroup v1 memory controller
-(exit 77 otherwise: the harness's "cannot run here").
+memory (``memory.stat`` total_rss on v1, anon on v2, sampled every 0.1 s: rocmbuild, cmake,
+ninja and the compilers together, the headroom under the limit) and the mean 1-minute load
+average while it ran. Rows of repeated builds show medians. Needs root and a writable memory
+controller, cgroup v1 or v2 (exit 77 otherwise: the harness's "cannot run here").
 
     PYTHONPATH=src python benchmarks/mem_planner.py [--units 8] [--values 1500000]
-        [--limit-units 1.5 | --limit-ram 0.5] [--rounds 3] [--unthrottled 8] [--json out.json]
-        [--docs docs/benchmarks.md]
+        [--limit-units 1.5 | --limit-ram 0.5] [--rounds 3] [--fixed 1,2] [--unthrottled 8]
+        [--learning-jobs N] [--json out.json] [--docs docs/benchmarks.md]
 
 ``--docs`` writes the result between ``<!-- bench:mem_planner -->`` and
 ``<!-- /bench:mem_planner -->`` in that file (appended when the markers are missing).
@@ -195,9 +197,7 @@ def sampling(cg: Path) -> Iterator[dict[str, float]]:
     def sample() -> None:
         peak, tick = 0, 0
         while True:
-            for line in (cg / "memory.stat").read_text().splitlines():
-                if line.startswith("total_rss "):
-                    peak = max(peak, int(line.split()[1]))
+            peak = max(peak, memcg.anon_bytes(cg))
             if tick % 10 == 0:
                 loads.append(os.getloadavg()[0])
             out["peak_mib"] = peak / MiB
@@ -366,15 +366,30 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                        "(0.5: the issue's half of RAM)")
     ap.add_argument("--rounds", type=int, default=3,
                     help="rounds of [best fixed -j, learned] after the first pass (default 3)")
+    ap.add_argument("--fixed", type=_jobs_list, default=(1, 2),
+                    help="the fixed --jobs of the first pass, comma-separated (default 1,2)")
     ap.add_argument("--unthrottled", type=int, default=8, help="--jobs of the unthrottled build")
+    ap.add_argument("--learning-jobs", type=int,
+                    help="--jobs of the learning build (default: none, the recipe's guess)")
     ap.add_argument("--json", type=Path, help="also write the rows here")
     ap.add_argument("--docs", type=Path, help="write the result block into this Markdown file")
     opts = ap.parse_args(argv)
     if (opts.units < 3 or opts.values < 1000 or opts.limit_units <= 0 or opts.unthrottled < 1
-            or opts.rounds < 1 or (opts.limit_ram is not None and not 0 < opts.limit_ram <= 1)):
+            or opts.rounds < 1 or (opts.limit_ram is not None and not 0 < opts.limit_ram <= 1)
+            or (opts.learning_jobs is not None and opts.learning_jobs < 1)):
         ap.error("--units >= 3, --values >= 1000, --limit-units > 0, 0 < --limit-ram <= 1, "
-                 "--rounds >= 1, --unthrottled >= 1")
+                 "--rounds >= 1, --unthrottled >= 1, --learning-jobs >= 1")
     return opts
+
+
+def _jobs_list(text: str) -> tuple[int, ...]:
+    try:
+        jobs = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        jobs = ()
+    if not jobs or min(jobs) < 1 or len(set(jobs)) != len(jobs):
+        raise argparse.ArgumentTypeError(f"{text!r}: distinct whole numbers >= 1, e.g. 1,2")
+    return jobs
 
 
 def ram_bytes() -> int:
@@ -383,14 +398,15 @@ def ram_bytes() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     opts = parse_args(argv)
-    why = memcg.v1_unavailable()
+    why = memcg.unavailable()
     if why is not None:
         print(f"mem_planner: {why}", file=sys.stderr)
         return SKIPPED
     base = Path(tempfile.mkdtemp(prefix="rocmbuild-memplanner-"))
     recipe = write_project(base, opts.units, opts.values)
     started = datetime.datetime.now(datetime.UTC)
-    with memcg.v1_cgroup("rocmbuild-bench") as cg:
+    with memcg.cgroup("rocmbuild-bench") as cg:
+        version = 1 if (cg / "memory.limit_in_bytes").exists() else 2
         peak = unit_peak(cg, base / "src/u0.cpp", base / "u0.o")
     if opts.limit_ram is not None:
         limit = int(opts.limit_ram * ram_bytes())
@@ -404,7 +420,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def one(config: str, ws: str, jobs: int | None, fixed: bool, round_no: int = 0) -> None:
         # a fresh cgroup each: the page cache an earlier build left charged would count as use
-        with memcg.v1_cgroup("rocmbuild-bench") as cg:
+        with memcg.cgroup("rocmbuild-bench") as cg:
             memcg.set_limit(cg, limit)
             row = build(cg, config, recipe, base / ws, jobs, opts.units, fixed=fixed,
                         round_no=round_no)
@@ -413,10 +429,12 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{row.peak_mib:.0f} MiB, load {row.load:.1f}", file=sys.stderr)
         rows.append(row)
 
+    learning = ("learning (recipe's guess)" if opts.learning_jobs is None
+                else f"learning (-j {opts.learning_jobs})")
     first: list[tuple[str, str, int | None, bool]] = [
-        ("fixed -j 1", "j1", 1, True), ("fixed -j 2", "j2", 2, True),
+        *((f"fixed -j {j}", f"j{j}", j, True) for j in opts.fixed),
         (f"unthrottled -j {opts.unthrottled}", "jmax", opts.unthrottled, False),
-        ("learning (recipe's guess)", "learned", None, False)]
+        (learning, "learned", opts.learning_jobs, False)]
     for config, ws, jobs, fixed in first:
         one(config, ws, jobs, fixed)
     best = baseline(rows)
@@ -430,7 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     head = (f"Measured {started:%Y-%m-%d %H:%M} UTC on {platform.node() or 'this machine'} "
             f"({os.cpu_count()} cpus, {ram:.0f} GB), {opts.units} g++ units of {opts.values} "
             f"table entries ({peak / MiB:.0f} MiB peak each), "
-            f"cgroup v1 limit {limit / MiB:.0f} MiB ({how}), swap off; "
+            f"cgroup v{version} limit {limit / MiB:.0f} MiB ({how}), swap off; "
             f"{opts.rounds} rounds of [{best.config if best else '-'}, learned] after the "
             "first pass, in alternating order.")
     text = f"{head}\n\n{render(rows)}\n{rounds_line(rows)}\n\n{verdict(rows)}\n"

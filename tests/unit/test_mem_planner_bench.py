@@ -27,9 +27,12 @@ def test_arguments() -> None:
     opts = mp.parse_args([])
     assert (opts.units, opts.limit_units, opts.limit_ram, opts.rounds, opts.unthrottled) == (
         8, 1.5, None, 3, 8)
+    assert opts.fixed == (1, 2) and opts.learning_jobs is None
     assert mp.parse_args(["--limit-ram", "0.5"]).limit_ram == 0.5
+    assert mp.parse_args(["--fixed", "4,8", "--learning-jobs", "4"]).fixed == (4, 8)
     for bad in (["--units", "2"], ["--rounds", "0"], ["--limit-ram", "1.5"],
-                ["--limit-ram", "0.5", "--limit-units", "2"]):
+                ["--limit-ram", "0.5", "--limit-units", "2"], ["--fixed", "0,2"],
+                ["--fixed", "2,2"], ["--fixed", "x"], ["--learning-jobs", "0"]):
         with pytest.raises(SystemExit):
             mp.parse_args(bad)
 
