@@ -48,6 +48,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import resource
 import statistics
 import subprocess
@@ -289,6 +290,12 @@ def _cell(values: set[str]) -> str:
     return " / ".join(sorted(values))
 
 
+def _same_cgroup(reason: str) -> str:
+    """``reason`` with each build's own cgroup name made one (``rocmbuild-bench-*``), so that
+    repeated builds that planned alike show one reason."""
+    return re.sub(r"rocmbuild-bench-[0-9a-f]{8}", "rocmbuild-bench-*", reason)
+
+
 def render(rows: Sequence[Row]) -> str:
     """The Markdown table, one line per configuration and phase (pure)."""
     ref = reference(rows)
@@ -300,7 +307,7 @@ def render(rows: Sequence[Row]) -> str:
         best = ref.per_min if ref is not None else None
         ratio = f"{rate / best:.2f}" if rate is not None and best else "-"
         jobs = _cell({str(r.max_jobs) for r in s.runs})
-        reason = _cell({r.reason for r in s.runs}).replace("|", "/")
+        reason = _cell({_same_cgroup(r.reason) for r in s.runs}).replace("|", "/")
         outcome = _cell({r.outcome for r in s.runs}).replace("|", "/")
         out.append(f"| {s.label} | {jobs} | {reason} | {s.oom_kills} | {outcome} "
                    f"| {s.median('wall_s'):.1f} | {f'{rate:.2f}' if rate is not None else '-'} "

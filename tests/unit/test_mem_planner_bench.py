@@ -76,10 +76,15 @@ def test_rounds_give_medians_and_the_ratio_of_the_same_rounds() -> None:
     # medians: fixed 96.0 s (5.00 units/min), learned 110.0 s (4.36 units/min, 0.87)
     assert table[5].startswith("| fixed -j 1 (rounds, median of 3) | 1 | r | 0 | ok | 96.0 | 5.00 "
                                "| 1.00 | 70 | 450 | 2.0 |")
-    assert table[6].startswith("| learned (rounds, median of 3) | 1 |")
+    assert table[6].startswith("| learned (rounds, median of 3) | 1 | r |")
     assert "| 110.0 | 4.36 | 0.87 |" in table[6]
     assert "| 50.0 | 9.60 | 1.92 |" in table[2]  # the first pass against the rounds' median
     assert mp.verdict(rows).endswith("medians of 3 rounds): 0 OOM kills, 87 % -> NOT met")
+    planned = [mp.Row("learned", False, 1, f"floor(0.8 GiB (limit at /rocmbuild-bench-{c * 8}))",
+                      0, "ok", 100.0, 8, 2.0, 70.0, 450.0, n) for n, c in ((1, "a"), (2, "b"))]
+    one_reason = ("| learned (rounds, median of 2) | 1 "
+                  "| floor(0.8 GiB (limit at /rocmbuild-bench-*)) |")
+    assert mp.render([*rows[:3], *planned]).splitlines()[-1].startswith(one_reason)
     line = mp.rounds_line(rows)
     assert line.startswith("round 1: fixed -j 1 100.0 s, learned 110.0 s (0.91); "
                            "round 2: learned 90.0 s, fixed -j 1 80.0 s (0.89)")
