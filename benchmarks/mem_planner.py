@@ -179,8 +179,12 @@ def unit_peak(cg: Path, src: Path, out: Path) -> int:
 
 
 def child_env(workdir: Path) -> dict[str, str]:
+    """This environment without what would change the builds' jobs, cache or output; the HIP
+    compiler stays (on a host without ROCm, ``ROCMBUILD_HIP_COMPILER=/usr/bin/g++`` lets the
+    cmake backend plan this C++-only project)."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SLURM_", "CCACHE_", "SCCACHE_", "ROCMBUILD_"))
+           if (k == "ROCMBUILD_HIP_COMPILER"
+               or not k.startswith(("SLURM_", "CCACHE_", "SCCACHE_", "ROCMBUILD_")))
            and not (k.startswith("CMAKE_") and k.endswith("_COMPILER_LAUNCHER"))}
     env.update(CCACHE_DISABLE="1", COLUMNS="200", ROCMBUILD_WORKDIR=str(workdir),
                ROCMBUILD_PROGRESS_SECONDS="0")

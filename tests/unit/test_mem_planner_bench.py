@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -99,3 +100,16 @@ def test_docs_block_is_replaced_or_appended() -> None:
     again = mp.replace_block(text + "after\n", "two")
     assert again.count("bench:mem_planner -->") == 2 and "two" in again and "one" not in again
     assert again.endswith("<!-- /bench:mem_planner -->\nafter\n")
+
+
+def test_child_env_drops_settings_but_keeps_the_hip_compiler(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    mp = _bench()
+    monkeypatch.setenv("ROCMBUILD_JOBS", "8")
+    monkeypatch.setenv("SLURM_MEM_PER_NODE", "1000")
+    monkeypatch.setenv("CMAKE_CXX_COMPILER_LAUNCHER", "ccache")
+    monkeypatch.setenv("ROCMBUILD_HIP_COMPILER", "/usr/bin/g++")
+    env = mp.child_env(tmp_path)
+    assert env["ROCMBUILD_HIP_COMPILER"] == "/usr/bin/g++"
+    assert env["ROCMBUILD_WORKDIR"] == str(tmp_path) and env["CCACHE_DISABLE"] == "1"
+    assert not {"ROCMBUILD_JOBS", "SLURM_MEM_PER_NODE", "CMAKE_CXX_COMPILER_LAUNCHER"} & set(env)
