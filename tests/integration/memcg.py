@@ -1,6 +1,7 @@
 """Real memory cgroups for tests and benchmarks (needs root): find a writable memory controller,
-make a cgroup v1 child with swap off, run a command inside it, read its OOM kill counter, and
-remove it (killing what is left in it: the cgroup is ours alone)."""
+make a cgroup v1 child (or, with ``cgroup``, a v2 one where the host has no v1 memory controller)
+with swap off, run a command inside it, read its OOM kill counter, and remove it (killing what is
+left in it: the cgroup is ours alone)."""
 
 from __future__ import annotations
 
@@ -44,16 +45,43 @@ def v1_unavailable() -> str | None:
     return None
 
 
+def unavailable() -> str | None:
+    """Why no memory cgroup (v1 or v2) can be made here; None when one can."""
+    if os.geteuid() != 0:
+        return "needs root to create memory cgroups"
+    if memory_mount() is None:
+        return "no writable memory controller (cgroup v1 or v2) on this host"
+    return None
+
+
 @contextlib.contextmanager
 def v1_cgroup(prefix: str) -> Iterator[Path]:
     """A new cgroup v1 memory cgroup (no swap for it, no limit yet); removed afterwards. Check
     ``v1_unavailable()`` first."""
     found = memory_mount()
     assert found is not None and found[0] == 1, v1_unavailable()
+    with _made(found, prefix) as cg:
+        yield cg
+
+
+@contextlib.contextmanager
+def cgroup(prefix: str) -> Iterator[Path]:
+    """A new memory cgroup of the host's kind, v1 or v2 (no swap for it, no limit yet); removed
+    afterwards. Check ``unavailable()`` first."""
+    found = memory_mount()
+    assert found is not None, unavailable()
+    with _made(found, prefix) as cg:
+        yield cg
+
+
+@contextlib.contextmanager
+def _made(found: tuple[int, Path], prefix: str) -> Iterator[Path]:
     cg = found[1] / f"{prefix}-{uuid.uuid4().hex[:8]}"
     cg.mkdir()
     try:
-        (cg / "memory.swappiness").write_text("0")
+        swap = cg / ("memory.swappiness" if found[0] == 1 else "memory.swap.max")
+        if swap.exists():
+            swap.write_text("0")
         yield cg
     finally:
         for _ in range(50):  # what a failed run left (ours alone: the cgroup is ours)
@@ -68,14 +96,25 @@ def v1_cgroup(prefix: str) -> Iterator[Path]:
 
 
 def set_limit(cg: Path, limit: int) -> None:
-    (cg / "memory.limit_in_bytes").write_text(str(limit))
+    v1 = cg / "memory.limit_in_bytes"
+    (v1 if v1.exists() else cg / "memory.max").write_text(str(limit))
 
 
 def oom_kills(cg: Path) -> int:
-    """The cgroup's ``oom_kill`` counter (v1 ``memory.oom_control``)."""
-    line = next(x for x in (cg / "memory.oom_control").read_text().splitlines()
+    """The cgroup's ``oom_kill`` counter (v1 ``memory.oom_control``, v2 ``memory.events``)."""
+    v1 = cg / "memory.oom_control"
+    line = next(x for x in (v1 if v1.exists() else cg / "memory.events").read_text().splitlines()
                 if x.startswith("oom_kill "))
     return int(line.split()[1])
+
+
+def anon_bytes(cg: Path) -> int:
+    """The cgroup's anonymous memory now (``memory.stat``: v1 ``total_rss``, v2 ``anon``)."""
+    for line in (cg / "memory.stat").read_text().splitlines():
+        name, _, value = line.partition(" ")
+        if name in ("total_rss", "anon"):
+            return int(value)
+    return 0
 
 
 def inside(cg: Path, argv: Sequence[str]) -> list[str]:
