@@ -13,7 +13,6 @@ from pathlib import Path
 
 from rocmbuild import log
 
-
 PID_WIDTH = 20
 """The holder's pid is written right-aligned in this many characters (and a newline)."""
 
