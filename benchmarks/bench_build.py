@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import site
 import statistics
 import subprocess
 import sys
@@ -79,8 +80,10 @@ def main() -> None:
         python = sys.executable
         if requires:  # the recipe's build environment, made by hand
             venv = work / "venv"
-            timed([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages",
-                   str(venv)], user_env)
+            timed([sys.executable, "-m", "venv", "--without-pip", str(venv)], user_env)
+            # the host's packages (torch) after the venv's own, as rocmbuild's view of them
+            (next((venv / "lib").glob("python3*")) / "site-packages" / "host.pth").write_text(
+                "".join(f"{d}\n" for d in site.getsitepackages()))
             python = str(venv / "bin" / "python")
             timed([sys.executable, "-m", "pip", "--python", python, "install", "--no-input",
                    *requires], user_env)
