@@ -98,8 +98,7 @@ def detect(*, rocm_path: str | None = None, hip_compiler: str | None = None,
     ``compiler_error``. ``want_compiler=False`` skips the compiler search (it runs
     ``clang --version``), for plans that compile no HIP code; ``want_components=False`` skips
     the ROCm components (``rocm_root.components`` is None), for plans that need none. ``fs_root``
-    and ``site_paths`` move
-    the file system root and torch's site dir (fixture trees)."""
+    and ``site_paths`` move the file system root and torch's site dir (fixture trees)."""
     found_compiler: compiler.HipCompiler | None = None
     compiler_error = ""
     if hip_compiler or want_compiler:
