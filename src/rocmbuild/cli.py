@@ -11,35 +11,24 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
 from rocmbuild import __version__, config, log, options
-from rocmbuild.commands import (
-    audit,
-    build,
-    cache,
-    common,
-    completion,
-    doctor,
-    nightly,
-    plan,
-    promote,
-    publish,
-    recipes,
-    validate,
-    verify,
-)
+from rocmbuild.commands import common
 from rocmbuild.errors import INTERNAL_ERROR_EXIT, RocmbuildError, UsageError
 from rocmbuild.log import escape
 
-COMMANDS = (build, plan, recipes, doctor, audit, validate, verify, publish, promote, cache,
-            nightly, completion)
+COMMANDS = ("build", "plan", "recipes", "doctor", "audit", "validate", "verify", "publish",
+            "promote", "cache", "nightly", "completion")
+"""The commands, in --help's order: ``rocmbuild.commands.<name>``, each imported when its parser
+is built (a run builds the parser of its command only)."""
 
 # Global options that take a value (needed to find the first positional for the shorthand).
 _GLOBAL_VALUE_OPTS = {"--workdir", "--cache-dir", "--recipes"}
@@ -52,13 +41,33 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}", hint=f"run `{self.prog} --help`")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _WholeHelp(argparse.Action):
+    """The top level's -h/--help when the parser holds one command only: the help of the whole
+    parser, which lists every command."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kw: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show this help message and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        build_parser().print_help()
+        parser.exit()
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or with ``only`` the top level and that one command's parser
+    (a run parses one command; importing and building all twelve was about 5 % of a cache hit's
+    instructions). The top level's --help and completion list every command either way."""
     parser = _Parser(
         prog="rocmbuild",
         description="Build, check, publish and nightly-rebuild ROCm wheels for AMD Instinct GPUs. "
         "`rocmbuild <recipe> ...` is short for `rocmbuild build <recipe> ...`. Settings: flag > "
         "environment variable > [tool.rocmbuild] in ./pyproject.toml > default.",
+        add_help=only is None,
     )
+    if only is not None:
+        parser.add_argument("-h", "--help", action=_WholeHelp)
     parser.add_argument("--version", action="version", version=f"rocmbuild {__version__}")
     common.add_global_options(parser, top=True)
     shared = _Parser(add_help=False)
@@ -70,26 +79,40 @@ def build_parser() -> argparse.ArgumentParser:
         return sub_add(name, parents=[shared], **kw)  # type: ignore[arg-type]
 
     sub.add_parser = add_parser  # type: ignore[method-assign,assignment]
-    for command in COMMANDS:
-        command.register(sub)
+    for name in COMMANDS:
+        if only is None or name == only:
+            importlib.import_module(f"rocmbuild.commands.{name}").register(sub)
     return parser
 
 
-def _insert_build(argv: list[str], commands: set[str]) -> list[str]:
-    """`rocmbuild flash-attn ...` -> `rocmbuild build flash-attn ...`."""
+def _first_positional(argv: list[str]) -> int | None:
+    """Where the command (or the recipe of the shorthand) is in ``argv``."""
     i = 0
     while i < len(argv):
         a = argv[i]
         if a in _GLOBAL_VALUE_OPTS:
             i += 2
-            continue
-        if a.startswith("-"):
+        elif a.startswith("-"):
             i += 1
-            continue
-        if a not in commands:
-            return argv[:i] + ["build"] + argv[i:]
-        return argv
+        else:
+            return i
+    return None
+
+
+def _insert_build(argv: list[str], commands: Collection[str]) -> list[str]:
+    """`rocmbuild flash-attn ...` -> `rocmbuild build flash-attn ...`."""
+    i = _first_positional(argv)
+    if i is not None and argv[i] not in commands:
+        return argv[:i] + ["build"] + argv[i:]
     return argv
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command whose parser ``argv`` needs alone (after ``_insert_build``); None: the whole
+    parser (no command given; ``completion``, whose script lists every command)."""
+    i = _first_positional(argv)
+    name = None if i is None else argv[i]
+    return name if name in COMMANDS and name != "completion" else None
 
 
 class Terminated(KeyboardInterrupt):
@@ -182,10 +205,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(raw: list[str]) -> int:
     try:
-        parser = build_parser()
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        args_list = _insert_build(raw, set(sub.choices))
-        args = parser.parse_args(args_list)
+        args_list = _insert_build(raw, COMMANDS)
+        parser = build_parser(_command(args_list))
+        try:
+            args = parser.parse_args(args_list)
+        except UsageError:
+            parser = build_parser()  # its message names every command (an invalid choice)
+            args = parser.parse_args(args_list)
         base = options.env_int("ROCMBUILD_VERBOSITY", minimum=0)
         log.set_level(max(0, (1 if base is None else base) + args.verbose - args.quiet))
         log.set_github(options.github_actions())

@@ -13,6 +13,7 @@ install use them): ``-dev`` on Debian/Ubuntu, ``-devel`` on RHEL/SLES. The meta 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,7 +83,7 @@ COMPONENTS: dict[str, Component] = {c.name: c for c in (
 def _config_in(d: Path, name: str) -> str | None:
     """``<name>-config.cmake`` or ``<Name>Config.cmake`` (any case) in ``d``."""
     try:
-        entries = [p.name for p in d.iterdir()]
+        entries = os.listdir(d)
     except OSError:
         return None
     wanted = {f"{name}-config.cmake".lower(), f"{name}config.cmake".lower()}
@@ -104,7 +105,7 @@ def _library_index(root: Path, dirs: list[str]) -> dict[str, str]:
     index: dict[str, str] = {}
     for lib in dirs:
         try:
-            names = sorted(p.name for p in (root / lib).iterdir())
+            names = sorted(os.listdir(root / lib))  # names only: no Path per file
         except OSError:
             continue
         for name in names:

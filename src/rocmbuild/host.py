@@ -91,12 +91,14 @@ class Host:
 
 def detect(*, rocm_path: str | None = None, hip_compiler: str | None = None,
            want_compiler: bool = True, dists: Iterable[str] = (), fs_root: Path = Path("/"),
-           site_paths: list[str] | None = None, strict_compiler: bool = True) -> Host:
+           site_paths: list[str] | None = None, strict_compiler: bool = True,
+           want_components: bool = True) -> Host:
     """This machine. ``hip_compiler`` (--hip-compiler) must exist when given (``strict_compiler``;
     doctor reports it instead); otherwise a missing compiler is ``None`` with the reason in
     ``compiler_error``. ``want_compiler=False`` skips the compiler search (it runs
-    ``clang --version``), for plans that compile no HIP code. ``fs_root`` and ``site_paths`` move
-    the file system root and torch's site dir (fixture trees)."""
+    ``clang --version``), for plans that compile no HIP code; ``want_components=False`` skips
+    the ROCm components (``rocm_root.components`` is None), for plans that need none. ``fs_root``
+    and ``site_paths`` move the file system root and torch's site dir (fixture trees)."""
     found_compiler: compiler.HipCompiler | None = None
     compiler_error = ""
     if hip_compiler or want_compiler:
@@ -117,7 +119,8 @@ def detect(*, rocm_path: str | None = None, hip_compiler: str | None = None,
         python_tag=f"cp{sys.version_info.major}{sys.version_info.minor}",
         platform=sys.platform,
         torch=toolchain.torch_info(site_paths),
-        rocm_root=toolchain.find_rocm_root(rocm_path, fs_root=fs_root),
+        rocm_root=toolchain.find_rocm_root(rocm_path, fs_root=fs_root,
+                                           with_components=want_components),
         compiler=found_compiler,
         compiler_error=compiler_error,
         cpus=cpus,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rocmbuild import cache, fsutil, host, lock, log, preflight
+from rocmbuild import cache, fsutil, host, lock, log
 from rocmbuild.digest import sha256_file
 from rocmbuild.errors import (
     AuditError,
@@ -257,6 +257,8 @@ def _build_locked(plan: Plan, ctx: Context, start: float, validate: bool) -> Bui
             return _hit(plan, ctx, start, hit, validate)
     total = len(STAGES) if validate else len(BUILD_STAGES)
     # a build, not a hit: room for it (disk, memory, compile cache dir, link line), in seconds
+    from rocmbuild import preflight
+
     preflight.check(plan, ctx.host, ctx.ws.src, ctx.ws.cache)
     results = _run_stages(plan, ctx, BUILD_STAGES, 1, total)
     if ctx.artifacts.tree_bytes:

@@ -89,19 +89,26 @@ def _looks_like_rocm(p: Path) -> bool:
                                           "bin/hipcc"))
 
 
-def find_rocm_root(explicit: str | None = None, fs_root: Path = Path("/")) -> RocmRoot | None:
+def find_rocm_root(explicit: str | None = None, fs_root: Path = Path("/"),
+                   with_components: bool = True) -> RocmRoot | None:
     """The ROCm root: ``explicit`` (--rocm-path), then rocm_candidates(), then Debian's /usr
-    layout (HIP headers only, kind "debian", never an SDK)."""
+    layout (HIP headers only, kind "debian", never an SDK). ``with_components=False`` leaves
+    its components not looked for (None): a listing of its lib dirs, milliseconds that a plan
+    needing none of them does not spend."""
+
+    def found(path: Path) -> tuple[str, ...] | None:
+        return components.find(path) if with_components else None
+
     cands = [(Path(explicit), "--rocm-path")] if explicit else []
     for path, where in cands + rocm_candidates(fs_root):
         if path.is_dir() and (where == "--rocm-path" or _looks_like_rocm(path)):
             return RocmRoot(path, rocm_version(path), "rocm", (path / "bin/hipcc").exists(),
-                            where, components.find(path))
+                            where, found(path))
     usr = fs_root / "usr"
     if (usr / "include/hip/hip_version.h").is_file() or (usr / "include/hip/hip_runtime.h"
                                                           ).is_file():
         return RocmRoot(usr, rocm_version(usr), "debian", (usr / "bin/hipcc").exists(),
-                        "Debian /usr", components.find(usr))
+                        "Debian /usr", found(usr))
     return None
 
 

@@ -334,8 +334,8 @@ def hang(args):
             continue
 
 parser = cli.build_parser
-def build_parser():
-    p = parser()
+def build_parser(only=None):
+    p = parser(only)
     sub = next(a for a in p._actions if a.__class__.__name__ == "_SubParsersAction")
     sub.choices["doctor"].set_defaults(handler=hang)
     return p

@@ -40,13 +40,17 @@ def two_builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 # env, the process runner, the compiler search (this recipe compiles no HIP), importlib.metadata
 # (host facts are read from the dist-info files) and the modules those pulled in; rich (the hit's
 # two lines are plain text, written without it) and packaging (plain requirement strings and
-# version ranges are checked by rocmbuild.recipe.pep508).
+# version ranges are checked by rocmbuild.recipe.pep508); the other commands (a run imports and
+# builds the parser of its own command only) and the resource preflight (a build's, not a hit's).
 NOT_ON_A_HIT = ("rocmbuild.stages.fetch", "rocmbuild.stages.build", "rocmbuild.stages.tag",
                 "rocmbuild.stages.audit", "rocmbuild.stages.validate", "rocmbuild.buildenv",
                 "rocmbuild.run", "rocmbuild.compiler", "rocmbuild.audit", "rocmbuild.wheel",
                 "rocmbuild.validate.runner", "importlib.metadata", "email.message", "http.client",
                 "urllib.request", "tarfile", "zipfile", "difflib", "rich", "rich.console",
-                "rich.markup", "packaging.requirements", "packaging.specifiers", "logging")
+                "rich.markup", "packaging.requirements", "packaging.specifiers", "logging",
+                "rocmbuild.commands.plan", "rocmbuild.commands.validate",
+                "rocmbuild.commands.nightly", "rocmbuild.commands.completion",
+                "rocmbuild.preflight")
 
 
 def test_noop_rebuild_imports_only_what_a_hit_needs(two_builds: dict[str, Any]) -> None:

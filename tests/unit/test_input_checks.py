@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rocmbuild import arch, cli, options
+from rocmbuild.commands import recipes as recipes_cmd
 from rocmbuild.errors import INTERNAL_ERROR_EXIT, FetchError, RecipeError, UsageError
 from rocmbuild.recipe import load
 from rocmbuild.stages.fetch import extract
@@ -117,7 +118,7 @@ def test_guard_saves_the_traceback(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     def boom(args: object) -> int:
         raise ZeroDivisionError("a bug near https://u:s3cret@host/simple/")
 
-    monkeypatch.setattr(cli.recipes, "run", boom)  # register() reads it when parsing starts
+    monkeypatch.setattr(recipes_cmd, "run", boom)  # register() reads it when parsing starts
     code = cli.main(["--workdir", str(tmp_path / "ws"), "recipes"])
     err = capsys.readouterr().err
     assert code == INTERNAL_ERROR_EXIT

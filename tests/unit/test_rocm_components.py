@@ -17,6 +17,7 @@ from rocmbuild import components, toolchain
 from rocmbuild import host as hostmod
 from rocmbuild.errors import ToolchainError
 from rocmbuild.host import Host
+from rocmbuild.recipe import render as render_mod
 from rocmbuild.recipe.load import find_recipe, load
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.recipe.render import Target, render
@@ -88,6 +89,24 @@ def test_find_takes_milliseconds(tmp_path: Path) -> None:
     t = time.perf_counter()
     assert len(components.find(root)) == len(components.COMPONENTS)
     assert time.perf_counter() - t < 0.5
+
+
+def test_components_are_looked_for_only_when_a_plan_needs_them(tmp_path: Path) -> None:
+    """A cache hit of a plan with no build.rocm_components does not list the root's lib dirs
+    (want_components=False: None, "not looked for"); the recipes that need them ask for them.
+    The ROCm root is a fixture tree (make_rocm_root): no real ROCm exists here."""
+    root = make_rocm_root(tmp_path / "rocm")
+    fa = load(find_recipe("flash-attn"))
+    assert render_mod.uses_rocm_components(fa, "ck")
+    assert not render_mod.uses_rocm_components(fa, "triton")
+    assert render_mod.uses_rocm_components(load(find_recipe("pytorch")))
+    skipped = hostmod.detect(rocm_path=str(root), want_compiler=False, want_components=False)
+    assert skipped.rocm_root is not None and skipped.rocm_root.components is None
+    full = hostmod.detect(rocm_path=str(root), want_compiler=False)
+    assert full.rocm_root is not None
+    assert full.rocm_root.components == tuple(components.COMPONENTS)
+    triton = plan("flash-attn", skipped, "triton")
+    assert not triton.rocm_components and hostmod.missing_components(triton, skipped) == []
 
 
 # --------------------------------------------------------------------------- judging a plan

@@ -145,6 +145,7 @@ def plan_from_args(args: argparse.Namespace, host_file: str | None = None) -> tu
             rocm_path=options.resolve("rocm_path", args.rocm_path),
             hip_compiler=options.resolve("hip_compiler", args.hip_compiler),
             want_compiler=render.uses_hip_compiler(recipe, target.variant),
+            want_components=render.uses_rocm_components(recipe, target.variant),
             dists=recipe.python_requires)
     # What earlier builds measured (learned.py), from the cache a controller may share with
     # its nodes: MAX_JOBS from the units' p95 instead of the recipe's guess.

@@ -82,6 +82,14 @@ def uses_hip_compiler(recipe: Recipe, variant: str | None = None) -> bool:
         or _unit_count(recipe, variant or recipe.default_variant) == "ninja")
 
 
+def uses_rocm_components(recipe: Recipe, variant: str | None = None) -> bool:
+    """Whether a plan for this recipe checks ROCm components (``build.rocm_components``, or the
+    variant's), so the host's must be looked for."""
+    v = recipe.variants.get(variant or recipe.default_variant)
+    return bool(v.rocm_components if v and v.rocm_components is not None
+                else recipe.rocm_components)
+
+
 def _rocm_target(recipe: Recipe, target: Target, host: Host) -> RocmTarget:
     """The ROCm version of the local label: what the build compiles and links against. The ROCm
     torch's HIP first; else the ROCm root, when it is an SDK or when the build's HIP compiler

@@ -30,7 +30,7 @@ import urllib.error
 import urllib.request
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -211,7 +211,13 @@ class _Mismatch(Exception):
 
 
 def extract(archive: Path, dest: Path) -> Path:
-    """Extract safely into a fresh ``dest``; returns the source root (the single top dir).
+    """Extract safely into a fresh ``dest``; returns the source root (the single top dir)."""
+    return extract_dated(archive, dest)[0]
+
+
+def extract_dated(archive: Path, dest: Path) -> tuple[Path, int | None]:
+    """``extract``, and the archive's epoch (``archive_epoch``) from the members it read: one
+    pass over the archive, not a second one for the date.
 
     Refused as unsafe (FetchError, nothing left behind): absolute member paths, ``..``, links
     that leave the tree, device files and fifos. A truncated or unreadable archive, or one that
@@ -235,6 +241,7 @@ def extract(archive: Path, dest: Path) -> Path:
                         raise FetchError(f"{archive.name}: unsafe member refused: "
                                          f"{info.filename!r} is {why}", hint=unsafe)
                 zf.extractall(tmp)
+                epoch = _zip_epoch(zf.infolist())
         else:
             with tarfile.open(archive) as tf:
                 for member in tf.getmembers():
@@ -247,10 +254,11 @@ def extract(archive: Path, dest: Path) -> Path:
                 except tarfile.FilterError as exc:
                     raise FetchError(f"{archive.name}: unsafe member refused: {exc}",
                                      hint=unsafe) from exc
+                epoch = _tar_epoch(tf.getmembers())  # read once, kept by tarfile
         entries = list(tmp.iterdir())
         root = entries[0] if len(entries) == 1 and entries[0].is_dir() else tmp
         os.replace(root, dest)
-        return dest
+        return dest, epoch
     except FetchError:
         raise
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, ValueError, zlib.error,
@@ -276,14 +284,27 @@ def archive_epoch(archive: Path) -> int | None:
     try:
         if zipfile.is_zipfile(archive):
             with zipfile.ZipFile(archive) as zf:
-                times = [calendar.timegm((*i.date_time, 0, 0, 0)) for i in zf.infolist()]
-        else:
-            with tarfile.open(archive) as tf:
-                times = [int(m.mtime) for m in tf.getmembers()]
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, ValueError, OverflowError,
-            zlib.error, lzma.LZMAError):
+                return _zip_epoch(zf.infolist())
+        with tarfile.open(archive) as tf:
+            return _tar_epoch(tf.getmembers())
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, ValueError, zlib.error,
+            lzma.LZMAError):
         return None  # extract() already read it: this cannot happen to a real archive
-    return max((t for t in times if t > 0), default=None)
+
+
+def _newest(times: Iterator[int]) -> int | None:
+    try:
+        return max((t for t in times if t > 0), default=None)
+    except (ValueError, OverflowError):  # a date no clock has (an infinite pax mtime)
+        return None
+
+
+def _zip_epoch(infos: list[zipfile.ZipInfo]) -> int | None:
+    return _newest(calendar.timegm((*i.date_time, 0, 0, 0)) for i in infos)
+
+
+def _tar_epoch(members: list[tarfile.TarInfo]) -> int | None:
+    return _newest(int(m.mtime) for m in members)
 
 
 def git_epoch(repo: Path, commit: str, log_path: Path) -> int | None:
@@ -562,8 +583,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     if src.kind == "sdist":
         cached = (ctx.ws.cache / "downloads" / src.sha256).is_dir()
         archive = download(src.url, src.sha256, ctx.ws.cache)
-        extract(archive, dest)
-        epoch = archive_epoch(archive)
+        epoch = extract_dated(archive, dest)[1]
         reason = f"sdist {archive.name}" + (" (cached download)" if cached else "")
     elif src.kind == "git":
         git_checkout(src.url, src.commit, src.submodules, ctx.ws.cache, dest, log_path)
