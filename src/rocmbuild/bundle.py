@@ -38,10 +38,10 @@ from wheel.wheelfile import WheelFile
 
 from rocmbuild import fsutil, log, options
 from rocmbuild.audit import ELF_MAGIC, needed_libraries
+from rocmbuild.buildfacts import Bundle, BundledFile
 from rocmbuild.digest import sha256_file
 from rocmbuild.errors import BuildError, ToolchainError
 from rocmbuild.recipe.plan import RocmRuntime
-from rocmbuild.results import Bundle, BundledFile
 from rocmbuild.run import run
 
 SYSTEM_LIBS = (

@@ -41,7 +41,8 @@ def two_builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 # (host facts are read from the dist-info files) and the modules those pulled in; rich (the hit's
 # two lines are plain text, written without it) and packaging (plain requirement strings and
 # version ranges are checked by rocmbuild.recipe.pep508); the other commands (a run imports and
-# builds the parser of its own command only) and the resource preflight (a build's, not a hit's).
+# builds the parser of its own command only), the resource preflight (a build's, not a hit's) and
+# the stages' own values (buildfacts: torch as built, hipify's changes, the bundle).
 NOT_ON_A_HIT = ("rocmbuild.stages.fetch", "rocmbuild.stages.build", "rocmbuild.stages.tag",
                 "rocmbuild.stages.audit", "rocmbuild.stages.validate", "rocmbuild.buildenv",
                 "rocmbuild.run", "rocmbuild.compiler", "rocmbuild.audit", "rocmbuild.wheel",
@@ -50,7 +51,7 @@ NOT_ON_A_HIT = ("rocmbuild.stages.fetch", "rocmbuild.stages.build", "rocmbuild.s
                 "rich.markup", "packaging.requirements", "packaging.specifiers", "logging",
                 "rocmbuild.commands.plan", "rocmbuild.commands.validate",
                 "rocmbuild.commands.nightly", "rocmbuild.commands.completion",
-                "rocmbuild.preflight")
+                "rocmbuild.preflight", "rocmbuild.buildfacts")
 
 
 def test_noop_rebuild_imports_only_what_a_hit_needs(two_builds: dict[str, Any]) -> None:

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from rocmbuild import arch, hostenv, label, run
+from rocmbuild.buildfacts import TorchBuild
 from rocmbuild.errors import BuildError
 from rocmbuild.recipe.load import find_recipe, load
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.recipe.render import Target, render
-from rocmbuild.results import TorchBuild
 from rocmbuild.stages.tag import local_label
 from tests.unit.test_render import HOST, ROCM_ROOT, ROCM_TORCH
 

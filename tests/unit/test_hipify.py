@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rocmbuild.buildfacts import Unmapped
 from rocmbuild.recipe.load import load
 from rocmbuild.recipe.render import Target, render
-from rocmbuild.results import Unmapped
 from rocmbuild.stages import hipify
 from tests.conftest import REPO
 from tests.unit.test_render import HOST

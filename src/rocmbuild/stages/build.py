@@ -28,10 +28,11 @@ from rich.markup import escape
 from wheel.wheelfile import WheelFile
 
 from rocmbuild import compilecache, fsutil, hostenv, learned, log, oom, options, progress
+from rocmbuild.buildfacts import TorchBuild
 from rocmbuild.errors import BuildError, CommandFailed
 from rocmbuild.host import Host
 from rocmbuild.recipe.plan import Plan
-from rocmbuild.results import Artifacts, CompileStats, StageResult, Status, TorchBuild
+from rocmbuild.results import Artifacts, CompileStats, StageResult, Status
 from rocmbuild.run import no_network, redact
 from rocmbuild.run import run as sh
 from rocmbuild.stages import Context, build_child, need, source_date_epoch

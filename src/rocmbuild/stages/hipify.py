@@ -27,11 +27,12 @@ from fnmatch import fnmatch
 from pathlib import Path
 
 from rocmbuild import compiler, hostenv
+from rocmbuild.buildfacts import HipifyReport, Unmapped
 from rocmbuild.digest import sha256_file
 from rocmbuild.errors import BuildError, CommandFailed, ToolchainError
 from rocmbuild.recipe.model import Hipify
 from rocmbuild.recipe.plan import Plan
-from rocmbuild.results import Artifacts, HipifyReport, StageResult, Status, Unmapped
+from rocmbuild.results import Artifacts, StageResult, Status
 from rocmbuild.run import run as sh
 from rocmbuild.stages import Context, build_child, need
 

@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from rocmbuild import __version__, fsutil, label
+from rocmbuild.buildfacts import TorchBuild
 from rocmbuild.errors import BuildError
 from rocmbuild.recipe.plan import Plan
-from rocmbuild.results import Artifacts, StageResult, Status, TorchBuild
+from rocmbuild.results import Artifacts, StageResult, Status
 from rocmbuild.stages import ZIP_EPOCH, Context, need, source_date_epoch
 from rocmbuild.wheel import PROVENANCE, SHARED_LIB, WheelFormatError, parse_wheel_name
 
