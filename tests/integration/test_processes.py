@@ -288,9 +288,12 @@ import sys, time
 from rocmbuild import cli
 
 def hang(args):
-    print("ready", flush=True)
+    ready = False
     while True:  # stands in for a cleanup that never ends (a leaked lock, a stuck pipe)
-        try:
+        try:  # "ready" inside the try: a SIGINT right after it is swallowed too (no race)
+            if not ready:
+                ready = True
+                print("ready", flush=True)
             time.sleep(60)
         except KeyboardInterrupt:
             continue
