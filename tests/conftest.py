@@ -3,9 +3,12 @@ GPU, a ROCm torch, a ROCm SDK) is faked with small fixture trees, and each such 
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +22,7 @@ SLOW_FIXTURES = frozenset({"triton_build", "probe_wheel_2", "probe_wheel_942"})
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Markers by place: tests/integration -> integration, tests/integration/hip -> hip as well,
     tests/gpu -> gpu; and `slow` for every test that uses a real build fixture."""
     tests = Path(__file__).parent
@@ -33,6 +36,96 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.gpu)
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+    groups = xdist_groups(items)
+    where_to = getattr(config, "workerinput", {}).get(GROUPS_DIR)
+    if where_to:  # an xdist worker: hand the groups to the controller's scheduler (below)
+        out = Path(where_to) / f"{config.workerinput['workerid']}.json"
+        out.with_suffix(".part").write_text(json.dumps(groups, sort_keys=True))
+        os.replace(out.with_suffix(".part"), out)
+
+
+# ---------------------------------------------------------------- pytest-xdist (scripts/test.sh)
+# Under `-n 2 --dist loadgroup` every worker would build its own copy of each session fixture, and
+# two workers would start two Slurm clusters. Tests that share something built once run on one
+# worker: a heavy session fixture (SHARED_SESSION; the two probe wheels count as one), their
+# module's module-scoped fixtures, a fixed resource (SHARED_MODULE). Everything else is spread.
+SHARED_SESSION = {"triton_build": "triton_build", "probe_wheel_2": "probe",
+                  "probe_wheel_942": "probe", "objs": "hipobjs", "validated": "validated",
+                  "real_wheels": "real_wheels"}
+SHARED_MODULE = {"test_slurm.py": "slurm", "test_nightly_slurm.py": "slurm"}
+GROUPS_DIR = "rocmbuild_xdist_groups"
+
+
+def xdist_groups(items: list[pytest.Item]) -> dict[str, str]:
+    """nodeid -> group for the tests that share something (connected components: two tests that
+    share anything, directly or through a third, are in one group). Each test also gets an
+    ``xdist_group`` mark, which xdist's own loadgroup honours with pytest < 9.2 (9.2's structured
+    node ids broke it: pytest-xdist issue 1386); the mapping goes to the scheduler below."""
+    parent: dict[str, str] = {}
+
+    def find(k: str) -> str:
+        while parent.setdefault(k, k) != k:
+            k = parent[k]
+        return k
+
+    keys: list[list[str]] = []
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs if info is not None else {}
+        ks = [f"s:{SHARED_SESSION[n]}" for n in defs if n in SHARED_SESSION]
+        if any(d.scope == "module" for fds in defs.values() for d in fds):
+            ks.append(f"m:{item.path}")
+        if item.path.name in SHARED_MODULE:
+            ks.append(f"r:{SHARED_MODULE[item.path.name]}")
+        for k in ks[1:]:
+            parent[find(k)] = find(ks[0])
+        keys.append(ks)
+    groups = {}
+    for item, ks in zip(items, keys, strict=True):
+        if ks:
+            groups[item.nodeid] = find(ks[0]).split(":", 1)[1]
+            item.add_marker(pytest.mark.xdist_group(groups[item.nodeid]))
+    return groups
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Controller side: each worker writes its groups into one temporary directory."""
+    config = node.config
+    if config.getoption("dist", "no") == "loadgroup":
+        if GROUPS_KEY not in config.stash:
+            config.stash[GROUPS_KEY] = Path(tempfile.mkdtemp(prefix="rocmbuild-xdist-groups-"))
+        node.workerinput[GROUPS_DIR] = str(config.stash[GROUPS_KEY])
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` with the groups the workers computed (xdist's LoadGroupScheduling,
+    whose scopes come from nodeid suffixes, is given the mapping instead)."""
+    if config.getoption("dist", "no") != "loadgroup" or GROUPS_KEY not in config.stash:
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    where = config.stash[GROUPS_KEY]
+
+    class Grouped(LoadGroupScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # read once every worker has collected (schedule() runs)
+                found = sorted(where.glob("*.json"))
+                self.groups = json.loads(found[0].read_text()) if found else {}
+            return self.groups.get(nodeid) or str(super()._split_scope(nodeid))
+
+    return Grouped(config, log)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if GROUPS_KEY in config.stash:
+        shutil.rmtree(config.stash[GROUPS_KEY], ignore_errors=True)
+
+
+GROUPS_KEY = pytest.StashKey[Path]()
 
 
 def rocmbuild(
