@@ -186,7 +186,11 @@ def test_symlinks_are_never_followed(tmp_path: Path) -> None:
     (ws.cache / "wheels" / B).symlink_to(outside)
     (ws.cache / "downloads").symlink_to(outside)
     (ws.src / "other").symlink_to(outside)
-    res = prune.prune(ws, 0, None, dry_run=False)
+    old = time.time() - 30 * 86400  # by age: a short link holds no block, so its size is 0
+    for p in (ws.cache / "wheels" / B, ws.src / "demo" / A[:16] / "escape",
+              ws.src / "demo" / A[:16]):
+        os.utime(p, (old, old), follow_symlinks=False)
+    res = prune.prune(ws, None, 14, dry_run=False)
     assert {r.key for r in res.removed} == {A, B}
     assert all(r.size < 1_000_000 for r in res.removed)
     assert (outside / "sub" / "data").read_bytes() == b"p" * 4_000_000
