@@ -4,7 +4,8 @@
    `pip wheel --no-build-isolation` of the same source. Goal: <= 0.3 s and >= 20x faster.
 2. orchestrator overhead on a cold build (fresh workspace, download already cached) vs by hand
    (extract the sdist; when the plan has a build environment, make a venv that sees the host's
-   packages and pip-install the same build requirements into it, as rocmbuild's env stage does;
+   packages and pip-install the same build requirements into it, as rocmbuild's env stage does:
+   each one even where the host has it, and the host's pip, which runs the build;
    then `pip wheel --no-build-isolation` with the same environment). Goal (issue 13): <= 1 s.
 
 3. the cache hit itself, in process (``--noop-only`` measures just this and 1.): entry.json
@@ -17,6 +18,7 @@ table.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
 import site
@@ -85,8 +87,13 @@ def main() -> None:
             (next((venv / "lib").glob("python3*")) / "site-packages" / "host.pth").write_text(
                 "".join(f"{d}\n" for d in site.getsitepackages()))
             python = str(venv / "bin" / "python")
+            # the same set as the env stage installs: every requirement into the venv even if
+            # the host has it (the env's view leaves build tools out), and the host's pip
+            pip = importlib.metadata.version("pip")
+            same = [*requires, *([] if any(r.startswith("pip") for r in requires)
+                                 else [f"pip=={pip}"])]
             timed([sys.executable, "-m", "pip", "--python", python, "install", "--no-input",
-                   *requires], user_env)
+                   "--ignore-installed", *same], user_env)
         argv = [python if a == "python" else a.replace("{wheel_tmp}", str(work / "out"))
                 for a in plan["commands"][0]]
         t_pip = timed(argv, bare_env, cwd=tree)
