@@ -173,12 +173,14 @@ def _cut(line: str, width: int = 300) -> str:
     return line if len(line) <= width else line[: width - 3] + "..."
 
 
-def _kill_group(pgid: int) -> None:
-    """SIGKILL a command's group and every other process of its session (``pgid`` is both:
-    the command leads its own session), such as ninja's jobs in their own groups."""
+def _kill_group(pgid: int, session: bool = True) -> None:
+    """SIGKILL a command's group and, with ``session``, every other process of its session
+    (``pgid`` is both: the command leads its own session), such as ninja's jobs in their own
+    groups. The session takes a scan of /proc: a command that ended by itself (its output
+    ended, its jobs waited for) needs only its group's leftovers killed."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    for _ in range(3):  # again for what a member forked while it was being killed
+    for _ in range(3 if session else 0):  # again for what a member forked while it was being killed
         members = session_members(pgid)
         if not members:
             return
@@ -401,7 +403,8 @@ def run(
                 if outcome == "raised" and isinstance(sys.exc_info()[1], KeyboardInterrupt):
                     kill_all()  # rocmbuild is stopping: commands of other threads too (a
                     # probe that a `finally` would otherwise wait for)
-                _kill_group(pgid)  # the leader is not reaped yet: its group id is still ours
+                # the leader is not reaped yet: its group id is still ours
+                _kill_group(pgid, session=outcome != "eof")
                 rc = proc.wait()
                 _guard("-", pgid)
             reader.join(timeout=5)

@@ -285,6 +285,7 @@ def render(recipe: Recipe, target: Target, host: Host,
         k: _fill(v, values, f"{recipe.path.name}: variants.{variant_name}.runtime_env.{k}")
         for k, v in (variant.runtime_env if variant else ())
     }
+    unit_count = _unit_count(recipe, variant_name)
     plan = Plan(
         recipe=recipe.path.stem,
         recipe_path=recipe.path,
@@ -341,9 +342,8 @@ def render(recipe: Recipe, target: Target, host: Host,
         build_tag=_build_tag(target.build_tag),
         build_env=_build_env(recipe, variant_name),
         options=chosen,
-        unit_count=_unit_count(recipe, variant_name),
-        unit_configure=(cmake_configure(recipe, values)
-                        if _unit_count(recipe, variant_name) == "ninja" else ()),
+        unit_count=unit_count,
+        unit_configure=cmake_configure(recipe, values) if unit_count == "ninja" else (),
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
 

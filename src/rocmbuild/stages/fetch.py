@@ -216,8 +216,9 @@ def extract(archive: Path, dest: Path) -> Path:
 
 
 def extract_dated(archive: Path, dest: Path) -> tuple[Path, int | None]:
-    """``extract``, and the archive's epoch (``archive_epoch``) from the members it read: one
-    pass over the archive, not a second one for the date.
+    """``extract``, and the archive's epoch from the members it read: the newest member's
+    modification time (an sdist's own time, the SOURCE_DATE_EPOCH of its build), None when no
+    member is dated; one pass over the archive, not a second one for the date.
 
     Refused as unsafe (FetchError, nothing left behind): absolute member paths, ``..``, links
     that leave the tree, device files and fifos. A truncated or unreadable archive, or one that
@@ -276,20 +277,6 @@ def extract_dated(archive: Path, dest: Path) -> tuple[Path, int | None]:
                          "(--workdir / ROCMBUILD_WORKDIR)") from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def archive_epoch(archive: Path) -> int | None:
-    """The newest member's modification time in a tar or zip archive (an sdist's own time: the
-    SOURCE_DATE_EPOCH of its build), or None when it has no dated member."""
-    try:
-        if zipfile.is_zipfile(archive):
-            with zipfile.ZipFile(archive) as zf:
-                return _zip_epoch(zf.infolist())
-        with tarfile.open(archive) as tf:
-            return _tar_epoch(tf.getmembers())
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, ValueError, zlib.error,
-            lzma.LZMAError):
-        return None  # extract() already read it: this cannot happen to a real archive
 
 
 def _newest(times: Iterator[int]) -> int | None:
