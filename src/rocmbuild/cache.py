@@ -224,6 +224,12 @@ def lookup(cache: Path, key: str) -> Entry | None:
         raise os_error(d, "cannot read the cache entry", exc) from exc
 
 
+def hit_line(entry: Entry) -> str:
+    """What a build says of a cache hit (one line, rich markup escaped)."""
+    return (f"cache hit {escape(str(entry.wheel.parent))}: sha256 verified; validation: "
+            f"{entry.validation.status}")
+
+
 def discard(cache: Path, key: str) -> None:
     """Remove the entry for ``key`` (whatever is at its place: directory, symlink, file)."""
     d = _dir(cache, key)
@@ -273,6 +279,10 @@ def _asos_error(path: Path, what: str, hint: str = _HINT) -> Iterator[None]:
     except OSError as exc:
         raise os_error(path, what, exc, hint) from exc
 
+
+MEMO_DIR = "memo"
+"""In the cache: the no-op rebuild's memos (``rocmbuild.commands.quickhit``), one small JSON
+file per command line; hints only, emptied by every ``cache prune``."""
 
 PRUNE_LOCK = "prune.lock"
 """In ``<cache>/locks/``: every build holds it shared; ``rocmbuild cache prune`` takes it

@@ -1,118 +1,28 @@
-"""Command line: the parser and the one place that turns errors into exit codes.
+"""Command line: the one place that turns errors into exit codes.
 
     rocmbuild <recipe> [--arch ...]          same as `rocmbuild build <recipe> ...`
     rocmbuild build|plan|recipes|doctor|audit|validate|publish|promote|cache|completion ...
 
 Each command is one module in ``rocmbuild.commands``: the route from here into the house is the
-COMMANDS tuple below.
+``COMMANDS`` tuple there, and its parser is built by ``rocmbuild.commands.parser``. A command
+line that repeats a build whose wheel is cached is served first by
+``rocmbuild.commands.quickhit``, which needs neither the parser nor the recipe model.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import importlib
 import os
 import signal
 import sys
 import threading
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
-from rocmbuild import __version__, config, log, options
-from rocmbuild.commands import common
-from rocmbuild.errors import INTERNAL_ERROR_EXIT, RocmbuildError, UsageError
+from rocmbuild import log
+from rocmbuild.errors import INTERNAL_ERROR_EXIT, RocmbuildError
 from rocmbuild.log import escape
-
-COMMANDS = ("build", "plan", "recipes", "doctor", "audit", "validate", "verify", "publish",
-            "promote", "cache", "nightly", "completion")
-"""The commands, in --help's order: ``rocmbuild.commands.<name>``, each imported when its parser
-is built (a run builds the parser of its command only)."""
-
-# Global options that take a value (needed to find the first positional for the shorthand).
-_GLOBAL_VALUE_OPTS = {"--workdir", "--cache-dir", "--recipes"}
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises UsageError (one line, exit 2) instead of printing usage and exiting."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}", hint=f"run `{self.prog} --help`")
-
-
-class _WholeHelp(argparse.Action):
-    """The top level's -h/--help when the parser holds one command only: the help of the whole
-    parser, which lists every command."""
-
-    def __init__(self, option_strings: list[str], dest: str, **kw: object) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
-                         help="show this help message and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: object, option_string: str | None = None) -> None:
-        build_parser().print_help()
-        parser.exit()
-
-
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The parser of every command, or with ``only`` the top level and that one command's parser
-    (a run parses one command; importing and building all twelve was about 5 % of a cache hit's
-    instructions). The top level's --help and completion list every command either way."""
-    parser = _Parser(
-        prog="rocmbuild",
-        description="Build, check, publish and nightly-rebuild ROCm wheels for AMD Instinct GPUs. "
-        "`rocmbuild <recipe> ...` is short for `rocmbuild build <recipe> ...`. Settings: flag > "
-        "environment variable > [tool.rocmbuild] in ./pyproject.toml > default.",
-        add_help=only is None,
-    )
-    if only is not None:
-        parser.add_argument("-h", "--help", action=_WholeHelp)
-    parser.add_argument("--version", action="version", version=f"rocmbuild {__version__}")
-    common.add_global_options(parser, top=True)
-    shared = _Parser(add_help=False)
-    common.add_global_options(shared, top=False)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    sub_add = sub.add_parser
-
-    def add_parser(name: str, **kw: object) -> argparse.ArgumentParser:
-        return sub_add(name, parents=[shared], **kw)  # type: ignore[arg-type]
-
-    sub.add_parser = add_parser  # type: ignore[method-assign,assignment]
-    for name in COMMANDS:
-        if only is None or name == only:
-            importlib.import_module(f"rocmbuild.commands.{name}").register(sub)
-    return parser
-
-
-def _first_positional(argv: list[str]) -> int | None:
-    """Where the command (or the recipe of the shorthand) is in ``argv``."""
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in _GLOBAL_VALUE_OPTS:
-            i += 2
-        elif a.startswith("-"):
-            i += 1
-        else:
-            return i
-    return None
-
-
-def _insert_build(argv: list[str], commands: Collection[str]) -> list[str]:
-    """`rocmbuild flash-attn ...` -> `rocmbuild build flash-attn ...`."""
-    i = _first_positional(argv)
-    if i is not None and argv[i] not in commands:
-        return argv[:i] + ["build"] + argv[i:]
-    return argv
-
-
-def _command(argv: list[str]) -> str | None:
-    """The command whose parser ``argv`` needs alone (after ``_insert_build``); None: the whole
-    parser (no command given; ``completion``, whose script lists every command)."""
-    i = _first_positional(argv)
-    name = None if i is None else argv[i]
-    return name if name in COMMANDS and name != "completion" else None
 
 
 class Terminated(KeyboardInterrupt):
@@ -205,20 +115,30 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(raw: list[str]) -> int:
     try:
-        args_list = _insert_build(raw, COMMANDS)
-        parser = build_parser(_command(args_list))
+        from rocmbuild.commands import quickhit
+
+        served, inputs = quickhit.serve(raw)
+        if served is not None:
+            return served
+        from rocmbuild import config, options
+        from rocmbuild.commands import COMMANDS, command_of, insert_build, parser
+        from rocmbuild.errors import UsageError
+
+        args_list = insert_build(raw, COMMANDS)
+        whole = parser.build_parser(command_of(args_list))
         try:
-            args = parser.parse_args(args_list)
+            args = whole.parse_args(args_list)
         except UsageError:
-            parser = build_parser()  # its message names every command (an invalid choice)
-            args = parser.parse_args(args_list)
+            whole = parser.build_parser()  # its message names every command (an invalid choice)
+            args = whole.parse_args(args_list)
         base = options.env_int("ROCMBUILD_VERBOSITY", minimum=0)
         log.set_level(max(0, (1 if base is None else base) + args.verbose - args.quiet))
         log.set_github(options.github_actions())
         options.check_env()
         config.use_recipe_dirs(args.recipes)
+        args.quick_inputs = inputs  # for build's memo
         if not getattr(args, "handler", None):
-            parser.print_help(sys.stderr)
+            whole.print_help(sys.stderr)
             return 2
         return int(args.handler(args))
     except RocmbuildError as exc:
@@ -252,7 +172,7 @@ def _internal_error(argv: list[str]) -> int:
     import time
     import traceback
 
-    from rocmbuild import run
+    from rocmbuild import config, run
 
     text = run.redact(traceback.format_exc())  # a URL's user:password never reaches the file
     name = f"internal-error-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.txt"

@@ -88,6 +88,11 @@ def use_recipe_dirs(dirs: list[str]) -> None:
     _flag_recipe_dirs = tuple(Path(d) for d in dirs)
 
 
+def flag_recipe_dirs() -> tuple[Path, ...]:
+    """The ``--recipes`` directories given to ``use_recipe_dirs``."""
+    return _flag_recipe_dirs
+
+
 def recipe_dirs() -> list[Path]:
     """Where recipe names are looked up, first match wins: --recipes, ROCMBUILD_RECIPE_PATH,
     the shipped recipes."""

@@ -118,6 +118,14 @@ def os_errors(error: type[RocmbuildError], what: str, where: Path, hint: str) ->
         raise os_error(error, what, exc, where, hint) from exc
 
 
+def shown(path: Path) -> Path:
+    """``path`` as the user sees it: relative to the current directory when inside it."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
 def touch(path: Path) -> None:
     """Set ``path``'s mtime to now (a record of its last use, which `cache prune` reads); a
     read-only file system is not an error."""

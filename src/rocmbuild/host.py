@@ -22,8 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from rocmbuild import arch, components, jobs, toolchain
 from rocmbuild.errors import ToolchainError, UsageError
-from rocmbuild.recipe.model import split_requirement
-from rocmbuild.recipe.pep508 import simple_contains
+from rocmbuild.recipe.pep508 import simple_contains, split_requirement
 
 if TYPE_CHECKING:
     from rocmbuild import compiler  # imported where used: it runs clang, a hit may not need it

@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -258,11 +257,23 @@ def project_config(cwd: Path | None = None) -> dict[str, Any]:
 
 
 def _read_config(path: Path) -> dict[str, Any]:
+    """``[tool.rocmbuild]`` of ``path``, checked. A file that never names rocmbuild has no such
+    table and is not parsed (a project's pyproject.toml is its own business, and parsing it cost
+    every command, a cache hit included, the TOML parser's import); a ``\\u`` escape could spell
+    the name in a quoted key, so a file with one is parsed."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+        raw = path.read_bytes()
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc}", hint="fix or remove the file") from exc
+    if b"rocmbuild" not in raw and b"\\u" not in raw and b"\\U" not in raw:
+        return {}
+    import tomllib
+
+    try:
+        data = tomllib.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: cannot read: {exc}", hint="fix or remove the file") from exc
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{path}: invalid TOML: {exc}", hint="fix the file's syntax") from exc

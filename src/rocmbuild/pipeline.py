@@ -244,8 +244,7 @@ def _hit(plan: Plan, ctx: Context, start: float, hit: cache.Entry, validate: boo
         stale = _broken_copy(ctx, hit)
         if stale is not None:  # the same bytes passed now (the host was fixed): not broken
             stale.unlink(missing_ok=True)
-    log.info(f"cache hit {escape(str(hit.wheel.parent))}: sha256 verified; validation: "
-             f"{hit.validation.status}")
+    log.info(cache.hit_line(hit))
     return BuildResult(Status.CACHED, delivered, hit.sha256, time.monotonic() - start,
                        plan, results, hit.validation.status)
 
@@ -259,6 +258,8 @@ def _build_locked(plan: Plan, ctx: Context, start: float, validate: bool) -> Bui
     # a build, not a hit: room for it (disk, memory, compile cache dir, link line), in seconds
     from rocmbuild import preflight
 
+    if ctx.choose_compile_cache is not None:
+        ctx.compile_cache = ctx.choose_compile_cache()
     preflight.check(plan, ctx.host, ctx.ws.src, ctx.ws.cache)
     results = _run_stages(plan, ctx, BUILD_STAGES, 1, total)
     if ctx.artifacts.tree_bytes:

@@ -362,8 +362,24 @@ def prune(ws: config.Workspace, max_size: int | None, keep_days: float | None,
             removed.append(Pruned(item.kind, item.key, tuple(item.paths), item.size,
                                   item.last_use, reason))
             total -= item.size
+        if idle and not dry_run:
+            _drop_memos(ws)
     freed = sum(r.size for r in removed)
     return PruneResult(tuple(removed), tuple(kept), freed, before, before - freed, dry_run)
+
+
+def _drop_memos(ws: config.Workspace) -> None:
+    """Empty ``<cache>/memo/`` (``rocmbuild.commands.quickhit``): hints a few hundred bytes
+    each, one per command line ever run, which may name what was just removed; the next run of
+    a command line takes the full path once and writes its memo again. Regular files only,
+    nothing followed."""
+    d = ws.cache / cache.MEMO_DIR
+    if not _real_dir(d):
+        return
+    for p in _children(d):
+        if p.name.endswith(".json") and not p.is_symlink() and p.is_file():
+            with contextlib.suppress(OSError):
+                p.unlink()
 
 
 def _free(item: _Item, locks: _Locks, locks_dir: Path, idle: bool) -> bool:

@@ -321,6 +321,7 @@ def test_a_waiter_names_the_lock_holder_and_gets_the_lock_when_it_is_released(
 HANGING_CLI = """
 import sys, time
 from rocmbuild import cli
+from rocmbuild.commands import parser as cmdparser
 
 def hang(args):
     ready = False
@@ -333,13 +334,13 @@ def hang(args):
         except KeyboardInterrupt:
             continue
 
-parser = cli.build_parser
+parser = cmdparser.build_parser
 def build_parser(only=None):
     p = parser(only)
     sub = next(a for a in p._actions if a.__class__.__name__ == "_SubParsersAction")
     sub.choices["doctor"].set_defaults(handler=hang)
     return p
-cli.build_parser = build_parser
+cmdparser.build_parser = build_parser
 sys.exit(cli.main(["doctor"]))
 """
 

@@ -5,9 +5,14 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rocmbuild import options
-from rocmbuild.commands import common
+from rocmbuild.commands import common, quickhit
+
+if TYPE_CHECKING:
+    from rocmbuild.compilecache import CompileCache
+    from rocmbuild.config import Workspace
 
 
 def register(sub: common.Subparsers) -> None:
@@ -37,26 +42,51 @@ def register(sub: common.Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rocmbuild import compilecache, config, log, pipeline
+    from rocmbuild import config, log, pipeline
     from rocmbuild.results import Status
     from rocmbuild.stages import Context
 
     t0 = time.monotonic()
-    plan, host = common.plan_from_args(args)
+    rendered = common.rendered_from_args(args)
+    plan, host = rendered.plan, rendered.host
     ws = config.workspace(args.workdir, args.cache_dir)
     wheel_dir = options.resolve("wheel_dir", args.wheel_dir)
     kind = options.resolve("compile_cache", args.compile_cache, "auto")
-    compile_cache = compilecache.choose(
-        kind, options.resolve("compile_cache_dir", args.compile_cache_dir), ws.cache,
-        options.origin("compile_cache", args.compile_cache))
+    cache_dir = options.resolve("compile_cache_dir", args.compile_cache_dir)
+
+    def compile_cache() -> CompileCache | None:
+        from rocmbuild import compilecache
+
+        return compilecache.choose(kind, cache_dir, ws.cache,
+                                   options.origin("compile_cache", args.compile_cache))
+
     ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
                   wheel_dir=Path(wheel_dir).absolute() if wheel_dir else ws.wheels,
-                  host=host, force=args.force, compile_cache=compile_cache)
-    result = pipeline.build(plan, ctx, validate=bool(options.resolve("validate", args.validate)))
+                  host=host, force=args.force, choose_compile_cache=compile_cache)
+    validate = bool(options.resolve("validate", args.validate))
+    result = pipeline.build(plan, ctx, validate=validate)
+    if not (args.force or validate or args.json):
+        _remember(args, rendered, ws, ctx.wheel_dir)
     if args.json:
         common.print_json(result.to_json())
         return 0
     how = "cached" if result.status is Status.CACHED else "built"
-    log.plain(
-        f"{common.rel(result.wheel)}  sha256={result.sha256}  {time.monotonic() - t0:.2f}s  {how}")
+    log.plain(quickhit.result_line(result.wheel, result.sha256, time.monotonic() - t0, how))
     return 0
+
+
+def _remember(args: argparse.Namespace, rendered: common.Rendered, ws: Workspace,
+              wheel_dir: Path) -> None:
+    """The memo that lets the same command line be served by ``commands.quickhit`` next time."""
+    from rocmbuild.recipe import load
+
+    files = load.files_read(rendered.recipe)
+    if files is None:
+        return
+    absent, dirs = load.search_inputs(args.recipe, rendered.recipe.path)
+    quickhit.remember(
+        getattr(args, "quick_inputs", None), cache_key=rendered.plan.cache_key, ws=ws,
+        wheel_dir=wheel_dir, files=files, absent=absent,
+        dirs=dirs, host=rendered.host,
+        want_compiler=rendered.want_compiler, want_components=rendered.want_components,
+        dists=rendered.recipe.python_requires)

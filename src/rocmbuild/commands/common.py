@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rocmbuild import log, options
 from rocmbuild.errors import UsageError
 from rocmbuild.options import SETTINGS
+
+if TYPE_CHECKING:  # imported where used: a hit served by quickhit imports no recipe model
+    from rocmbuild.host import Host
+    from rocmbuild.recipe.model import Recipe
+    from rocmbuild.recipe.plan import Plan
 
 Subparsers = Any  # argparse's _SubParsersAction is private
 
@@ -113,17 +119,27 @@ def print_json(data: object) -> None:
     log.out.print_json(json.dumps(data))
 
 
-def rel(p: Path) -> Path:
-    try:
-        return p.relative_to(Path.cwd())
-    except ValueError:
-        return p
-
-
 def plan_from_args(args: argparse.Namespace, host_file: str | None = None) -> tuple[Any, Any]:
-    """(Plan, Host) for build and plan: the recipe, the Target from the flags, and the Host
-    detected here (or read from ``host_file``), rendered with the unit memory earlier builds
-    measured (``learned.load`` from the cache)."""
+    """(Plan, Host) for build and plan: ``rendered_from_args``'s."""
+    r = rendered_from_args(args, host_file)
+    return r.plan, r.host
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A plan as ``rendered_from_args`` made it, with what it read (quickhit's memo keeps it)."""
+
+    recipe: Recipe
+    plan: Plan
+    host: Host
+    want_compiler: bool
+    want_components: bool
+
+
+def rendered_from_args(args: argparse.Namespace, host_file: str | None = None) -> Rendered:
+    """The recipe, the Target from the flags, and the Host detected here (or read from
+    ``host_file``), rendered with the unit memory earlier builds measured (``learned.load``
+    from the cache)."""
     from rocmbuild import host as hostmod
     from rocmbuild.recipe import load, render
 
@@ -138,14 +154,15 @@ def plan_from_args(args: argparse.Namespace, host_file: str | None = None) -> tu
         build_tag=options.resolve("build_tag", getattr(args, "build_tag", None)),
         options=parse_opts(getattr(args, "opt", None) or [], recipe.path.stem),
     )
+    want_compiler = render.uses_hip_compiler(recipe, target.variant)
+    want_components = render.uses_rocm_components(recipe, target.variant)
     if host_file:
         host = hostmod.load(Path(host_file))
     else:
         host = hostmod.detect(
             rocm_path=options.resolve("rocm_path", args.rocm_path),
             hip_compiler=options.resolve("hip_compiler", args.hip_compiler),
-            want_compiler=render.uses_hip_compiler(recipe, target.variant),
-            want_components=render.uses_rocm_components(recipe, target.variant),
+            want_compiler=want_compiler, want_components=want_components,
             dists=recipe.python_requires)
     # What earlier builds measured (learned.py), from the cache a controller may share with
     # its nodes: MAX_JOBS from the units' p95 instead of the recipe's guess.
@@ -153,4 +170,5 @@ def plan_from_args(args: argparse.Namespace, host_file: str | None = None) -> tu
 
     ws = config.workspace(getattr(args, "workdir", None), getattr(args, "cache_dir", None))
     measured = learned.load(ws.cache, recipe.path.stem)
-    return render.render(recipe, target, host, measured), host
+    return Rendered(recipe, render.render(recipe, target, host, measured), host, want_compiler,
+                    want_components)

@@ -23,9 +23,8 @@ from rocmbuild.recipe.model import (
     RANGED_REQUIREMENTS,
     Key,
     keys,
-    split_requirement,
 )
-from rocmbuild.recipe.pep508 import simple_requirement, simple_specifiers
+from rocmbuild.recipe.pep508 import simple_requirement, simple_specifiers, split_requirement
 
 
 def suggest(key: str, choices: Iterable[str], cutoff: float = 0.75) -> str:

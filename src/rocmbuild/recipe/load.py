@@ -42,7 +42,7 @@ def find_recipe(name: str) -> Path:
     p = Path(name)
     is_dir = UsageError(f"recipe {name}: is a directory, not a recipe file",
                         hint=f"name the .toml file inside it, e.g. {p / 'recipe.toml'}")
-    if p.suffix == ".toml" or "/" in name or name in (".", ".."):
+    if _names_a_path(name):
         if p.is_dir():
             raise is_dir
         if not p.exists():
@@ -61,6 +61,36 @@ def find_recipe(name: str) -> Path:
         f"unknown recipe {name!r}" + suggest(name, names),
         hint="available: " + (", ".join(names) or "none") + " (`rocmbuild recipes`)",
     )
+
+
+def _names_a_path(name: str) -> bool:
+    return name.endswith(".toml") or "/" in name or name in (".", "..")
+
+
+def search_inputs(name: str, found: Path) -> tuple[list[Path], list[Path]]:
+    """What ``find_recipe(name)`` depended on besides the file ``found``: the candidates it
+    looked at before it (absent then) and the directories that had to exist (``--recipes``,
+    and for a name ROCMBUILD_RECIPE_PATH's). ``rocmbuild.commands.quickhit`` checks both again."""
+    if _names_a_path(name):
+        return [], list(config.flag_recipe_dirs())
+    dirs = config.recipe_dirs()
+    before: list[Path] = []
+    for d in dirs:
+        cand = d / f"{name}.toml"
+        if cand == found:
+            break
+        before.append(cand)
+    return before, dirs[:-1]
+
+
+def files_read(recipe: Recipe) -> tuple[Path, ...] | None:
+    """The files loading ``recipe`` read: the recipe and its patches; None when it has a local
+    source (a path, or a git repository on this machine), whose content only the full render and
+    the fetch stage look at (``rocmbuild.commands.quickhit`` then keeps no memo)."""
+    for src in (recipe.source, *recipe.alternatives.values()):
+        if src.kind == "path" or (src.kind == "git" and src.url.startswith("/")):
+            return None
+    return (recipe.path.absolute(), *(p.file for p in recipe.patches))
 
 
 def available() -> list[str]:

@@ -37,14 +37,6 @@ RANGED_REQUIREMENTS = ("torch", "rocm-torch", "rocm-sdk")
 """The requirements that may carry a version range."""
 
 
-def split_requirement(text: str) -> tuple[str, str]:
-    """``"rocm-sdk>=6.2,<7.1"`` -> ``("rocm-sdk", ">=6.2,<7.1")``; no range: ``(text, "")``."""
-    for i, ch in enumerate(text):
-        if ch in "<>=!~":
-            return text[:i].strip(), text[i:].strip()
-    return text.strip(), ""
-
-
 ROCM_COMPONENTS = tuple(COMPONENTS)
 """What ``build.rocm_components`` may name (``rocmbuild.components.COMPONENTS``)."""
 

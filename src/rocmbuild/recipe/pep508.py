@@ -24,6 +24,14 @@ _SIMPLE_SPECS = re.compile(_SPECS)
 _SIMPLE_REQUIREMENT = re.compile(rf"{_NAME}(?:{_SPECS})?")
 
 
+def split_requirement(text: str) -> tuple[str, str]:
+    """``"rocm-sdk>=6.2,<7.1"`` -> ``("rocm-sdk", ">=6.2,<7.1")``; no range: ``(text, "")``."""
+    for i, ch in enumerate(text):
+        if ch in "<>=!~":
+            return text[:i].strip(), text[i:].strip()
+    return text.strip(), ""
+
+
 def simple_specifiers(spec: str) -> bool:
     """True when ``spec`` is a comma-separated list of plain release specifiers, no spaces
     (``>=6.2,<7.1``): a valid PEP 440 specifier set. False says nothing: ask packaging."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -33,6 +33,9 @@ class Context:
     force: bool = False
     compile_cache: CompileCache | None = None
     """ccache/sccache in front of the build's compilers (None: compile without one)."""
+    choose_compile_cache: Callable[[], CompileCache | None] | None = None
+    """Sets ``compile_cache`` when a build runs (the pipeline calls it after a cache miss): a
+    cache hit compiles nothing, so it neither looks for ccache/sccache nor fails without one."""
     artifacts: Artifacts = field(default_factory=Artifacts)
     timings: dict[str, float] = field(default_factory=dict)
 
