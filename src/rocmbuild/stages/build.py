@@ -335,8 +335,9 @@ def run(plan: Plan, ctx: Context) -> StageResult:
                              plan.jobs, previous_ninja_log(ctx.log_dir))
     before = compilecache.start(cc, env, log_path) if cc is not None else None
     stats: CompileStats | None = None
-    # Probe torch (the ABI flag needs an import: 5-12 s, ~130 MiB) while the build runs, for
-    # a plan that uses torch only; one that does not records no torch, as on a host without it.
+    # Probe torch (the ABI flag needs an import: seconds and ~200 MiB inside the build's memory
+    # limit) while the build runs, only for a plan that uses torch; one that does not records
+    # no torch, as on a host without it (Plan.uses_torch).
     torch: list[TorchBuild] = [] if plan.uses_torch else [TorchBuild()]
     prober = threading.Thread(
         target=lambda: torch.append(torch_facts(ctx.host, ctx.log_dir / "torch.log", python,
