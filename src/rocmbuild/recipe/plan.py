@@ -9,6 +9,7 @@ cache key hashes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -206,6 +207,12 @@ class Plan:
     cache_key: str = ""
 
     @property
+    def uses_torch(self) -> bool:
+        """``uses_torch`` of this plan: the build stage probes torch only when it holds."""
+        return uses_torch(self.host_requires, self.python_requires, self.build_env,
+                          self.label_torch)
+
+    @property
     def short_key(self) -> str:
         return self.cache_key[:16]
 
@@ -302,6 +309,29 @@ class Plan:
         if self.env_key:
             out["env"] = dict(self.env_key)
         return out
+
+
+TORCH_NAMES = frozenset({"torch", "rocm-torch"})
+"""Requirement names that mean torch: ``host_requires`` (``rocm-torch`` is the host check's
+name for a ROCm torch), ``python_requires``, ``build_requires``."""
+
+
+def uses_torch(host_requires: tuple[str, ...], python_requires: tuple[str, ...],
+               build_env: BuildEnvSpec | None, label_torch: bool) -> bool:
+    """Whether a build uses torch (the build stage then imports it for its version and C++ ABI
+    flag, and the plan and provenance record it): ``label_torch``, or torch named in
+    host_requires, python_requires or the build env's requirements. A build requirements file
+    is read only after fetch, so a plan with one counts as using torch (it may name it).
+    ``Plan.uses_torch`` asks this of a plan; ``render`` asks it before planning, so that a
+    plan that does not use torch is planned as on a host without torch (docs/build-env.md)."""
+    if label_torch or (build_env is not None and build_env.requirements_file):
+        return True
+    names = (*host_requires, *python_requires, *(build_env.requires if build_env else ()))
+    for req in names:
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+        if m and re.sub(r"[-_.]+", "-", m.group(1)).lower() in TORCH_NAMES:
+            return True
+    return False
 
 
 def display(p: Path) -> Path:

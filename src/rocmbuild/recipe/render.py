@@ -31,8 +31,10 @@ from rocmbuild.recipe.plan import (
     RocmRuntime,
     RocmTarget,
     ValidateSpec,
+    uses_torch,
 )
 from rocmbuild.results import Pin
+from rocmbuild.toolchain import TorchInfo
 
 __all__ = ["Plan", "Target", "render", "uses_hip_compiler"]
 
@@ -201,6 +203,14 @@ def render(recipe: Recipe, target: Target, host: Host,
               else recipe.host_requires_reason)
     components = (variant.rocm_components if variant and variant.rocm_components is not None
                   else recipe.rocm_components)
+    hipify_torch = recipe.hipify_step is not None and recipe.hipify_step.tool == "torch"
+    if not uses_torch((*host_requires, *(("torch",) if hipify_torch else ())),
+                      recipe.python_requires, _build_env(recipe, variant_name),
+                      variant.label_torch if variant and variant.label_torch is not None
+                      else recipe.label_torch):
+        # a build that does not use torch: planned as on a host without it (its ROCm version,
+        # key and provenance do not follow the host's torch; the build stage does not probe it)
+        host = replace(host, torch=TorchInfo("", None, None))
     rocm = _rocm_target(recipe, target, host)
     measured = pick(learned, recipe.path.stem, variant_name, archs,
                     rocm.compiler.version if rocm.compiler else "")

@@ -335,13 +335,16 @@ def run(plan: Plan, ctx: Context) -> StageResult:
                              plan.jobs, previous_ninja_log(ctx.log_dir))
     before = compilecache.start(cc, env, log_path) if cc is not None else None
     stats: CompileStats | None = None
-    # Probe torch (the ABI flag needs an import, about a second) while the build runs.
-    torch: list[TorchBuild] = []
+    # Probe torch (the ABI flag needs an import: seconds and ~200 MiB inside the build's memory
+    # limit) while the build runs, only for a plan that uses torch; one that does not records
+    # no torch, as on a host without it (Plan.uses_torch).
+    torch: list[TorchBuild] = [] if plan.uses_torch else [TorchBuild()]
     prober = threading.Thread(
         target=lambda: torch.append(torch_facts(ctx.host, ctx.log_dir / "torch.log", python,
                                                 env)), daemon=True,
-    )
-    prober.start()
+    ) if plan.uses_torch else None
+    if prober is not None:
+        prober.start()
     retried = ""  # set when an OOM kill made the build run again at half the jobs
     try:
         jobs, i = plan.jobs, 0
@@ -381,7 +384,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         ) from exc
     finally:
         shown.stop()
-        prober.join()
+        if prober is not None:
+            prober.join()
         with contextlib.suppress(OSError):
             keep_ninja_log(tree, ctx.log_dir, since)
         _learn(plan, ctx, units)  # also after a failure: the finished units were measured
