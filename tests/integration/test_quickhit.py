@@ -213,6 +213,11 @@ def test_every_input_of_the_render_sends_the_command_to_the_full_path(
     rc, err, full = _build(tmp_path)
     assert rc == 0 and "demo_q-1.0+" in err and full, err  # the memo's recipe file is gone
 
+    # a hit compiles nothing: a compiler cache asked for by name and missing is not looked for
+    rc, err, full = _build(tmp_path, env=_env(tmp_path, ROCMBUILD_COMPILE_CACHE="ccache",
+                                              PATH=str(tmp_path / "nothing")))
+    assert rc == 0 and _ending(err) == "cached" and full, err
+
     # the cache entry removed: built again
     shutil.rmtree(tmp_path / "c" / "wheels" / str(_memos(tmp_path)[name]["cache_key"]))
     rc, err, full = _build(tmp_path)

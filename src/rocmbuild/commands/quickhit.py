@@ -27,6 +27,7 @@ the ones the memo recorded.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -268,8 +269,17 @@ def remember(inputs: Inputs | None, *, cache_key: str, ws: Workspace, wheel_dir:
     text = json.dumps(memo, indent=1, sort_keys=True)
     if not _valid(json.loads(text)):
         return  # e.g. a relative wheel dir: nothing serve could use
+    # a hint: no fsync (a memo torn by a crash is not JSON, so a miss), renamed into place
+    tmp = inputs.memo.with_name(f".{inputs.digest}.{os.getpid()}.json")
+    try:
+        if not inputs.memo.is_symlink() and inputs.memo.read_text() == text:
+            return
+    except (OSError, UnicodeDecodeError):
+        pass
     try:
         inputs.memo.parent.mkdir(parents=True, exist_ok=True)
-        fsutil.write_atomic(inputs.memo, text)
+        tmp.write_text(text)
+        os.replace(tmp, inputs.memo)
     except OSError:
-        pass
+        with contextlib.suppress(OSError):
+            tmp.unlink()
