@@ -32,7 +32,6 @@ import os
 import re
 import shutil
 import stat
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -57,6 +56,8 @@ _HINT = ("check free disk and permissions of the cache directory "
 
 @dataclass(frozen=True)
 class Validation:
+    """A cache entry's validation outcome and the report that decided it."""
+
     status: ValidationStatus
     report: str | None = None  # the Markdown report of the run that decided it
     at: float | None = None  # when (seconds since the epoch)
@@ -70,6 +71,8 @@ NOT_VALIDATED = Validation("not validated")
 
 @dataclass(frozen=True)
 class Entry:
+    """A verified cache entry: its key, wheel (hashed on lookup) and entry.json."""
+
     key: str
     wheel: Path
     sha256: str
@@ -309,6 +312,8 @@ def store(cache: Path, key: str, wheel: Path, sha256: str, meta: dict[str, Any],
     """Put ``wheel`` into the cache as the entry for ``key`` (moved, or copied with
     ``keep_source``), with its build ``record`` when given, replacing any entry there. All of
     it, or nothing: on any error no partial entry is left, and CacheError names the path."""
+    import tempfile  # a hit stores nothing
+
     final = _dir(cache, key)
     with _asos_error(final.parent, "cannot create the cache directory"):
         final.parent.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,8 @@ def _lib_dirs(root: Path) -> list[str]:
 
 @dataclass(frozen=True)
 class Component:
+    """A ROCm component a recipe may require, and how to find it under a ROCm root."""
+
     name: str
     """The name recipes use in ``build.rocm_components`` (its CMake package name)."""
     what: str

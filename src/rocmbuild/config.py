@@ -43,6 +43,8 @@ SOURCE_TREE_IGNORE = ("build", "_skbuild", "__pycache__", "*.egg-info", ".git", 
 
 @dataclass(frozen=True)
 class Workspace:
+    """A workspace (``--workdir``) and its cache (``--cache-dir``)."""
+
     root: Path
     cache: Path
 

@@ -13,7 +13,6 @@ import contextlib
 import errno
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,6 +44,8 @@ def atomic_path(path: Path, *, sync_dir: bool = True) -> Iterator[Path]:
     exits cleanly, fsync it and rename it over ``path`` (then fsync the directory unless
     ``sync_dir`` is False: a caller that fsyncs the directory itself later, once, passes False).
     On an exception the temporary is removed and ``path`` is untouched."""
+    import tempfile  # only where something is written: a cache hit writes nothing here
+
     path = Path(path)
     tmp_dir = Path(tempfile.mkdtemp(dir=path.parent, prefix=TMP_PREFIX))
     tmp = tmp_dir / path.name

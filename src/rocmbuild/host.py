@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 from rocmbuild import arch, components, jobs, toolchain
 from rocmbuild.errors import ToolchainError, UsageError
-from rocmbuild.recipe.pep508 import simple_contains, split_requirement
 
 if TYPE_CHECKING:
     from rocmbuild import compiler  # imported where used: it runs clang, a hit may not need it
@@ -257,6 +256,8 @@ def load(path: Path) -> Host:
 def _within(version: str, spec: str) -> bool:
     """``version`` (a torch's local label ignored) inside the range ``spec`` (the recipe checker
     has refused a bad one)."""
+    from rocmbuild.recipe.pep508 import simple_contains  # the requirement checks only
+
     plain = simple_contains(version, spec)  # plain versions and ranges: packaging not imported
     if plain is not None:
         return plain
@@ -294,6 +295,8 @@ def torch_sdk_mismatch(plan: Plan, host: Host) -> str | None:
     than the runtime that serves them (and setup.py-based builds such as flash-attn pick their
     compiler flags from ``torch.version.hip``, not from the compiler that receives them). So the
     HIP major.minor of torch must equal the SDK's."""
+    from rocmbuild.recipe.pep508 import split_requirement
+
     names = {split_requirement(r)[0] for r in plan.host_requires}
     torch, root = host.torch, host.rocm_root
     if not {"rocm-torch", "rocm-sdk"} <= names or root is None or root.kind != "rocm":
@@ -308,7 +311,10 @@ def torch_sdk_mismatch(plan: Plan, host: Host) -> str | None:
 
 
 def missing(plan: Plan, host: Host) -> list[str]:
-    """What the host lacks for this plan, each as a short phrase."""
+    """What the host lacks for this plan, each as a short phrase (the requirement checks, and
+    pep508 with them, are not needed to detect a host: a hit served by a memo skips them)."""
+    from rocmbuild.recipe.pep508 import split_requirement
+
     out: list[str] = []
     torch, root = host.torch, host.rocm_root
     for req in plan.host_requires:

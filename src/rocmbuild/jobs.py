@@ -29,6 +29,8 @@ nothing is a real limit."""
 
 @dataclass(frozen=True)
 class JobPlan:
+    """MAX_JOBS for a build and why."""
+
     jobs: int
     reason: str
     cpus: int

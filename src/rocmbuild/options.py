@@ -35,6 +35,8 @@ FALSE = ("0", "false", "no", "off", "")
 
 @dataclass(frozen=True)
 class Setting:
+    """One setting: its flag, variable, pyproject key, kind and help."""
+
     flag: str
     env: str | None
     config: str | None

@@ -20,6 +20,8 @@ from rocmbuild import components, options
 
 @dataclass(frozen=True)
 class RocmRoot:
+    """A ROCm root (an SDK, or Debian's HIP headers) and what it holds."""
+
     path: Path
     version: str  # "6.2.0", or "" when unknown
     kind: str  # "rocm" (an SDK install) or "debian" (distribution headers only)
@@ -32,6 +34,8 @@ class RocmRoot:
 
 @dataclass(frozen=True)
 class TorchInfo:
+    """The torch installed in this Python, read from its files (not imported)."""
+
     version: str  # "" when torch is not installed
     hip: str | None  # torch.version.hip, e.g. "6.2.41133-dd7f95766"
     cuda: str | None
