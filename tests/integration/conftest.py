@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import contextlib
+import http.server
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -33,6 +35,33 @@ def chromium_render(html_path: Path, out_png: Path, size: str = "1200,1400") -> 
         dom = run([*base, f"--user-data-dir={prof}", "--dump-dom", html_path.as_uri()],
                   capture=True, timeout=120)
     return dom.output
+
+
+@contextlib.contextmanager
+def serve_files(files: Mapping[str, bytes]) -> Iterator[tuple[str, dict[str, int]]]:
+    """(base URL, hits per path) of a real http.server on 127.0.0.1 serving ``files`` by path
+    (looked up at each request, so a test may add files while it runs); 404 for the rest."""
+    hits: dict[str, int] = {}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            hits[self.path] = hits.get(self.path, 0) + 1
+            body = files.get(self.path, b"")
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a: object) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", hits
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 @contextlib.contextmanager

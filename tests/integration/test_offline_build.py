@@ -7,13 +7,11 @@ sdist. Nothing is faked. Skipped, with the reason, where no network namespace ca
 from __future__ import annotations
 
 import hashlib
-import http.server
 import io
 import json
 import shutil
 import subprocess
 import tarfile
-import threading
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,33 +20,17 @@ import pytest
 
 from rocmbuild.run import no_network
 from tests.conftest import REPO, rocmbuild
+from tests.integration.conftest import serve_files
 
 pytestmark = pytest.mark.skipif(not no_network().prefix,
                                 reason=f"no network namespace here: {no_network().why_not}")
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[str, dict[str, int]]]:
+def server() -> Iterator[tuple[str, dict[str, int]]]:
     """(base URL, hits per path) of an HTTP server on 127.0.0.1 serving ``x.bin``."""
-    hits: dict[str, int] = {}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            hits[self.path] = hits.get(self.path, 0) + 1
-            body = b"payload" if self.path == "/x.bin" else b""
-            self.send_response(200 if body else 404)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *a: object) -> None:
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}", hits
-    httpd.shutdown()
-    httpd.server_close()
+    with serve_files({"/x.bin": b"payload"}) as served:
+        yield served
 
 
 SETUP = """\
@@ -272,24 +254,7 @@ def test_downloads_are_fetched_verified_merged_and_handed_over_offline(tmp_path:
     files = {"/runtime.tar.gz": _tgz({"demo/lib/libdemo.so": b"runtime"}),
              "/images.tar.gz": _tgz({"demo/lib/images/gfx942/k.bin": b"kernels"}),
              "/tool": b"tool"}
-    hits: dict[str, int] = {}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            hits[self.path] = hits.get(self.path, 0) + 1
-            body = files.get(self.path, b"")
-            self.send_response(200 if body else 404)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *a: object) -> None:
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    try:
+    with serve_files(files) as (url, hits):
         recipe = _recipe(tmp_path, READ_PREFIX, offline=True)
         text = recipe.read_text()
         for name, path, var, unpack in (("rt", "/runtime.tar.gz", "DEMO_PREFIX", True),
@@ -308,9 +273,6 @@ def test_downloads_are_fetched_verified_merged_and_handed_over_offline(tmp_path:
         second = _build(tmp_path, recipe, "w2", "cache", "--force")
         assert second.returncode == 0, second.stderr
         assert hits == {"/runtime.tar.gz": 1, "/images.tar.gz": 1, "/tool": 1}
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
     (wheel,) = (tmp_path / "w2" / "wheels").glob("netdemo-*.whl")
     with zipfile.ZipFile(wheel) as zf:
         prov = json.loads(next(zf.read(n) for n in zf.namelist()

@@ -8,20 +8,19 @@ failed or copied to broken/ is never served by it; prune empties the memos."""
 from __future__ import annotations
 
 import hashlib
-import http.server
 import io
 import json
 import os
 import re
 import shutil
 import tarfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import rocmbuild
+from tests.integration.conftest import serve_files
 
 PATCH = "--- a/demo/__init__.py\n+++ b/demo/__init__.py\n@@ -1 +1 @@\n-VALUE = 1\n+VALUE = 2\n"
 
@@ -44,27 +43,12 @@ def _sdist(version: str = "1.0") -> bytes:
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[dict[str, bytes]]:
-    """An HTTP server on 127.0.0.1 serving the sdists put into the returned dict, by path."""
+def served() -> Iterator[dict[str, bytes]]:
+    """The sdists an HTTP server on 127.0.0.1 serves, by path (``url``: its base URL)."""
     files: dict[str, bytes] = {}
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802
-            body = files.get(self.path, b"")
-            self.send_response(200 if body else 404)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *a: object) -> None:
-            pass
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    files["url"] = f"http://127.0.0.1:{httpd.server_address[1]}".encode()
-    yield files
-    httpd.shutdown()
-    httpd.server_close()
+    with serve_files(files) as (url, _):
+        files["url"] = url.encode()
+        yield files
 
 
 def _recipe(where: Path, files: dict[str, bytes], version: str = "1.0") -> Path:

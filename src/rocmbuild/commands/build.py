@@ -86,7 +86,6 @@ def _remember(args: argparse.Namespace, rendered: common.Rendered, ws: Workspace
     absent, dirs = load.search_inputs(args.recipe, rendered.recipe.path)
     quickhit.remember(
         getattr(args, "quick_inputs", None), cache_key=rendered.plan.cache_key, ws=ws,
-        wheel_dir=wheel_dir, files=files, absent=absent,
-        dirs=dirs, host=rendered.host,
+        wheel_dir=wheel_dir, files=files, absent=absent, dirs=dirs, host=rendered.host,
         want_compiler=rendered.want_compiler, want_components=rendered.want_components,
         dists=rendered.recipe.python_requires)

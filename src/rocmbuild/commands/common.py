@@ -119,7 +119,7 @@ def print_json(data: object) -> None:
     log.out.print_json(json.dumps(data))
 
 
-def plan_from_args(args: argparse.Namespace, host_file: str | None = None) -> tuple[Any, Any]:
+def plan_from_args(args: argparse.Namespace, host_file: str | None = None) -> tuple[Plan, Host]:
     """(Plan, Host) for build and plan: ``rendered_from_args``'s."""
     r = rendered_from_args(args, host_file)
     return r.plan, r.host
