@@ -122,8 +122,11 @@ def test_installed_plans_as_the_checkout_does(
     argv = ["plan", *args, "--jobs", "2", "--json"]  # --jobs: MAX_JOBS not from free memory
     installed = _run([str(tool["exe"]), *argv], cwd=tool["cwd"])
     assert installed.returncode == 0, installed.stderr
-    checkout = subprocess.run([sys.executable, "-m", "rocmbuild", *argv], cwd=REPO,
-                              capture_output=True, text=True, env={**os.environ})
+    # the checkout's sources without PYTHONPATH, which the plan would list among the variables
+    # a build passes on (the installed tool's environment has none)
+    main = (f"import sys; sys.path.insert(0, {str(REPO / 'src')!r}); "
+            "from rocmbuild.cli import main; raise SystemExit(main())")
+    checkout = _run([sys.executable, "-c", main, *argv], cwd=REPO)
     assert checkout.returncode == 0, checkout.stderr
     assert installed.stdout == checkout.stdout
     assert shipped in installed.stdout

@@ -3,13 +3,13 @@
 A full run renders the plan to learn its cache key (recipe model, flags, settings, host): most of
 what a cache hit cost. So after a build or a hit that delivered a wheel, ``build`` leaves a
 *memo* in the cache, ``<cache>/memo/<inputs>.json``. ``<inputs>`` is a digest of everything the
-command line's meaning can depend on without reading a file the recipe names: the arguments, the
-current directory, the environment (all of it but a few per-login variables, ``VOLATILE_ENV``),
-``./pyproject.toml``, the interpreter and its ``sys.path``, and rocmbuild's own source files
-(path, size, mtime). The memo holds what rendering read besides them: the recipe file and its
-patches (sha256), the recipe-search candidates in front of it (still absent), the ``--recipes``
-directories (still there); how the host was detected and a digest of what was found; the wheel
-directory; the log level; and the cache key.
+command line's meaning can depend on without reading a file the recipe names: the node's name,
+the arguments, the current directory, the environment (all of it but a few per-login variables,
+``VOLATILE_ENV``), ``./pyproject.toml``, the interpreter and its ``sys.path``, and rocmbuild's
+own source files (path, size, mtime). The memo holds what rendering read besides them: the
+recipe file and its patches (sha256), the recipe-search candidates in front of it (still
+absent), the ``--recipes`` directories (still there); how the host was detected and a digest of
+what was found; the wheel directory; the log level; and the cache key.
 
 ``serve`` runs first in every command line. With a memo for these inputs, unchanged files and a
 host that, detected again now, has the same digest, it does what a hit does: the build locks,
@@ -125,8 +125,9 @@ def _inputs(argv: Sequence[str]) -> Inputs | None:
         project = hashlib.sha256(pyproject.read_bytes()).hexdigest()
     except (FileNotFoundError, NotADirectoryError):
         project = ""
-    h.update(json.dumps([SCHEMA, list(argv), cwd, env, project, sys.executable, sys.version,
-                         sys.path, _code()]).encode())
+    # the node's name too: nodes sharing a cache (and the same paths) keep a memo each
+    h.update(json.dumps([SCHEMA, os.uname().nodename, list(argv), cwd, env, project,
+                         sys.executable, sys.version, sys.path, _code()]).encode())
     digest = h.hexdigest()
     return Inputs(digest, ws.cache / cache.MEMO_DIR / f"{digest}.json", ws,
                   Path(wheel_dir).absolute() if wheel_dir else ws.wheels)
@@ -178,6 +179,8 @@ def _serve(inputs: Inputs, argv: Sequence[str], t0: float) -> int | None:
             return None  # the full path records and reports a failed wheel
         delivered = cache.deliver(entry, inputs.wheel_dir)
         cache.touch(entry)
+    log.debug(f"served from the memo {log.escape(str(inputs.memo))} (inputs, files and host "
+              "unchanged)")
     log.info(cache.hit_line(entry))
     log.plain(result_line(delivered, entry.sha256, time.monotonic() - t0, "cached"))
     return 0
