@@ -64,7 +64,7 @@ def find_recipe(name: str) -> Path:
 
 
 def _names_a_path(name: str) -> bool:
-    return name.endswith(".toml") or "/" in name or name in (".", "..")
+    return Path(name).suffix == ".toml" or "/" in name or name in (".", "..")
 
 
 def search_inputs(name: str, found: Path) -> tuple[list[Path], list[Path]]:
