@@ -182,18 +182,20 @@ def _tried_network(log_path: Path) -> str | None:
 CUID_LAUNCHER = "CMAKE_HIP_COMPILER_LAUNCHER"
 
 
-def cuid_launcher(tree: Path, existing: str | None) -> str:
-    """CMake's HIP launcher list: launchers/cuid.py (each unit's CUID from its path inside
-    ``tree``, so device code is the same in every workspace), then the user's own launcher
-    (ccache, sccache) if one was set."""
-    return ";".join([*cuid_argv(tree), *([existing] if existing else [])])
+def cuid_launcher(tree: Path, existing: str | None, cuid: bool = True) -> str:
+    """CMake's launcher list: launchers/cuid.py (``-ffile-prefix-map=<tree>=.`` on every
+    compile; for HIP, ``cuid``, each unit's CUID from its path inside ``tree``: the same code
+    in every workspace), then the user's own launcher (ccache, sccache) if one was set."""
+    return ";".join([*cuid_argv(tree, cuid), *([existing] if existing else [])])
 
 
-def cuid_argv(tree: Path) -> list[str]:
-    """launchers/cuid.py as a command prefix (CMake's HIP launcher; the HIP_CLANG_PATH scripts
-    hipcc calls, after memlog.py and before the cache)."""
+def cuid_argv(tree: Path, cuid: bool = True) -> list[str]:
+    """launchers/cuid.py as a command prefix (CMake's launchers; the pip-wheel backend's
+    CC/CXX and HIP_CLANG_PATH scripts, after memlog.py and before the cache). ``cuid`` False:
+    the prefix map only (gcc and host clang know no ``-cuid=``)."""
     script = Path(__file__).resolve().parent.parent / "launchers" / "cuid.py"
-    return [sys.executable, "-S", str(script), "--root", str(tree)]
+    return [sys.executable, "-S", str(script), "--root", str(tree),
+            *([] if cuid else ["--no-cuid"])]
 
 
 UNITS_LOG = "units.jsonl"  # in the build's log dir: one line per compile (and link) (memlog.py)
@@ -311,7 +313,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     if plan.backend != "cmake":  # setup.py / cpp_extension: CC, CXX, HIP_CLANG_PATH scripts
         cache = [str(cc.exe)] if cc else []
         wrapped = compilecache.wrappers(env, tree / "_rocmbuild_launch", hip_compiler,
-                                        [*memlog_argv(units), *cache],
+                                        [*memlog_argv(units), *cuid_argv(tree, False),
+                                         *cache],
                                         [*memlog_argv(units), *cuid_argv(tree), *cache])
         env.update(wrapped)
     if plan.rocm.compiler is not None:  # HIP builds through CMake: path-independent CUIDs
@@ -321,6 +324,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     for lang, var in (("C", "CC"), ("CXX", "CXX"), ("HIP", "")):
         if var not in wrapped:
             launcher = f"CMAKE_{lang}_COMPILER_LAUNCHER"
+            if var:  # host compiles: the tree's prefix map (HIP's: the CUID launcher above)
+                env[launcher] = cuid_launcher(tree, env.get(launcher), cuid=False)
             env[launcher] = memlog_launcher(units, env.get(launcher))
     prefix = _offline_prefix(plan)
     log_path = ctx.log_dir / "build.log"
