@@ -4,8 +4,10 @@ a plain setuptools C++ extension (real pip, real g++, no compile cache) whose co
 its csrc/), with debug info (Python's -g), built by the pip-wheel backend in two workspaces:
 the wheels are byte for byte the same, and the .so names neither workspace. Before the build
 stage added ``-ffile-prefix-map=<tree>=.`` (launchers/cuid.py in the CC/CXX scripts) the .so
-held each workspace's tree path and the wheels differed. The cmake backend (C++ and a HIP unit)
-is in tests/integration/hip/test_prefix_map_cmake.py."""
+held each workspace's tree path and the wheels differed. A torch cpp_extension (ninja, absolute
+paths; torch is the host's, no ROCm needed for a C++ unit) is built once: its .so names no
+workspace either (two builds would add ~9 s to CI for the same assertion). The cmake backend
+(C++ and a HIP unit) is in tests/integration/hip/test_prefix_map_cmake.py."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import zipfile
 from pathlib import Path
 
 from tests.conftest import rocmbuild
+from tests.fixtures.compile_units import EXT_RECIPE, torch_extension
 
 SETUP = """import os
 from setuptools import Extension, setup
@@ -54,7 +57,7 @@ def project(src: Path) -> Path:
     return src
 
 
-def build(recipe: Path, workdir: Path) -> Path:
+def build(recipe: Path, workdir: Path) -> Path:  # one cold build, no compile cache
     res = rocmbuild("build", str(recipe), "--arch", "gfx942", "--compile-cache", "none",
                     env={"ROCMBUILD_WORKDIR": str(workdir)})
     assert res.returncode == 0, res.stderr
@@ -78,3 +81,18 @@ def test_setuptools_extension_is_the_same_in_two_workspaces(tmp_path: Path) -> N
     assert str(one).encode() not in so and b"/src/where/" not in so
     assert shared_objects(b) == shared_objects(a)
     assert a.read_bytes() == b.read_bytes()
+
+
+def test_torch_cpp_extension_names_no_workspace(tmp_path: Path) -> None:
+    """torch's ninja file compiles ``$in`` by its absolute path: ``__FILE__`` (every
+    TORCH_CHECK) held the tree's path until the CXX script mapped it."""
+    src = torch_extension(tmp_path / "src", 1)
+    module = src / "csrc/module.cpp"
+    module.write_text(module.read_text()
+                      + 'extern "C" const char* where() { return __FILE__; }\n')
+    recipe = tmp_path / "ccext.toml"
+    recipe.write_text(EXT_RECIPE.format(src=src))
+    workdir = tmp_path / "one"
+    (so,) = shared_objects(build(recipe, workdir)).values()
+    assert b"./csrc/module.cpp" in so
+    assert str(workdir).encode() not in so and b"/src/ccext/" not in so
