@@ -1,4 +1,4 @@
-"""The path launcher: ``python cuid.py --root TREE [--no-cuid] <compiler or launcher> <args...>``.
+"""The path launcher: ``python cuid.py --root TREE [--no-cuid] [--no-map] <compiler> <args...>``.
 
 Every compile (a command with ``-c``) gets ``-ffile-prefix-map=TREE=.`` right after the compiler
 (also for TREE's real path when a symlink leads to it): ``__FILE__``, debug info and coverage
@@ -6,7 +6,9 @@ name the tree as ``.``, so code that embeds its own path (every TORCH_CHECK, an 
 same in every workspace. Right after the compiler, so that a map of the recipe's own (later on
 the line) wins where both match: gcc takes the last matching map (clang 22 the longest). A
 tree whose path holds ``=`` gets no map (the compilers split the option at the first ``=``).
-``--no-cuid``: the host compilers' chains (gcc, clang), which take only the map.
+``--no-cuid``: the host compilers' chains (gcc, clang), which take only the map. ``--no-map``:
+a build through sccache (0.16 hashes the map's absolute path, so another workspace would never
+hit; docs/reproducible.md).
 
 For HIP compiles (without ``--no-cuid``), the CUID:
 
@@ -99,7 +101,7 @@ def prefix_map_args(argv: list[str], root: str) -> list[str]:
     return [*argv[:at], *maps, *argv[at:]]
 
 
-USAGE = "usage: cuid.py --root TREE [--no-cuid] <compiler> <args...>\n"
+USAGE = "usage: cuid.py --root TREE [--no-cuid] [--no-map] <compiler> <args...>\n"
 
 
 def main() -> None:
@@ -108,13 +110,16 @@ def main() -> None:
         sys.stderr.write(USAGE)
         raise SystemExit(2)
     root, argv = argv[1], argv[2:]
-    cuid = argv[0] != "--no-cuid"
-    if not cuid:
-        argv = argv[1:]
+    flags = set()
+    while argv and argv[0] in ("--no-cuid", "--no-map"):
+        flags.add(argv.pop(0))
     if not argv:
         sys.stderr.write(USAGE)
         raise SystemExit(2)
-    argv = prefix_map_args(cuid_args(argv, root) if cuid else argv, root)
+    if "--no-cuid" not in flags:
+        argv = cuid_args(argv, root)
+    if "--no-map" not in flags:
+        argv = prefix_map_args(argv, root)
     exe = shutil.which(argv[0]) or argv[0]
     os.execv(exe, argv)
 
