@@ -5,7 +5,8 @@ log path. The build's ``.ninja_log`` is kept next to build.log (``build.ninja_lo
 build's ETA); every build measures each unit's peak memory (launchers/memlog.py in the CMake
 compiler launchers, and in the pip-wheel backend's CC/CXX/HIP_CLANG_PATH wrappers;
 ``units.jsonl``) into the cache's learned memory (learned.py), which the next plan's MAX_JOBS
-uses.
+uses. Every compile gets ``-ffile-prefix-map=<tree>=.`` from launchers/cuid.py in the same
+chains (not through sccache), so compiled code names no workspace (docs/reproducible.md).
 
 With ``build.offline`` the commands run in a new network namespace (``run.no_network``); a
 build that then fails after trying to reach the network is reported naming the host it tried."""
