@@ -7,7 +7,8 @@ How the build reaches it:
 - CMake (the ``cmake`` backend): ``CMAKE_{C,CXX,HIP}_COMPILER_LAUNCHER``; for HIP after the
   CUID launcher (``stages/build.cuid_launcher``), which then execs the cache.
 - setup.py / torch cpp_extension (the ``pip-wheel`` backend): ``CC``/``CXX`` name small wrapper
-  scripts (``memlog.py``, then ``<tool> <real compiler> "$@"``) in a launcher directory
+  scripts (``memlog.py``, the build stage's path launcher for the tree's ``-ffile-prefix-map``,
+  then ``<tool> <real compiler> "$@"``) in a launcher directory
   (``wrappers``: built with or without a cache, as memlog.py measures every build); torch's
   ninja file takes ``CXX`` as its compiler. With a HIP compiler in the plan, ``HIP_CLANG_PATH``
   names a directory whose ``clang``/``clang++``/``clang-15`` do the same in front of the HIP

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.launchers.cuid import cuid_args, source_of
+from rocmbuild.launchers.cuid import cuid_args, prefix_map_args, source_of
 
 DEVLIBS = "--rocm-device-lib-path=/devlibs"
 
@@ -100,3 +100,34 @@ def test_cuid_goes_after_the_compiler_a_compile_cache_runs(tmp_path: Path) -> No
             out = cuid_args([cache, *order(src)], str(tmp_path))
             assert out[:2] == [cache, order(src)[0]] and out[2].startswith("-cuid="), out
             assert out[3:] == order(src)[1:]
+
+
+def test_every_compile_maps_the_tree_right_after_the_compiler(tmp_path: Path) -> None:
+    """``-ffile-prefix-map=<tree>=.`` (docs/reproducible.md) on a compile of any language,
+    after the compiler a cache runs and before the command's own flags (so that a map of the
+    recipe's own, later on the line, wins in gcc); links and ``--version`` run as given."""
+    tree = tmp_path / "ws" / "tree"
+    src = _src(tree / "a.cpp")
+    mapped = f"-ffile-prefix-map={tree}=."
+    for argv in (["g++", "-O2", "-c", str(src), "-o", "a.o"],
+                 ["/usr/bin/ccache", "g++", "-c", str(src)], _hipcc52(src)):
+        at = 2 if "ccache" in argv[0] else 1
+        out = prefix_map_args(argv, str(tree))
+        assert out == [*argv[:at], mapped, *argv[at:]], out
+        assert prefix_map_args(out, str(tree)) == out  # once only
+    for argv in (["g++", "-shared", "-o", "x.so", "a.o"], ["clang-15", "--version"]):
+        assert prefix_map_args(argv, str(tree)) == argv
+
+
+def test_a_symlinked_tree_maps_both_paths_and_a_path_with_equals_none(tmp_path: Path) -> None:
+    """The compiler sees the path the build wrote (a workspace reached through a symlink, or
+    the real one CMake resolves): both are mapped. ``=`` in the path would split the option."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    out = prefix_map_args(["c++", "-c", "a.cpp"], str(tmp_path / "link"))
+    assert out == ["c++", f"-ffile-prefix-map={tmp_path / 'link'}=.",
+                   f"-ffile-prefix-map={real}=.", "-c", "a.cpp"]
+    odd = tmp_path / "a=b"
+    odd.mkdir()
+    assert prefix_map_args(["c++", "-c", "a.cpp"], str(odd)) == ["c++", "-c", "a.cpp"]

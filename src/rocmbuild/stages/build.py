@@ -5,7 +5,8 @@ log path. The build's ``.ninja_log`` is kept next to build.log (``build.ninja_lo
 build's ETA); every build measures each unit's peak memory (launchers/memlog.py in the CMake
 compiler launchers, and in the pip-wheel backend's CC/CXX/HIP_CLANG_PATH wrappers;
 ``units.jsonl``) into the cache's learned memory (learned.py), which the next plan's MAX_JOBS
-uses.
+uses. Every compile gets ``-ffile-prefix-map=<tree>=.`` from launchers/cuid.py in the same
+chains (not through sccache), so compiled code names no workspace (docs/reproducible.md).
 
 With ``build.offline`` the commands run in a new network namespace (``run.no_network``); a
 build that then fails after trying to reach the network is reported naming the host it tried."""
@@ -182,18 +183,29 @@ def _tried_network(log_path: Path) -> str | None:
 CUID_LAUNCHER = "CMAKE_HIP_COMPILER_LAUNCHER"
 
 
-def cuid_launcher(tree: Path, existing: str | None) -> str:
-    """CMake's HIP launcher list: launchers/cuid.py (each unit's CUID from its path inside
-    ``tree``, so device code is the same in every workspace), then the user's own launcher
-    (ccache, sccache) if one was set."""
-    return ";".join([*cuid_argv(tree), *([existing] if existing else [])])
+def cuid_launcher(tree: Path, existing: str | None, cuid: bool = True,
+                  prefix_map: bool = True) -> str:
+    """CMake's launcher list: launchers/cuid.py (``prefix_map``: ``-ffile-prefix-map=<tree>=.``
+    on every compile; for HIP, ``cuid``: each unit's CUID from its path inside ``tree``; both
+    make the same code in every workspace), then the user's own launcher (ccache, sccache) if
+    one was set."""
+    return ";".join([*cuid_argv(tree, cuid, prefix_map), *([existing] if existing else [])])
 
 
-def cuid_argv(tree: Path) -> list[str]:
-    """launchers/cuid.py as a command prefix (CMake's HIP launcher; the HIP_CLANG_PATH scripts
-    hipcc calls, after memlog.py and before the cache)."""
+def cuid_argv(tree: Path, cuid: bool = True, prefix_map: bool = True) -> list[str]:
+    """launchers/cuid.py as a command prefix (CMake's launchers; the pip-wheel backend's
+    CC/CXX and HIP_CLANG_PATH scripts, after memlog.py and before the cache). ``cuid`` False:
+    the prefix map only (gcc and host clang know no ``-cuid=``)."""
     script = Path(__file__).resolve().parent.parent / "launchers" / "cuid.py"
-    return [sys.executable, "-S", str(script), "--root", str(tree)]
+    return [sys.executable, "-S", str(script), "--root", str(tree),
+            *([] if cuid else ["--no-cuid"]), *([] if prefix_map else ["--no-map"])]
+
+
+def maps_prefix(cache: compilecache.CompileCache | None) -> bool:
+    """Whether the build's compiles get ``-ffile-prefix-map=<tree>=.``: not through sccache,
+    which (0.16) hashes the option's absolute path verbatim, so a unit compiled in another
+    workspace would never hit (docs/reproducible.md)."""
+    return cache is None or cache.tool != "sccache"
 
 
 UNITS_LOG = "units.jsonl"  # in the build's log dir: one line per compile (and link) (memlog.py)
@@ -310,17 +322,22 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     wrapped: dict[str, str] = {}
     if plan.backend != "cmake":  # setup.py / cpp_extension: CC, CXX, HIP_CLANG_PATH scripts
         cache = [str(cc.exe)] if cc else []
+        mapper = cuid_argv(tree, cuid=False) if maps_prefix(cc) else []
         wrapped = compilecache.wrappers(env, tree / "_rocmbuild_launch", hip_compiler,
-                                        [*memlog_argv(units), *cache],
-                                        [*memlog_argv(units), *cuid_argv(tree), *cache])
+                                        [*memlog_argv(units), *mapper, *cache],
+                                        [*memlog_argv(units),
+                                         *cuid_argv(tree, prefix_map=maps_prefix(cc)), *cache])
         env.update(wrapped)
     if plan.rocm.compiler is not None:  # HIP builds through CMake: path-independent CUIDs
-        env[CUID_LAUNCHER] = cuid_launcher(tree, env.get(CUID_LAUNCHER))
+        env[CUID_LAUNCHER] = cuid_launcher(tree, env.get(CUID_LAUNCHER),
+                                           prefix_map=maps_prefix(cc))
     # CMake reads the launchers at configure: the cmake backend, and pip builds whose backend
     # runs CMake (scikit-build-core); not for a language whose compiler is a wrapper above
     for lang, var in (("C", "CC"), ("CXX", "CXX"), ("HIP", "")):
         if var not in wrapped:
             launcher = f"CMAKE_{lang}_COMPILER_LAUNCHER"
+            if var and maps_prefix(cc):  # host compiles: the tree's prefix map (HIP's: above)
+                env[launcher] = cuid_launcher(tree, env.get(launcher), cuid=False)
             env[launcher] = memlog_launcher(units, env.get(launcher))
     prefix = _offline_prefix(plan)
     log_path = ctx.log_dir / "build.log"
