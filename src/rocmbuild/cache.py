@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from rocmbuild import fsutil, log
+from rocmbuild import fsutil, lock, log
 from rocmbuild.errors import CacheError
 from rocmbuild.log import escape
 
@@ -290,6 +290,17 @@ file per command line; hints only, emptied by every ``cache prune``."""
 PRUNE_LOCK = "prune.lock"
 """In ``<cache>/locks/``: every build holds it shared; ``rocmbuild cache prune`` takes it
 exclusively (never waiting) before it removes downloads and git mirrors any build may use."""
+
+
+@contextmanager
+def key_locks(cache: Path, key: str) -> Iterator[None]:
+    """The locks a build or a hit of ``key`` holds: prune's, shared (``cache prune`` removes
+    nothing a build may use meanwhile), and the key's own, exclusive (two builds of the same
+    inputs share a source tree: the second waits, then finds the first one's wheel)."""
+    locks = cache / "locks"
+    with lock.held(locks / PRUNE_LOCK, "a running `rocmbuild cache prune`", shared=True), \
+            lock.held(locks / f"{key}.lock", "another build of the same inputs"):
+        yield
 
 
 def touch(entry: Entry) -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rocmbuild import cache, fsutil, host, lock, log
+from rocmbuild import cache, fsutil, host, log
 from rocmbuild.digest import sha256_file
 from rocmbuild.errors import (
     AuditError,
@@ -115,17 +115,11 @@ class BuildResult:
 def build(plan: Plan, ctx: Context, validate: bool = False) -> BuildResult:
     start = time.monotonic()
     host.preflight(plan, ctx.host)
-    # Two builds of the same inputs in one workspace would share a source tree: the second waits,
-    # then finds the first one's wheel in the cache.
-    lock_path = ctx.ws.cache / "locks" / f"{plan.cache_key}.lock"
     with contextlib.ExitStack() as held:
         try:
-            # shared with other builds; `cache prune` takes it alone before it removes shared
-            # downloads and mirrors
-            held.enter_context(lock.held(lock_path.with_name(cache.PRUNE_LOCK),
-                                         "a running `rocmbuild cache prune`", shared=True))
-            held.enter_context(lock.held(lock_path, "another build of the same inputs"))
+            held.enter_context(cache.key_locks(ctx.ws.cache, plan.cache_key))
         except OSError as exc:
+            lock_path = ctx.ws.cache / "locks" / f"{plan.cache_key}.lock"
             raise cache.os_error(lock_path, "cannot take the build lock", exc,
                                  hint="check that the cache directory (--cache-dir / "
                                  "ROCMBUILD_CACHE_DIR) is a writable directory") from exc

@@ -180,7 +180,9 @@ def _kill_group(pgid: int, session: bool = True) -> None:
     ended, its jobs waited for) needs only its group's leftovers killed."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    for _ in range(3 if session else 0):  # again for what a member forked while it was being killed
+    if not session:
+        return
+    for _ in range(3):  # again for what a member forked while it was being killed
         members = session_members(pgid)
         if not members:
             return

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rocmbuild import cache, config, fsutil, lock, log, options
+from rocmbuild import cache, config, fsutil, log, options
 from rocmbuild.errors import RocmbuildError
 
 if TYPE_CHECKING:
@@ -84,11 +84,12 @@ def serve(argv: Sequence[str]) -> tuple[int | None, Inputs | None]:
     if _NEVER.intersection(argv):
         return None, None
     t0 = time.monotonic()
+    flags = _flags(argv)
+    if flags is None:
+        return None, None
     try:
-        inputs = _inputs(argv)
-        if inputs is None:
-            return None, None
-        return _serve(inputs, argv, t0), inputs
+        inputs = _inputs(argv, flags)
+        return _serve(inputs, flags, t0), inputs
     except (RocmbuildError, OSError, ValueError):
         return None, None  # the full path meets the same problem and reports it
 
@@ -111,10 +112,7 @@ def _flags(argv: Sequence[str]) -> dict[str, str] | None:
     return out
 
 
-def _inputs(argv: Sequence[str]) -> Inputs | None:
-    flags = _flags(argv)
-    if flags is None:
-        return None
+def _inputs(argv: Sequence[str], flags: dict[str, str]) -> Inputs:
     ws = config.workspace(flags.get("workdir"), flags.get("cache_dir"))
     wheel_dir = options.resolve("wheel_dir", flags.get("wheel_dir"))
     h = hashlib.sha256()
@@ -149,7 +147,7 @@ def _code() -> list[tuple[str, int, int]]:
     return sorted(out)
 
 
-def _serve(inputs: Inputs, argv: Sequence[str], t0: float) -> int | None:
+def _serve(inputs: Inputs, flags: dict[str, str], t0: float) -> int | None:
     memo = _read(inputs.memo)
     if memo is None or Path(memo["wheel_dir"]) != inputs.wheel_dir:
         return None
@@ -159,7 +157,6 @@ def _serve(inputs: Inputs, argv: Sequence[str], t0: float) -> int | None:
         return None
     from rocmbuild import host as hostmod
 
-    flags = _flags(argv) or {}
     found = hostmod.detect(
         rocm_path=options.resolve("rocm_path", flags.get("rocm_path")),
         hip_compiler=options.resolve("hip_compiler", flags.get("hip_compiler")),
@@ -169,11 +166,8 @@ def _serve(inputs: Inputs, argv: Sequence[str], t0: float) -> int | None:
         return None
     log.set_level(memo["level"])
     log.set_github(memo["github"])
-    key, root = memo["cache_key"], inputs.ws.cache
-    with lock.held(root / "locks" / cache.PRUNE_LOCK, "a running `rocmbuild cache prune`",
-                   shared=True), \
-            lock.held(root / "locks" / f"{key}.lock", "another build of the same inputs"):
-        entry = cache.lookup(root, key)
+    with cache.key_locks(inputs.ws.cache, memo["cache_key"]):
+        entry = cache.lookup(inputs.ws.cache, memo["cache_key"])
         if entry is None or entry.validation.status == "failed" \
                 or os.path.lexists(inputs.ws.broken / entry.wheel.name):
             return None  # the full path records and reports a failed wheel

@@ -203,9 +203,13 @@ def render(recipe: Recipe, target: Target, host: Host,
               else recipe.host_requires_reason)
     components = (variant.rocm_components if variant and variant.rocm_components is not None
                   else recipe.rocm_components)
-    hipify_torch = recipe.hipify_step is not None and recipe.hipify_step.tool == "torch"
-    if not uses_torch((*host_requires, *(("torch",) if hipify_torch else ())),
-                      recipe.python_requires, _build_env(recipe, variant_name),
+    if recipe.backend == "cmake" and "hip-compiler" not in host_requires:
+        host_requires = (*host_requires, "hip-compiler")
+    if recipe.hipify_step is not None and recipe.hipify_step.tool == "torch" \
+            and "torch" not in host_requires:
+        host_requires = (*host_requires, "torch")  # torch.utils.hipify runs in the build's Python
+    build_env = _build_env(recipe, variant_name)
+    if not uses_torch(host_requires, recipe.python_requires, build_env,
                       variant.label_torch if variant and variant.label_torch is not None
                       else recipe.label_torch):
         # a build that does not use torch: planned as on a host without it (its ROCm version,
@@ -230,8 +234,6 @@ def render(recipe: Recipe, target: Target, host: Host,
     }
     if root is not None and root.kind == "rocm":
         values["rocm_path"] = str(root.path)
-    if recipe.backend == "cmake" and "hip-compiler" not in host_requires:
-        host_requires = (*host_requires, "hip-compiler")
     if rocm.compiler is not None and host.compiler is not None:
         values["hip_compiler"] = host.compiler.path
         # (the build stage adds a launcher that gives each unit a path-independent CUID:
@@ -270,8 +272,6 @@ def render(recipe: Recipe, target: Target, host: Host,
         where = "build.hipify" if recipe.hipify else "hipify.command"
         step = replace(step, command=tuple(_fill(a, values, f"{recipe.path.name}: {where}")
                                            for a in step.command))
-    if step is not None and step.tool == "torch" and "torch" not in host_requires:
-        host_requires = (*host_requires, "torch")  # torch.utils.hipify runs in the build's Python
     hipify = step.command if step is not None else ()
     downloads = tuple(d for d in recipe.downloads if _applies(d, facts))
     for i, d in enumerate(recipe.downloads):
@@ -350,7 +350,7 @@ def render(recipe: Recipe, target: Target, host: Host,
         repair=recipe.backend == "cmake" if recipe.repair is None else recipe.repair,
         env_key=keyed_env,
         build_tag=_build_tag(target.build_tag),
-        build_env=_build_env(recipe, variant_name),
+        build_env=build_env,
         options=chosen,
         unit_count=unit_count,
         unit_configure=cmake_configure(recipe, values) if unit_count == "ninja" else (),

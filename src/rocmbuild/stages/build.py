@@ -320,23 +320,23 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         stats_log.unlink(missing_ok=True)
         env.update(compilecache.build_env(cc, tree, plan.backend, hip_compiler, stats_log))
     wrapped: dict[str, str] = {}
+    mapped = maps_prefix(cc)
     if plan.backend != "cmake":  # setup.py / cpp_extension: CC, CXX, HIP_CLANG_PATH scripts
         cache = [str(cc.exe)] if cc else []
-        mapper = cuid_argv(tree, cuid=False) if maps_prefix(cc) else []
+        mapper = cuid_argv(tree, cuid=False) if mapped else []
         wrapped = compilecache.wrappers(env, tree / "_rocmbuild_launch", hip_compiler,
                                         [*memlog_argv(units), *mapper, *cache],
                                         [*memlog_argv(units),
-                                         *cuid_argv(tree, prefix_map=maps_prefix(cc)), *cache])
+                                         *cuid_argv(tree, prefix_map=mapped), *cache])
         env.update(wrapped)
     if plan.rocm.compiler is not None:  # HIP builds through CMake: path-independent CUIDs
-        env[CUID_LAUNCHER] = cuid_launcher(tree, env.get(CUID_LAUNCHER),
-                                           prefix_map=maps_prefix(cc))
+        env[CUID_LAUNCHER] = cuid_launcher(tree, env.get(CUID_LAUNCHER), prefix_map=mapped)
     # CMake reads the launchers at configure: the cmake backend, and pip builds whose backend
     # runs CMake (scikit-build-core); not for a language whose compiler is a wrapper above
     for lang, var in (("C", "CC"), ("CXX", "CXX"), ("HIP", "")):
         if var not in wrapped:
             launcher = f"CMAKE_{lang}_COMPILER_LAUNCHER"
-            if var and maps_prefix(cc):  # host compiles: the tree's prefix map (HIP's: above)
+            if var and mapped:  # host compiles: the tree's prefix map (HIP's: above)
                 env[launcher] = cuid_launcher(tree, env.get(launcher), cuid=False)
             env[launcher] = memlog_launcher(units, env.get(launcher))
     prefix = _offline_prefix(plan)
@@ -356,11 +356,11 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     # limit) while the build runs, only for a plan that uses torch; one that does not records
     # no torch, as on a host without it (Plan.uses_torch).
     torch: list[TorchBuild] = [] if plan.uses_torch else [TorchBuild()]
-    prober = threading.Thread(
-        target=lambda: torch.append(torch_facts(ctx.host, ctx.log_dir / "torch.log", python,
-                                                env)), daemon=True,
-    ) if plan.uses_torch else None
-    if prober is not None:
+    prober: threading.Thread | None = None
+    if plan.uses_torch:
+        prober = threading.Thread(
+            target=lambda: torch.append(torch_facts(ctx.host, ctx.log_dir / "torch.log", python,
+                                                    env)), daemon=True)
         prober.start()
     retried = ""  # set when an OOM kill made the build run again at half the jobs
     try:
