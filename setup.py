@@ -3,7 +3,7 @@
 They stay where they are in the repository (top-level recipes/, patches/, probes/, schemas/:
 the recipes point at each other's files with relative paths such as ``../patches/...``); the
 build copies the four directories into ``rocmbuild/data/`` of the wheel, where
-``rocmbuild.config.DATA_ROOT`` finds them. An editable install reads them from the checkout.
+``rocmbuild.core.config.DATA_ROOT`` finds them. An editable install reads them from the checkout.
 Everything else is in pyproject.toml.
 """
 

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from rocmbuild.run import run
+from rocmbuild.core.run import run
 
 
 def validate(out: Path, tag: str, *args: str, timeout: float = 600) -> tuple[int, dict]:

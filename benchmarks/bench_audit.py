@@ -22,10 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from rocmbuild import audit
-from rocmbuild.compiler import detect, hip_env
-from rocmbuild.errors import ToolchainError
-from rocmbuild.run import run
+from rocmbuild.artifacts import audit
+from rocmbuild.core.errors import ToolchainError
+from rocmbuild.core.run import run
+from rocmbuild.host.compiler import detect, hip_env
 
 REPO = Path(__file__).resolve().parents[1]
 PAGE = 4096

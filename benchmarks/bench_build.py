@@ -141,7 +141,7 @@ def main() -> None:
 
 
 def noop_only(rb: list[str], env: dict[str, str], base: Path, repeat: int) -> None:
-    from rocmbuild import cache
+    from rocmbuild.cache import store as cache
 
     noop = [timed(rb + ARGS, env) for _ in range(repeat)]
     (entry,) = (base / "cache" / "wheels").iterdir()

@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from rocmbuild.artifacts.wheel import read_wheel  # noqa: E402
 from rocmbuild.publish.static_index import StaticIndex  # noqa: E402
-from rocmbuild.wheel import read_wheel  # noqa: E402
 
 
 def synth_wheel(out: Path, name: str, version: str) -> Path:

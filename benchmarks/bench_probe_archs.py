@@ -23,9 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from rocmbuild.compiler import accepts_arch, detect, hip_env
-from rocmbuild.errors import ToolchainError
-from rocmbuild.run import run
+from rocmbuild.core.errors import ToolchainError
+from rocmbuild.core.run import run
+from rocmbuild.host.compiler import accepts_arch, detect, hip_env
 
 REPO = Path(__file__).resolve().parents[1]
 PROBE = REPO / "probes/hip-attention"

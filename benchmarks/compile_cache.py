@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 
-from rocmbuild.compilecache import find_tool, parse_ccache_log  # noqa: E402
+from rocmbuild.buildtools.compilecache import find_tool, parse_ccache_log  # noqa: E402
 from tests.fixtures.compile_units import (  # noqa: E402
     CMAKE_RECIPE,
     EXT_RECIPE,
@@ -132,8 +132,8 @@ def main() -> None:
         print(f"{opts.tool} is not installed", file=sys.stderr)
         raise SystemExit(77)
     if opts.only != "cpp_extension":
-        from rocmbuild import compiler
-        from rocmbuild.errors import ToolchainError
+        from rocmbuild.core.errors import ToolchainError
+        from rocmbuild.host import compiler
 
         try:
             compiler.detect()

@@ -30,8 +30,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from rocmbuild import progress
-from rocmbuild.run import run
+from rocmbuild.buildtools import progress
+from rocmbuild.core.run import run
 
 UNIT = """#include <map>
 #include <string>

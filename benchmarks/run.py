@@ -96,9 +96,8 @@ def _first(path: Path, prefix: str) -> str | None:
 def gpus() -> list[str]:
     """GPUs this machine shows: AMD through KFD's topology (gfx names), NVIDIA through the
     driver's /proc files (model names). No process is started."""
-    from rocmbuild import arch
 
-    found = [n["gfx"] for n in arch.kfd_nodes()] if Path("/dev/kfd").exists() else []
+    found = [n["gfx"] for n in gpus.kfd_nodes()] if Path("/dev/kfd").exists() else []
     nv = Path("/proc/driver/nvidia/gpus")
     if nv.is_dir():
         found += [_first(d / "information", "Model") or "NVIDIA GPU" for d in sorted(nv.iterdir())]
@@ -108,11 +107,11 @@ def gpus() -> list[str]:
 def machine() -> str:
     """CPU model, usable cores, memory, kernel, Python, cgroup/Slurm limits, GPUs and the load
     average, in one phrase."""
-    from rocmbuild import jobs
+    from rocmbuild.host import cgroups
 
     model = _first(Path("/proc/cpuinfo"), "model name") or platform.processor() or "unknown cpu"
     online = os.cpu_count() or 1
-    cpus, cpu_src = jobs.usable_cpus_why()
+    cpus, cpu_src = cgroups.usable_cpus_why()
     total_kib = _first(Path("/proc/meminfo"), "MemTotal")
     mem = f"{int(total_kib.split()[0]) / 1024**2:.1f} GiB" if total_kib else "? GiB"
     parts = [model, f"{cpus} of {online} cpus" if cpus < online else f"{cpus} cpus",
@@ -120,7 +119,7 @@ def machine() -> str:
              f"python {platform.python_version()}"]
     if cpu_src.startswith(("cgroup", "SLURM")):
         parts.append(f"cpus limited by {cpu_src}")
-    usable, mem_src = jobs.usable_memory()
+    usable, mem_src = cgroups.usable_memory()
     if mem_src.startswith(("cgroup", "SLURM")):
         parts.append(f"memory limited to {usable / 1024**3:.1f} GiB usable by {mem_src}")
     g = gpus()

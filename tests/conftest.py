@@ -181,7 +181,7 @@ def make_rocm_root(root: Path, version: str = "6.2.0-66", omit: tuple[str, ...] 
     """A directory shaped like /opt/rocm without any real ROCm: .info/version, a bin/hipcc that
     fails, and for every ROCm component rocmbuild knows except ``omit`` the file a real install
     has: its CMake package config under lib/cmake/<name>/ (empty files)."""
-    from rocmbuild.components import COMPONENTS
+    from rocmbuild.host.components import COMPONENTS
 
     (root / ".info").mkdir(parents=True)
     (root / ".info" / "version").write_text(version + "\n")

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from rocmbuild.artifacts.results import Status
 from rocmbuild.nightly.model import CellOutcome, End, RunReport
-from rocmbuild.results import Status
 
 FA = "flash-attn.triton.pypi.gfx942"
 GIT = "flash-attn.triton.git.gfx942"

@@ -20,9 +20,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 
-from rocmbuild import log
-from rocmbuild.errors import INTERNAL_ERROR_EXIT, RocmbuildError
-from rocmbuild.log import escape
+from rocmbuild.core import log
+from rocmbuild.core.errors import INTERNAL_ERROR_EXIT, RocmbuildError
+from rocmbuild.core.log import escape
 
 
 class Terminated(KeyboardInterrupt):
@@ -54,7 +54,7 @@ def _arm_watchdog(signum: int) -> None:
                      "so rocmbuild exits now\nhint: its commands are ended by the process "
                      "guardian and its locks are released; run the same command again\n"
                      .encode())
-        running = sys.modules.get("rocmbuild.run")
+        running = sys.modules.get("rocmbuild.core.run")
         if running is not None:
             with contextlib.suppress(Exception):
                 running.kill_all()
@@ -120,9 +120,10 @@ def _main(raw: list[str]) -> int:
         served, inputs = quickhit.serve(raw)
         if served is not None:
             return served
-        from rocmbuild import config, options
-        from rocmbuild.commands import COMMANDS, command_of, insert_build, parser
-        from rocmbuild.errors import UsageError
+        from rocmbuild.commands import parser
+        from rocmbuild.commands.registry import COMMANDS, command_of, insert_build
+        from rocmbuild.core import config, options
+        from rocmbuild.core.errors import UsageError
 
         args_list = insert_build(raw, COMMANDS)
         whole = parser.build_parser(command_of(args_list))
@@ -146,7 +147,7 @@ def _main(raw: list[str]) -> int:
         return exc.exit_code
     except KeyboardInterrupt as exc:
         _ignore_stop_signals()
-        running = sys.modules.get("rocmbuild.run")  # not imported: nothing was started
+        running = sys.modules.get("rocmbuild.core.run")  # not imported: nothing was started
         if running is not None:
             running.kill_all()  # commands started from other threads (the pipeline kills its own)
         signum = exc.signum if isinstance(exc, Terminated) else int(signal.SIGINT)
@@ -172,7 +173,7 @@ def _internal_error(argv: list[str]) -> int:
     import time
     import traceback
 
-    from rocmbuild import config, run
+    from rocmbuild.core import config, run
 
     text = run.redact(traceback.format_exc())  # a URL's user:password never reaches the file
     name = f"internal-error-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.txt"

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(
     not torch.cuda.is_available(), reason="no GPU: torch.cuda.is_available() is False")]
 
-from rocmbuild.validate.kernelgate import FAULTS, harness  # noqa: E402
+from rocmbuild.programs.kernelgate import FAULTS, harness  # noqa: E402
 
 
 def test_sdpa_passes_correctness():
@@ -67,9 +67,9 @@ def test_gate_runs_as_a_copied_package(tmp_path):
     import sys
     from pathlib import Path
 
-    from rocmbuild.results import Status
-    from rocmbuild.run import run
-    from rocmbuild.validate import kernelgate
+    from rocmbuild.artifacts.results import Status
+    from rocmbuild.core.run import run
+    from rocmbuild.programs import kernelgate
     from rocmbuild.validate.kernelrun import KernelRun
 
     shutil.copytree(Path(kernelgate.__file__).parent, tmp_path / "gatepkg",

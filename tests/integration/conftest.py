@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.run import run
+from rocmbuild.core.run import run
 
 
 @pytest.fixture(scope="session")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import buildenv
-from rocmbuild.errors import ToolchainError
+from rocmbuild.buildtools import buildenv
+from rocmbuild.core.errors import ToolchainError
 from rocmbuild.recipe.plan import BuildEnvSpec
 from tests.conftest import rocmbuild
 

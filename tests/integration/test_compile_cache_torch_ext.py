@@ -14,8 +14,9 @@ import re
 import sys
 from pathlib import Path
 
-from rocmbuild import compilecache, learned
-from rocmbuild.run import run
+from rocmbuild.buildtools import compilecache
+from rocmbuild.cache import learned
+from rocmbuild.core.run import run
 from rocmbuild.stages.build import memlog_argv
 from tests.conftest import rocmbuild
 from tests.fixtures.compile_units import EXT_RECIPE, torch_extension

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import compiler
-from rocmbuild.errors import ToolchainError
+from rocmbuild.core.errors import ToolchainError
+from rocmbuild.host import compiler
 
 
 def fake_exe(path: Path, version: str = "19.0.0") -> Path:

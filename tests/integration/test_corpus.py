@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from rocmbuild.cli import INTERNAL_ERROR_LINE
-from rocmbuild.errors import RocmbuildError
+from rocmbuild.core.errors import RocmbuildError
 from tests.conftest import REPO
 from tests.corpus import Case
 

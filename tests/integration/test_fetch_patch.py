@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.errors import FetchError, PatchError
+from rocmbuild.core.errors import FetchError, PatchError
 from rocmbuild.stages import fetch
 
 
@@ -174,11 +174,13 @@ def test_git_unknown_commit(tmp_path: Path, repo_with_submodule: tuple[Path, str
 
 
 def test_patches_apply_and_a_failing_one_names_file_and_hunk(tmp_path: Path) -> None:
-    from rocmbuild import config, host
+    from rocmbuild.artifacts.results import Artifacts
+    from rocmbuild.core import config
+    from rocmbuild.host import detect as host
     from rocmbuild.recipe.model import Patch, Source
     from rocmbuild.recipe.plan import Plan
-    from rocmbuild.results import Artifacts
-    from rocmbuild.stages import Context, patch
+    from rocmbuild.stages import patch
+    from rocmbuild.stages.context import Context
 
     git("init", "-q", cwd=tmp_path)  # the workspace often sits inside a git checkout
     tree = tmp_path / "build" / "src" / "tree"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.config import REPO_ROOT
-from rocmbuild.run import run
+from rocmbuild.core.config import REPO_ROOT
+from rocmbuild.core.run import run
 
 PATCH = (REPO_ROOT / "patches" / "flash-attn"
          / "0001-triton-amd-drop-amd-only-autotune-keys-on-non-hip.patch")

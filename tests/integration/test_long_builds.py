@@ -15,8 +15,10 @@ import os
 import re
 from pathlib import Path
 
-from rocmbuild import host, learned, progress
-from rocmbuild.run import run
+from rocmbuild.buildtools import progress
+from rocmbuild.cache import learned
+from rocmbuild.core.run import run
+from rocmbuild.host import detect as host
 from rocmbuild.stages.build import memlog_launcher
 from tests.conftest import rocmbuild
 

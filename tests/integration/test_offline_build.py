@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.run import no_network
+from rocmbuild.core.run import no_network
 from tests.conftest import REPO, rocmbuild
 from tests.integration.conftest import serve_files
 

@@ -160,7 +160,7 @@ def test_oom_kill_at_one_job_is_a_build_error_with_the_fix(memcg: Path, tmp_path
 
 
 COUNTER = """import subprocess, sys
-from rocmbuild import oom
+from rocmbuild.buildtools import oom
 before = oom.oom_kills()
 rc = subprocess.call([sys.executable, "-c",
                       "b = bytearray({mb} << 20); b[::4096] = b'x' * len(b[::4096])"])

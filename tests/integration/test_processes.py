@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import run
-from rocmbuild.digest import sha256_file
-from rocmbuild.errors import CommandFailed
+from rocmbuild.core import run
+from rocmbuild.core.digest import sha256_file
+from rocmbuild.core.errors import CommandFailed
 from tests.conftest import REPO
 
 MARK = "ROCMBUILD_PROCS_TEST"
@@ -300,7 +300,7 @@ def test_a_waiter_names_the_lock_holder_and_gets_the_lock_when_it_is_released(
         tmp_path: Path) -> None:
     """Two real processes on one lock file: the second says whom it waits for (our pid), and
     takes the lock as soon as the first lets go."""
-    from rocmbuild import lock
+    from rocmbuild.core import lock
 
     path = tmp_path / "locks" / "k.lock"
     code = ("import sys; from pathlib import Path; from rocmbuild import lock, log; "

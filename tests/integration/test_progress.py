@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from rocmbuild.pipeline import BUILD_STAGES
+from rocmbuild.pipeline.build import BUILD_STAGES
 from tests.conftest import REPO
 
 SETUP = """import time

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.errors import CommandFailed, UsageError
+from rocmbuild.artifacts.results import Status
+from rocmbuild.core.errors import CommandFailed, UsageError
 from rocmbuild.nightly.model import End, Task
 from rocmbuild.nightly.slurm import SLURM_JSON, SlurmExecutor, SlurmSettings, jobcomp_records
-from rocmbuild.results import Status
 from tests.integration import slurm_cluster
 
 SECRET = "ROCMBUILD_TEST_SLURM_TOKEN"

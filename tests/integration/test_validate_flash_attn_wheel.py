@@ -18,7 +18,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from rocmbuild.run import run
+from rocmbuild.core.run import run
 
 
 def test_real_triton_wheel(tmp_path, triton_build):

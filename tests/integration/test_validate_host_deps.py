@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.run import run
+from rocmbuild.core.run import run
 from tests.conftest import rocmbuild
 
 

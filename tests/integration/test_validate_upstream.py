@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.errors import UsageError
-from rocmbuild.results import Status
-from rocmbuild.run import run
+from rocmbuild.artifacts.results import Status
+from rocmbuild.core.errors import UsageError
+from rocmbuild.core.run import run
 from rocmbuild.validate import install as inst
 from rocmbuild.validate import upstream
 from tests.integration.test_validate_wheels import _add_to_wheel

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from rocmbuild.run import run
+from rocmbuild.core.run import run
 
 torch = pytest.importorskip("torch")  # the CPU harness needs torch; setup installs it
 
@@ -183,7 +183,7 @@ def test_no_wheels_needs_a_kernel(tmp_path):
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed")
 def test_h200_report_chart_renders(tmp_path, chromium):
     """The chart page built from the real H200 flash-attn run recorded in docs/."""
-    from rocmbuild.config import REPO_ROOT
+    from rocmbuild.core.config import REPO_ROOT
     from rocmbuild.validate import report
 
     raw = json.loads((REPO_ROOT / "docs/validate-h200/flash-attn-full.json").read_text())
@@ -205,7 +205,7 @@ def test_h200_report_chart_renders(tmp_path, chromium):
 def test_h200_failed_report_shows_fix_gridlines_and_unwrapped_numbers(tmp_path, chromium):
     """The zero-row fault run recorded on the H200 (docs/validate-h200/issue14): the failed
     step's fix is on the page, the chart has labelled gridlines, numbers sit in no-wrap cells."""
-    from rocmbuild.config import REPO_ROOT
+    from rocmbuild.core.config import REPO_ROOT
     from rocmbuild.validate import report
 
     raw = json.loads((REPO_ROOT / "docs/validate-h200/issue14/zero-row.json").read_text())
@@ -232,10 +232,11 @@ def test_h200_failed_report_shows_fix_gridlines_and_unwrapped_numbers(tmp_path, 
 
 
 def _stage_ctx(tmp_path: Path, wheel: Path):
-    from rocmbuild import config, host
+    from rocmbuild.artifacts.results import Artifacts
+    from rocmbuild.core import config
+    from rocmbuild.host import detect as host
     from rocmbuild.recipe import load, render
-    from rocmbuild.results import Artifacts
-    from rocmbuild.stages import Context
+    from rocmbuild.stages.context import Context
 
     here = host.detect(want_compiler=False)
     plan = render.render(load.load(load.find_recipe("flash-attn")),
@@ -247,7 +248,7 @@ def _stage_ctx(tmp_path: Path, wheel: Path):
 
 
 def test_stage_passes_a_good_wheel_and_writes_reports(tmp_path):
-    from rocmbuild.results import Status
+    from rocmbuild.artifacts.results import Status
     from rocmbuild.stages import validate as stage
 
     out = tmp_path / "wheels"
@@ -273,7 +274,7 @@ def test_stage_passes_a_good_wheel_and_writes_reports(tmp_path):
 
 
 def test_stage_failure_raises_after_writing_reports(tmp_path):
-    from rocmbuild.errors import ValidationError
+    from rocmbuild.core.errors import ValidationError
     from rocmbuild.stages import validate as stage
 
     out = tmp_path / "wheels"

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import arch, jobs
-from rocmbuild.errors import ToolchainError, UsageError
+from rocmbuild.core import gfx as arch
+from rocmbuild.core.errors import ToolchainError, UsageError
+from rocmbuild.host import cgroups, gpus
 
 GiB = 1024**3
 
@@ -27,24 +28,27 @@ def make_sysfs(root: Path, versions: list[int]) -> Path:
 
 
 def test_gfx_from_target_version() -> None:
-    assert arch.gfx_from_target_version(90402) == "gfx942"
-    assert arch.gfx_from_target_version(90010) == "gfx90a"
-    assert arch.gfx_from_target_version(110000) == "gfx1100"
-    assert arch.gfx_from_target_version(90500) == "gfx950"
+    assert gpus.gfx_from_target_version(90402) == "gfx942"
+    assert gpus.gfx_from_target_version(90010) == "gfx90a"
+    assert gpus.gfx_from_target_version(110000) == "gfx1100"
+    assert gpus.gfx_from_target_version(90500) == "gfx950"
 
 
 def test_native_reads_gpus_and_skips_cpu_nodes(tmp_path: Path, monkeypatch) -> None:
     make_sysfs(tmp_path, [0, 90402, 90402, 90010])
     monkeypatch.setenv("ROCMBUILD_SYSFS_ROOT", str(tmp_path))
-    assert arch.native_archs() == ["gfx942", "gfx90a"]
-    assert arch.parse_archs("native", ("gfx90a", "gfx942")) == ("gfx942", "gfx90a")
+    assert gpus.native_archs() == ["gfx942", "gfx90a"]
+    assert arch.parse_archs("native", ("gfx90a", "gfx942"),
+                            native=gpus.native_archs()) == ("gfx942", "gfx90a")
 
 
 def test_native_without_gpu_fails_clearly(tmp_path: Path, monkeypatch) -> None:
     make_sysfs(tmp_path, [0])
     monkeypatch.setenv("ROCMBUILD_SYSFS_ROOT", str(tmp_path))
     with pytest.raises(ToolchainError, match="no AMD GPU found"):
-        arch.parse_archs("native")
+        gpus.native_archs()
+    with pytest.raises(ToolchainError, match="no AMD GPU found under the host in h.json"):
+        arch.parse_archs("native", native=(), native_where="the host in h.json")
 
 
 def test_parse_keeps_order_drops_repeats_and_accepts_features() -> None:
@@ -85,26 +89,26 @@ def fake_root(
 
 
 def test_jobs_limited_by_memory(tmp_path: Path) -> None:
-    plan = jobs.plan_jobs(5.0, root=fake_root(tmp_path, avail_gb=22), cpus=64)
+    plan = cgroups.plan_jobs(5.0, root=fake_root(tmp_path, avail_gb=22), cpus=64)
     assert plan.jobs == 4  # floor(22 / 5)
     assert "floor(22.0 GiB usable" in plan.reason and "= 4" in plan.reason
 
 
 def test_jobs_respect_cgroup_v2_limit(tmp_path: Path) -> None:
     root = fake_root(tmp_path, avail_gb=500, cg_limit_gb=16, cg_used_gb=1)
-    plan = jobs.plan_jobs(5.0, root=root, cpus=64)
+    plan = cgroups.plan_jobs(5.0, root=root, cpus=64)
     assert plan.jobs == 3  # floor((16 - 1) / 5), not 100 from the host's 500 GB
     assert "cgroup v2 memory.max 16.0 GiB at /build.slice" in plan.reason
 
 
 def test_jobs_limited_by_cpus_and_cpu_quota(tmp_path: Path) -> None:
-    assert jobs.plan_jobs(0.5, root=fake_root(tmp_path, avail_gb=64), cpus=8).jobs == 8
+    assert cgroups.plan_jobs(0.5, root=fake_root(tmp_path, avail_gb=64), cpus=8).jobs == 8
     root = fake_root(tmp_path / "q", avail_gb=64, cpu_max="300000 100000")
-    assert jobs.usable_cpus(root) <= 3
+    assert cgroups.usable_cpus(root) <= 3
 
 
 def test_jobs_never_zero_and_override(tmp_path: Path) -> None:
     root = fake_root(tmp_path, avail_gb=1)
-    assert jobs.plan_jobs(5.0, root=root, cpus=4).jobs == 1
-    over = jobs.plan_jobs(5.0, override=7, root=root, cpus=4)
+    assert cgroups.plan_jobs(5.0, root=root, cpus=4).jobs == 1
+    over = cgroups.plan_jobs(5.0, override=7, root=root, cpus=4)
     assert over.jobs == 7 and "--jobs" in over.reason

@@ -11,7 +11,7 @@ from pathlib import Path
 import rocmbuild
 
 SRC = Path(rocmbuild.__file__).parent
-STAGES = {p.stem for p in (SRC / "stages").glob("*.py") if p.stem != "__init__"}
+STAGES = {p.stem for p in (SRC / "stages").glob("*.py") if p.stem not in ("__init__", "context")}
 
 
 def modules() -> dict[str, ast.Module]:
@@ -32,7 +32,7 @@ def imported(tree: ast.Module) -> set[str]:
 
 # Programs of their own, run with `python -m`: the kernel gate (inside the validation venv) and
 # the maintainers' generator of docs/recipes.md and the recipe JSON schema.
-PROGRAMS = ("validate/kernelgate/", "recipe/schema.py", "launchers/")
+PROGRAMS = ("programs/", "recipe/schema.py")
 
 
 def calls(tree: ast.Module) -> list[tuple[str, str, int]]:
@@ -60,7 +60,8 @@ def is_command_layer(name: str) -> bool:
 
 def test_only_run_py_starts_processes() -> None:
     # launchers/ are programs a build runs in its children: they exec the compiler they front
-    bad = [n for n, t in modules().items() if n != "run.py" and not n.startswith("launchers/")
+    bad = [n for n, t in modules().items()
+           if n != "core/run.py" and not n.startswith("programs/launchers/")
            and imported(t) & {"subprocess", "os.system", "os.execv", "os.posix_spawn"}]
     assert bad == []
 
@@ -99,7 +100,7 @@ def test_domain_modules_do_not_print_data() -> None:
 
 def test_kernel_gate_is_self_contained() -> None:
     for name, tree in modules().items():
-        if name.startswith(("validate/kernelgate/", "launchers/")):
+        if name.startswith("programs/"):
             assert not {m for m in imported(tree) if m.startswith("rocmbuild")}, name
 
 
@@ -109,14 +110,101 @@ def test_nothing_imports_the_command_layer() -> None:
     assert bad == []
 
 
-def test_shared_values_import_no_domain_module() -> None:
-    """Rule 7 (arrows point down): recipe/, host and results sit below the domain modules and
-    the stages, so they import none of them (the nightly's Pin lives in results). The
-    kernel gate imports nothing of rocmbuild: a leaf, its adapter names may be read."""
-    above = ("rocmbuild.nightly", "rocmbuild.pipeline", "rocmbuild.stages", "rocmbuild.publish",
-             "rocmbuild.validate", "rocmbuild.verify", "rocmbuild.prune", "rocmbuild.doctor")
-    bad = [f"{n}: {m}" for n, t in modules().items()
-           if n.startswith("recipe/") or n in ("host.py", "results.py")
-           for m in sorted(imported(t))
-           if m.startswith(above) and not m.startswith("rocmbuild.validate.kernelgate")]
+# The layers, lowest first. A module imports only from its own package and from packages of a
+# lower layer (docs/architecture.md draws them).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("core", "programs"),
+    ("artifacts",),
+    ("host", "cache", "sources"),
+    ("recipe",),
+    ("buildtools", "validate", "publish"),
+    ("stages",),
+    ("pipeline",),
+    ("nightly",),
+    ("commands",),
+    ("cli", "__main__"),
+)
+RANK = {pkg: i for i, layer in enumerate(LAYERS) for pkg in layer}
+
+
+def room(name: str) -> str:
+    """The package a module file belongs to (``host/detect.py`` -> ``host``)."""
+    return name.split("/")[0].removesuffix(".py")
+
+
+def target_room(mod: str) -> str | None:
+    parts = mod.split(".")
+    return parts[1] if parts[0] == "rocmbuild" and len(parts) > 1 else None
+
+
+def test_only_init_main_and_cli_sit_at_the_top() -> None:
+    top = sorted(p.name for p in SRC.glob("*.py"))
+    assert top == ["__init__.py", "__main__.py", "cli.py"]
+    assert {room(n) for n in modules()} - {"__init__"} <= set(RANK)
+
+
+def test_package_inits_are_empty() -> None:
+    """An ``__init__`` with code runs on every import of its package: the no-op rebuild's import
+    budget (docs/benchmarks.md) depends on them staying empty."""
+    bad = [str(p.relative_to(SRC)) for p in SRC.rglob("__init__.py")
+           if p.parent != SRC and not str(p.relative_to(SRC)).startswith(PROGRAMS)
+           and p.read_text().strip()]
     assert bad == []
+
+
+def test_arrows_point_down() -> None:
+    """Rule 7: a module imports from its own package or from a lower layer, never up."""
+    bad = []
+    for name, tree in modules().items():
+        mine = room(name)
+        if mine == "__init__":
+            continue
+        for mod in sorted(imported(tree)):
+            other = target_room(mod)
+            if other is None or other == mine or other == "__version__" or mine == "__main__":
+                continue
+            if other not in RANK or RANK[other] >= RANK[mine]:
+                bad.append(f"{name} ({mine}) imports {mod}")
+    assert bad == []
+
+
+def test_no_import_circle() -> None:
+    """No two modules import each other, directly or through others (lazy imports included:
+    a circle is one whichever import runs first)."""
+    names = {"rocmbuild." + n.removesuffix(".py").replace("/", ".").removesuffix(".__init__"): t
+             for n, t in modules().items()}
+    graph = {m: {i for i in imported(t) if i in names and i != m} for m, t in names.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    assert circles == []
+
+
+def test_no_module_over_500_lines() -> None:
+    bad = {str(p.relative_to(SRC)): n for p in SRC.rglob("*.py")
+           if (n := len(p.read_text().splitlines())) > 500}
+    assert bad == {}

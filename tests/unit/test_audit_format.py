@@ -10,8 +10,8 @@ import zlib
 import pytest
 import zstandard
 
-from rocmbuild import audit
-from rocmbuild.errors import AuditError, UsageError
+from rocmbuild.artifacts import audit
+from rocmbuild.core.errors import AuditError, UsageError
 
 HOST = "host-x86_64-unknown-linux--"
 

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import bundle
-from rocmbuild.arch import KNOWN_ARCHS
-from rocmbuild.errors import BuildError, RecipeError
+from rocmbuild.artifacts.wheel import read_wheel
+from rocmbuild.buildtools import bundle
+from rocmbuild.core.errors import BuildError, RecipeError
+from rocmbuild.core.gfx import KNOWN_ARCHS
 from rocmbuild.publish.views import is_view_name, views_of
 from rocmbuild.recipe import load
 from rocmbuild.recipe.model import ROCM_LIBS
 from rocmbuild.recipe.plan import RocmRuntime
 from rocmbuild.stages.tag import _set_header, rocm_requirement
-from rocmbuild.wheel import read_wheel
 
 HSAKMT = Path("/usr/lib/x86_64-linux-gnu/libhsakmt.so.1")
 needs_hsakmt = pytest.mark.skipif(not HSAKMT.exists(), reason="Debian's libhsakmt1 not installed")

@@ -1,4 +1,4 @@
-"""rocmbuild.cache: a hit proves its bytes, entry.json is untrusted, delivery is a copy.
+"""rocmbuild.cache.store: a hit proves its bytes, entry.json is untrusted, delivery is a copy.
 
 Real files on the real file system (tmp_path); nothing is faked. The crafted entries are what an
 attacker with write access to a shared cache, or a torn disk, could leave there."""
@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from rocmbuild import cache
-from rocmbuild.errors import CacheError
+from rocmbuild.cache import store as cache
+from rocmbuild.core.errors import CacheError
 
 KEY = "ab" * 32
 NAME = "demo-1.0+rocm6.2-py3-none-any.whl"

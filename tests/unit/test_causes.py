@@ -11,8 +11,8 @@ import urllib.error
 
 import pytest
 
-from rocmbuild.errors import CommandFailed
-from rocmbuild.run import last_cause
+from rocmbuild.core.errors import CommandFailed
+from rocmbuild.core.run import last_cause
 from rocmbuild.stages.fetch import classify
 
 GIT_MISSING = """fatal: '/tmp/x/nope.git' does not appear to be a git repository

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import host, jobs
-from rocmbuild.errors import UsageError
+from rocmbuild.core.errors import UsageError
+from rocmbuild.host import cgroups
+from rocmbuild.host import detect as host
 
 GiB = 1024**3
 UNLIMITED = "9223372036854771712"  # what cgroup v1 shows for "no limit"
@@ -55,17 +56,17 @@ def v1_memory(job_limit: int | str, step_limit: str = UNLIMITED) -> dict[str, st
 
 def test_v1_parent_limit_is_found_and_unlimited_is_no_limit(tmp_path: Path) -> None:
     root = fake(tmp_path, v1_memory(60 * GiB))
-    mem, source = jobs.usable_memory(root)
+    mem, source = cgroups.usable_memory(root)
     assert mem == 58 * GiB  # the job's 60 GiB minus its 2 GiB use; the step's "limit" is none
     assert source == ("cgroup v1 memory.limit_in_bytes 60.0 GiB at /slurm/uid_0/job_12 "
                       "minus use")
-    plan = jobs.plan_jobs(9.1, root=root, cpus=16)
+    plan = cgroups.plan_jobs(9.1, root=root, cpus=16)
     assert plan.jobs == 6 and "/slurm/uid_0/job_12" in plan.reason
 
 
 def test_v1_tightest_of_step_and_job(tmp_path: Path) -> None:
     root = fake(tmp_path, v1_memory(60 * GiB, step_limit=str(5 * GiB)))
-    mem, source = jobs.usable_memory(root)
+    mem, source = cgroups.usable_memory(root)
     assert mem == 4 * GiB and "at /slurm/uid_0/job_12/step_0 " in source
 
 
@@ -74,12 +75,12 @@ def test_inactive_page_cache_is_not_use(tmp_path: Path) -> None:
     files["sys/fs/cgroup/memory/slurm/uid_0/job_12/step_0/memory.usage_in_bytes"] = str(5 * GiB)
     files["sys/fs/cgroup/memory/slurm/uid_0/job_12/step_0/memory.stat"] = (
         f"cache {4 * GiB}\ninactive_file 1\ntotal_inactive_file {3 * GiB}\n")
-    assert jobs.usable_memory(fake(tmp_path, files))[0] == 3 * GiB  # 5 - 5 + 3
+    assert cgroups.usable_memory(fake(tmp_path, files))[0] == 3 * GiB  # 5 - 5 + 3
 
 
 def test_no_limits_anywhere_is_memavailable(tmp_path: Path) -> None:
     root = fake(tmp_path, v1_memory(UNLIMITED), avail_gb=20)
-    assert jobs.usable_memory(root) == (20 * GiB, "MemAvailable")
+    assert cgroups.usable_memory(root) == (20 * GiB, "MemAvailable")
 
 
 def test_v2_parents_walked(tmp_path: Path) -> None:
@@ -93,9 +94,9 @@ def test_v2_parents_walked(tmp_path: Path) -> None:
         f"{base}/build.slice/b.service/cpu.max": "max 100000",
         f"{base}/build.slice/b.service/cpuset.cpus.effective": "0-63",
     }, mounts=V2_MOUNTS, self_cgroup="0::/build.slice/b.service\n")
-    mem, source = jobs.usable_memory(root)
+    mem, source = cgroups.usable_memory(root)
     assert mem == 15 * GiB and source.startswith("cgroup v2 memory.max 16.0 GiB at /build.slice")
-    cpus, why = jobs.usable_cpus_why(root)
+    cpus, why = cgroups.usable_cpus_why(root)
     if cpus == 4:  # the fixture host's cpu count may itself be below 4
         assert why == "cgroup v2 cpu quota at /build.slice"
 
@@ -107,12 +108,12 @@ def test_v1_cpu_quota_and_cpuset(tmp_path: Path) -> None:
         f"{cpu}/step_0/cpu.cfs_quota_us": "-1", f"{cpu}/step_0/cpu.cfs_period_us": "100000",
         "sys/fs/cgroup/cpuset/slurm/uid_0/job_12/step_0/cpuset.effective_cpus": "0-3,8",
     })
-    assert jobs.usable_cpus_why(root) == (1, "cgroup v1 cpu quota at /slurm/uid_0/job_12")
+    assert cgroups.usable_cpus_why(root) == (1, "cgroup v1 cpu quota at /slurm/uid_0/job_12")
     root2 = fake(tmp_path / "b", {
         "sys/fs/cgroup/cpuset/slurm/uid_0/job_12/step_0/cpuset.effective_cpus": "0",
         "sys/fs/cgroup/cpu,cpuacct/slurm/uid_0/job_12/step_0/cpu.cfs_quota_us": "-1",
     })
-    assert jobs.usable_cpus_why(root2) == (1, "cgroup v1 cpuset at /slurm/uid_0/job_12/step_0")
+    assert cgroups.usable_cpus_why(root2) == (1, "cgroup v1 cpuset at /slurm/uid_0/job_12/step_0")
 
 
 def test_container_view_mount_root(tmp_path: Path) -> None:
@@ -122,7 +123,7 @@ def test_container_view_mount_root(tmp_path: Path) -> None:
     root = fake(tmp_path, {"sys/fs/cgroup/memory/memory.limit_in_bytes": str(8 * GiB),
                            "sys/fs/cgroup/memory/memory.usage_in_bytes": "0"},
                 mounts=mounts, self_cgroup="4:memory:/docker/x\n")
-    assert jobs.usable_memory(root) == (8 * GiB, "cgroup v1 memory.limit_in_bytes 8.0 GiB at "
+    assert cgroups.usable_memory(root) == (8 * GiB, "cgroup v1 memory.limit_in_bytes 8.0 GiB at "
                                                  "/docker/x minus use")
 
 
@@ -130,27 +131,27 @@ def test_untrusted_paths_stay_inside(tmp_path: Path) -> None:
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside/memory.limit_in_bytes").write_text(str(GiB))
     root = fake(tmp_path / "r", {}, self_cgroup="4:memory:/../../../outside\n", avail_gb=10)
-    assert jobs.cgroup_dirs("memory", root) == []
-    assert jobs.usable_memory(root) == (10 * GiB, "MemAvailable")
+    assert cgroups.cgroup_dirs("memory", root) == []
+    assert cgroups.usable_memory(root) == (10 * GiB, "MemAvailable")
     garbage = fake(tmp_path / "g", {"sys/fs/cgroup/memory/slurm/uid_0/job_12/step_0/"
                                     "memory.limit_in_bytes": "lots"}, avail_gb=10)
-    assert jobs.usable_memory(garbage)[0] == 10 * GiB
+    assert cgroups.usable_memory(garbage)[0] == 10 * GiB
 
 
 def test_slurm_env_caps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = fake(tmp_path, v1_memory(60 * GiB))
     monkeypatch.setenv("SLURM_CPUS_PER_TASK", "1")
     monkeypatch.setenv("SLURM_MEM_PER_CPU", "2048")
-    assert jobs.usable_cpus_why(root) == (1, "SLURM_CPUS_PER_TASK=1")
-    assert jobs.usable_memory(root) == (2 * GiB, "SLURM_MEM_PER_CPU=2048 MB x 1 cpus")
+    assert cgroups.usable_cpus_why(root) == (1, "SLURM_CPUS_PER_TASK=1")
+    assert cgroups.usable_memory(root) == (2 * GiB, "SLURM_MEM_PER_CPU=2048 MB x 1 cpus")
     monkeypatch.setenv("SLURM_MEM_PER_NODE", "3072")
-    assert jobs.usable_memory(root) == (3 * GiB, "SLURM_MEM_PER_NODE=3072 MB")
+    assert cgroups.usable_memory(root) == (3 * GiB, "SLURM_MEM_PER_NODE=3072 MB")
     monkeypatch.setenv("SLURM_MEM_PER_NODE", "0")  # the whole node: the cgroup decides
     monkeypatch.delenv("SLURM_MEM_PER_CPU")
-    assert jobs.usable_memory(root)[0] == 58 * GiB
+    assert cgroups.usable_memory(root)[0] == 58 * GiB
     monkeypatch.setenv("SLURM_MEM_PER_NODE", "16G")
     with pytest.raises(UsageError, match="SLURM_MEM_PER_NODE"):
-        jobs.usable_memory(root)
+        cgroups.usable_memory(root)
 
 
 def test_host_carries_cpu_source(tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.compilecache import (
+from rocmbuild.artifacts.results import CompileStats
+from rocmbuild.buildtools.compilecache import (
     CompileCache,
     build_env,
     choose,
@@ -17,8 +18,7 @@ from rocmbuild.compilecache import (
     parse_sccache_json,
     wrappers,
 )
-from rocmbuild.errors import ToolchainError
-from rocmbuild.results import CompileStats
+from rocmbuild.core.errors import ToolchainError
 
 CCACHE_LOG = """# /usr/share/cmake/Modules/CMakeCXXCompilerABI.cpp
 cache_miss

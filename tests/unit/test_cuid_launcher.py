@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.launchers.cuid import cuid_args, prefix_map_args, source_of
+from rocmbuild.programs.launchers.cuid import cuid_args, prefix_map_args, source_of
 
 DEVLIBS = "--rocm-device-lib-path=/devlibs"
 

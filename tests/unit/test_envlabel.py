@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import arch, hostenv, label, run
-from rocmbuild.buildfacts import TorchBuild
-from rocmbuild.errors import BuildError
+from rocmbuild.artifacts import label
+from rocmbuild.artifacts.buildfacts import TorchBuild
+from rocmbuild.core import gfx as arch
+from rocmbuild.core import hostenv, run
+from rocmbuild.core.errors import BuildError
 from rocmbuild.recipe.load import find_recipe, load
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.recipe.render import Target, render

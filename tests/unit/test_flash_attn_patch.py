@@ -8,7 +8,7 @@ import hashlib
 import tomllib
 from typing import Any
 
-from rocmbuild.config import REPO_ROOT
+from rocmbuild.core.config import REPO_ROOT
 
 PATCH = (REPO_ROOT / "patches" / "flash-attn"
          / "0001-triton-amd-drop-amd-only-autotune-keys-on-non-hip.patch")

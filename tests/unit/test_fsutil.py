@@ -1,4 +1,4 @@
-"""rocmbuild.fsutil: whole files or nothing, never edited in place."""
+"""rocmbuild.core.fsutil: whole files or nothing, never edited in place."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import fsutil
+from rocmbuild.core import fsutil
 
 
 def test_write_atomic_creates_and_replaces(tmp_path: Path) -> None:

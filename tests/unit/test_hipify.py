@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rocmbuild.buildfacts import Unmapped
+from rocmbuild.artifacts.buildfacts import Unmapped
 from rocmbuild.recipe.load import load
 from rocmbuild.recipe.render import Target, render
 from rocmbuild.stages import hipify

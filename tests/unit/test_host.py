@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import host as hostmod
-from rocmbuild.errors import UsageError
+from rocmbuild.core.errors import UsageError
+from rocmbuild.host import detect as hostmod
 
 
 def fixture_root(tmp_path: Path) -> Path:

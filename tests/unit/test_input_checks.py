@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import arch, cli, options
+from rocmbuild import cli
 from rocmbuild.commands import recipes as recipes_cmd
-from rocmbuild.errors import INTERNAL_ERROR_EXIT, FetchError, RecipeError, UsageError
+from rocmbuild.core import gfx as arch
+from rocmbuild.core import options
+from rocmbuild.core.errors import INTERNAL_ERROR_EXIT, FetchError, RecipeError, UsageError
 from rocmbuild.recipe import load
 from rocmbuild.stages.fetch import extract
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import learned
-from rocmbuild.host import Host
-from rocmbuild.launchers.memlog import output_of, record
+from rocmbuild.cache import learned
+from rocmbuild.host.detect import Host
+from rocmbuild.host.toolchain import TorchInfo
+from rocmbuild.programs.launchers.memlog import output_of, record
 from rocmbuild.recipe.load import find_recipe, load
 from rocmbuild.recipe.render import Target, render
-from rocmbuild.toolchain import TorchInfo
 
 GiB = 1024**3
 HOST = Host(python="3.11", python_tag="cp311", platform="linux",

@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 from rich.markup import escape as rich_escape
 
-from rocmbuild import log
+from rocmbuild.core import log
 
 LINES = [
     "cache hit /tmp/x/cache/wheels/d4c8: sha256 verified; validation: not validated",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.errors import Busy, FetchError, UsageError
+from rocmbuild.core.errors import Busy, FetchError, UsageError
 from rocmbuild.nightly import config, detect, lock
 from rocmbuild.nightly.model import Cell, Pin
 

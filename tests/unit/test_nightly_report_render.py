@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.errors import RocmbuildError
+from rocmbuild.artifacts.results import Status
+from rocmbuild.core.errors import RocmbuildError
 from rocmbuild.nightly import report as rep
-from rocmbuild.results import Status
 from tests.nightly_runs import FA, GIT, PROBE, night, outcome, three_nights, write_logs
 
 SVG = "{http://www.w3.org/2000/svg}"

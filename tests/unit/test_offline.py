@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.errors import FetchError, RecipeError
-from rocmbuild.host import Host
+from rocmbuild.core.errors import FetchError, RecipeError
+from rocmbuild.host.detect import Host
+from rocmbuild.host.toolchain import TorchInfo
 from rocmbuild.recipe.load import find_recipe, load
 from rocmbuild.recipe.render import Target, render
 from rocmbuild.stages.build import network_host
 from rocmbuild.stages.fetch import resolve_url
-from rocmbuild.toolchain import TorchInfo
 
 HOST = Host(python="3.11", python_tag="cp311", platform="linux",
             torch=TorchInfo("2.13.0+cpu", None, None), rocm_root=None, compiler=None,

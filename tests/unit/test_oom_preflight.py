@@ -1,5 +1,6 @@
-"""OOM detection and the retry's job count (rocmbuild.oom), the build stage's decision after a
-kill, and the resource preflight's checks (rocmbuild.preflight), on values and fixture trees.
+"""OOM detection and the retry's job count (rocmbuild.buildtools.oom), the build stage's decision
+after a kill, and the resource preflight's checks (rocmbuild.buildtools.preflight), on values and
+fixture trees.
 The real kills run in tests/integration/test_oom_retry.py (a memory cgroup, as root); the real
 small disk in tests/integration/test_preflight.py."""
 
@@ -12,14 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import fsutil, oom, preflight
-from rocmbuild.errors import BuildError, CommandFailed, ToolchainError, UsageError
-from rocmbuild.host import Host
+from rocmbuild.buildtools import oom, preflight
+from rocmbuild.core import fsutil
+from rocmbuild.core.errors import BuildError, CommandFailed, ToolchainError, UsageError
+from rocmbuild.host.detect import Host
+from rocmbuild.host.toolchain import TorchInfo
 from rocmbuild.recipe.load import find_recipe, load
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.recipe.render import Target, render
 from rocmbuild.stages import build
-from rocmbuild.toolchain import TorchInfo
 from tests.unit.test_cgroup_limits import V1_MOUNTS, V1_SELF, fake
 
 GiB = 1024**3

@@ -1,5 +1,6 @@
 """Settings: one precedence (flag > environment > [tool.rocmbuild] in ./pyproject.toml > default),
-one-line errors for bad values, and every environment variable read through rocmbuild.options."""
+one-line errors for bad values, and every environment variable read through
+rocmbuild.core.options."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import config, options
-from rocmbuild.errors import UsageError
+from rocmbuild.core import config, options
+from rocmbuild.core.errors import UsageError
 
 SRC = Path(options.__file__).parent
 

@@ -1,5 +1,5 @@
 """The recipe checker's shortcut for plain requirement strings and version ranges
-(rocmbuild.recipe.pep508) against the real ``packaging``: whatever the shortcut accepts,
+(rocmbuild.core.pep508) against the real ``packaging``: whatever the shortcut accepts,
 packaging accepts too, so skipping packaging changes no answer and no message."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from rocmbuild.core.pep508 import simple_requirement, simple_specifiers
 from rocmbuild.recipe.load import requirement_problem
-from rocmbuild.recipe.pep508 import simple_requirement, simple_specifiers
 
 ACCEPTED_REQS = ["ninja", "torch", "setuptools>=70.1,<80", "wheel>=0.44,<0.49", "packaging>=24",
                  "psutil>=5.9", "a", "A.b_c-9", "x~=1.0", "x==2.0.1", "x!=3", "x>1,<2,!=1.5"]
@@ -74,7 +74,7 @@ def test_plain_ranges_contain_what_packaging_says() -> None:
     plain range of a seeded random sample answers as packaging does."""
     from packaging.version import Version
 
-    from rocmbuild.recipe.pep508 import simple_contains
+    from rocmbuild.core.pep508 import simple_contains
 
     rng = random.Random(13)
 

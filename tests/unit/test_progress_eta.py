@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from rocmbuild import progress
-from rocmbuild.progress import Display, Eta, Status, duration, parse, read_ninja_log
+from rocmbuild.buildtools import progress
+from rocmbuild.buildtools.progress import Display, Eta, Status, duration, parse, read_ninja_log
 
 
 def test_parse_default_and_rocmbuild_status() -> None:

@@ -1,4 +1,5 @@
-"""rocmbuild.prune: LRU by last use, keep-days, dry-run, in-use builds kept, crash-safe removal,
+"""rocmbuild.cache.prune: LRU by last use, keep-days, dry-run, in-use builds kept, crash-safe
+removal,
 nothing followed through a symlink.
 
 Real files on the real file system: entries are stored by ``cache.store`` with real (small)
@@ -17,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import cache, config, prune
-from rocmbuild.errors import UsageError
+from rocmbuild.cache import prune
+from rocmbuild.cache import store as cache
+from rocmbuild.core import config
+from rocmbuild.core.errors import UsageError
 
 DAY = 86400.0
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.errors import PublishError, UsageError
-from rocmbuild.publish import PromoteOptions, PublishOptions, parse_pin, promote, publish
+from rocmbuild.core.errors import PublishError, UsageError
+from rocmbuild.publish.api import PromoteOptions, PublishOptions, parse_pin, promote, publish
 from rocmbuild.publish.checks import (
     Identity,
     check_not_broken,

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import rocmbuild
-from rocmbuild import hostenv, options
 from rocmbuild.commands import quickhit
+from rocmbuild.core import hostenv, options
 
 
 def test_left_out_variables_are_never_read_or_passed_to_builds() -> None:

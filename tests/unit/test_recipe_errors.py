@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.errors import RecipeError
+from rocmbuild.core.errors import RecipeError
 from rocmbuild.recipe.check import Tree, tree
 from rocmbuild.recipe.load import load
 from rocmbuild.recipe.model import Patch, Recipe, Source, Variant

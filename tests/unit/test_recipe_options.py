@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import units
 from rocmbuild.commands.common import parse_opts
-from rocmbuild.compiler import HipCompiler
-from rocmbuild.errors import RecipeError, UsageError
+from rocmbuild.core.errors import RecipeError, UsageError
+from rocmbuild.host.compiler import HipCompiler
+from rocmbuild.pipeline import units
 from rocmbuild.recipe.load import find_recipe, load
 from rocmbuild.recipe.render import Target, render
 from tests.conftest import REPO

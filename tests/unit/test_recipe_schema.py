@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
+from rocmbuild.programs.kernelgate import ADAPTER_NAMES
 from rocmbuild.recipe import schema
 from rocmbuild.recipe.check import Leaf, Tree, tree
 from rocmbuild.recipe.model import TYPES, Patch, Recipe, Source, Variant, kernels, keys
-from rocmbuild.validate.kernelgate import ADAPTER_NAMES
 
 REPO = Path(__file__).parents[2]
 RECIPES = sorted((REPO / "recipes").glob("*.toml"))

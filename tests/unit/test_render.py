@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.errors import UsageError
-from rocmbuild.host import Host
+from rocmbuild.core.errors import UsageError
+from rocmbuild.host.detect import Host
+from rocmbuild.host.toolchain import RocmRoot, TorchInfo
 from rocmbuild.recipe.load import find_recipe, load
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.recipe.render import Target, render
-from rocmbuild.toolchain import RocmRoot, TorchInfo
 
 HOST = Host(python="3.11", python_tag="cp311", platform="linux",
             torch=TorchInfo("2.13.0+cpu", None, None), rocm_root=None, compiler=None,
@@ -89,7 +89,7 @@ def test_jobs_come_from_the_host_not_this_machine() -> None:
 def test_native_arch_is_the_hosts_gpus() -> None:
     host = replace(HOST, gpus=("gfx90a",), origin="node.json")
     assert flash(host, arch="native").archs == ("gfx90a",)
-    from rocmbuild.errors import ToolchainError
+    from rocmbuild.core.errors import ToolchainError
 
     with pytest.raises(ToolchainError, match="the host in node.json"):
         flash(replace(host, gpus=()), arch="native")

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from rocmbuild.compiler import HipCompiler
-from rocmbuild.host import Host
+from rocmbuild.host.compiler import HipCompiler
+from rocmbuild.host.detect import Host
+from rocmbuild.host.toolchain import RocmRoot, TorchInfo
 from rocmbuild.recipe.load import find_recipe, load
 from rocmbuild.recipe.render import Target, render
-from rocmbuild.toolchain import RocmRoot, TorchInfo
 
 HOST = Host(python="3.11", python_tag="cp311", platform="linux",
             torch=TorchInfo("2.13.0+cpu", None, None), rocm_root=None, compiler=None,

@@ -15,16 +15,16 @@ from pathlib import Path
 import pytest
 from wheel.wheelfile import WheelFile
 
-from rocmbuild import cache
-from rocmbuild.errors import NotReproduced, UsageError
+from rocmbuild.artifacts.results import Artifacts
+from rocmbuild.artifacts.wheel import read_wheel
+from rocmbuild.cache import store as cache
+from rocmbuild.core.errors import NotReproduced, UsageError
+from rocmbuild.pipeline.verify import _first_difference, compare, require_reproduced
 from rocmbuild.recipe.load import find_recipe, load
 from rocmbuild.recipe.render import Target, render
-from rocmbuild.results import Artifacts
-from rocmbuild.stages import ZIP_EPOCH, source_date_epoch
+from rocmbuild.stages.context import ZIP_EPOCH, source_date_epoch
 from rocmbuild.stages.fetch import extract_dated
 from rocmbuild.stages.tag import retag
-from rocmbuild.verify import _first_difference, compare, require_reproduced
-from rocmbuild.wheel import read_wheel
 from tests.unit.test_render import HOST
 
 NV = "pkg-1.0"

@@ -13,15 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import components, toolchain
-from rocmbuild import host as hostmod
-from rocmbuild.errors import ToolchainError
-from rocmbuild.host import Host
+from rocmbuild.core.errors import ToolchainError
+from rocmbuild.host import components, toolchain
+from rocmbuild.host import detect as hostmod
+from rocmbuild.host.detect import Host
+from rocmbuild.host.toolchain import TorchInfo
+from rocmbuild.pipeline import requirements
 from rocmbuild.recipe import render as render_mod
 from rocmbuild.recipe.load import find_recipe, load
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.recipe.render import Target, render
-from rocmbuild.toolchain import TorchInfo
 from tests.conftest import make_rocm_root
 
 ROCM_TORCH = TorchInfo("2.5.1+rocm6.2", "6.2.41133-dd7f95766", None)
@@ -106,7 +107,7 @@ def test_components_are_looked_for_only_when_a_plan_needs_them(tmp_path: Path) -
     assert full.rocm_root is not None
     assert full.rocm_root.components == tuple(components.COMPONENTS)
     triton = plan("flash-attn", skipped, "triton")
-    assert not triton.rocm_components and hostmod.missing_components(triton, skipped) == []
+    assert not triton.rocm_components and requirements.missing_components(triton, skipped) == []
 
 
 # --------------------------------------------------------------------------- judging a plan
@@ -117,16 +118,16 @@ def test_complete_root_passes(tmp_path: Path) -> None:
     for recipe in ("flash-attn", "pytorch"):
         p = plan(recipe, h)
         assert p.rocm_components, recipe
-        assert hostmod.missing_components(p, h) == []
-    assert hostmod.missing(plan("flash-attn", h), h) == []
+        assert requirements.missing_components(p, h) == []
+    assert requirements.missing(plan("flash-attn", h), h) == []
 
 
 def test_missing_rccl_and_miopen_are_both_named(tmp_path: Path) -> None:
     h = host_for(make_rocm_root(tmp_path / "rocm", "6.4.1", omit=("rccl", "miopen")))
     p = plan("pytorch", h)
-    assert hostmod.missing_components(p, h) == ["miopen", "rccl"]
+    assert requirements.missing_components(p, h) == ["miopen", "rccl"]
     with pytest.raises(ToolchainError) as exc:
-        hostmod.preflight(p, h)
+        requirements.preflight(p, h)
     msg = exc.value.message
     assert "\n" not in msg
     assert "miopen (apt miopen-hip-dev / dnf miopen-hip-devel)" in msg
@@ -135,22 +136,22 @@ def test_missing_rccl_and_miopen_are_both_named(tmp_path: Path) -> None:
     assert exc.value.hint and "sudo apt install miopen-hip-dev rccl-dev" in exc.value.hint
     assert "sudo dnf install miopen-hip-devel rccl-devel" in exc.value.hint
     # flash-attn's CK build needs neither
-    assert hostmod.missing(plan("flash-attn", h, "ck"),
+    assert requirements.missing(plan("flash-attn", h, "ck"),
                            replace(h, torch=replace(ROCM_TORCH, hip="6.4.43482"))) == []
 
 
 def test_torch_built_for_another_hip_is_refused(tmp_path: Path) -> None:
     h = host_for(make_rocm_root(tmp_path / "rocm", "6.4.1"))  # torch is HIP 6.2
     p = plan("flash-attn", h, "ck")
-    lacking = hostmod.missing(p, h)
+    lacking = requirements.missing(p, h)
     assert len(lacking) == 1 and "HIP 6.2.41133" in lacking[0] and "6.4.1" in lacking[0]
     with pytest.raises(ToolchainError) as exc:
-        hostmod.preflight(p, h)
+        requirements.preflight(p, h)
     assert exc.value.hint and "download.pytorch.org/whl/rocm" in exc.value.hint
     # the Triton variant compiles nothing against either: no comparison
-    assert hostmod.missing(plan("flash-attn", h, "triton"), h) == []
+    assert requirements.missing(plan("flash-attn", h, "triton"), h) == []
     # same major.minor, another patch level: fine
-    assert hostmod.missing(p, replace(h, torch=replace(ROCM_TORCH, hip="6.4.43483"))) == []
+    assert requirements.missing(p, replace(h, torch=replace(ROCM_TORCH, hip="6.4.43483"))) == []
 
 
 @pytest.mark.parametrize(("torch", "sdk", "needle"), [
@@ -163,7 +164,7 @@ def test_outside_the_checked_range_is_refused_with_the_reason(
         tmp_path: Path, torch: str, sdk: str, needle: str) -> None:
     hip = sdk.rsplit(".", 1)[0] + ".99999"
     h = host_for(make_rocm_root(tmp_path / "rocm", sdk), TorchInfo(torch, hip, None))
-    lacking = hostmod.missing(plan("flash-attn", h, "ck"), h)
+    lacking = requirements.missing(plan("flash-attn", h, "ck"), h)
     assert len(lacking) == 1 and needle in lacking[0], lacking
     assert "-std=c++17" in lacking[0]  # the recipe's host_requires_reason
 
@@ -171,7 +172,7 @@ def test_outside_the_checked_range_is_refused_with_the_reason(
 def test_in_range_versions_pass(tmp_path: Path) -> None:
     h = host_for(make_rocm_root(tmp_path / "rocm", "7.0.2"),
                  TorchInfo("2.13.1+rocm7.0", "7.0.51831", None))
-    assert hostmod.missing(plan("flash-attn", h, "ck"), h) == []
+    assert requirements.missing(plan("flash-attn", h, "ck"), h) == []
 
 
 def test_saved_host_carries_components_and_old_files_still_load(tmp_path: Path) -> None:
@@ -182,16 +183,16 @@ def test_saved_host_carries_components_and_old_files_still_load(tmp_path: Path) 
     f.write_text(json.dumps(data))
     again = hostmod.load(f)
     assert again.rocm_root == h.rocm_root
-    lacking = hostmod.missing(plan("flash-attn", again, "ck"), again)
+    lacking = requirements.missing(plan("flash-attn", again, "ck"), again)
     assert len(lacking) == 1 and "hipblaslt (apt hipblaslt-dev" in lacking[0]
     # a host file from before components were recorded: loads, and says it cannot judge them
     del data["rocm_root"]["components"]
     f.write_text(json.dumps(data))
     old = hostmod.load(f)
     assert old.rocm_root is not None and old.rocm_root.components is None
-    lacking = hostmod.missing(plan("flash-attn", old, "ck"), old)
+    lacking = requirements.missing(plan("flash-attn", old, "ck"), old)
     assert len(lacking) == 1 and f"not recorded in {f}" in lacking[0]
-    assert "doctor --json" in (hostmod.hint(plan("flash-attn", old, "ck"), lacking, old) or "")
+    assert "doctor --json" in (requirements.hint(plan("flash-attn", old, "ck"), lacking, old) or "")
     data["rocm_root"]["components"] = ["rccl", 3]
     f.write_text(json.dumps(data))
     with pytest.raises(Exception, match="rocm_root.components: expected strings"):

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.errors import ToolchainError, UsageError
+from rocmbuild.artifacts.results import Status
+from rocmbuild.core.errors import ToolchainError, UsageError
 from rocmbuild.nightly.model import End, Task
 from rocmbuild.nightly.slurm import (
     SLURM_JSON,
@@ -30,7 +31,6 @@ from rocmbuild.nightly.slurm import (
     shape_of,
     task_ids,
 )
-from rocmbuild.results import Status
 
 PENDING_CANCELLED = (
     "JobId=1 ArrayJobId=1 ArrayTaskId=0-2 JobName=wrap UserId=root(0) JobState=CANCELLED "

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from rocmbuild.artifacts.wheel import read_wheel
 from rocmbuild.stages.tag import retag
-from rocmbuild.wheel import read_wheel
 
 
 def _wheel(path: Path, namever: str, version: str) -> Path:

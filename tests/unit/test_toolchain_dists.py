@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.metadata
 from pathlib import Path
 
-from rocmbuild import toolchain
+from rocmbuild.host import toolchain
 
 
 def test_same_versions_as_importlib_metadata() -> None:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from rocmbuild.errors import UsageError
-from rocmbuild.results import Status
+from rocmbuild.artifacts.results import Status
+from rocmbuild.core.errors import UsageError
 from rocmbuild.validate import baseline
 from rocmbuild.validate.kernelrun import KernelRun
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.validate import kernelgate
-from rocmbuild.validate.kernelgate import adapters, harness, matrix, reference, timing
+from rocmbuild.programs import kernelgate
+from rocmbuild.programs.kernelgate import adapters, harness, matrix, reference, timing
 
 torch = pytest.importorskip("torch")  # the CPU harness needs torch; setup installs it
 

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from rocmbuild.config import REPO_ROOT
-from rocmbuild.errors import UsageError
-from rocmbuild.results import Status
+from rocmbuild.artifacts.results import Status
+from rocmbuild.core.config import REPO_ROOT
+from rocmbuild.core.errors import UsageError
 from rocmbuild.validate import kernels
 from rocmbuild.validate.kernelrun import KernelRun
 from rocmbuild.validate.model import ValidateOptions

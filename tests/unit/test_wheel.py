@@ -1,4 +1,4 @@
-"""rocmbuild.wheel: the one wheel model, read from real zip files written here."""
+"""rocmbuild.artifacts.wheel: the one wheel model, read from real zip files written here."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from packaging.tags import Tag
 from packaging.version import Version
 
-from rocmbuild.wheel import WheelFormatError, parse_wheel_name, read_wheel
+from rocmbuild.artifacts.wheel import WheelFormatError, parse_wheel_name, read_wheel
 
 NAME = "Flash_Attn-2.8.3.post1+rocm6.2-1-cp311-cp311-linux_x86_64.whl"
 META = (

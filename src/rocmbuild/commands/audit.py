@@ -24,8 +24,9 @@ def register(sub: common.Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    from rocmbuild import audit, log, options
-    from rocmbuild.arch import parse_archs
+    from rocmbuild.artifacts import audit
+    from rocmbuild.core import log, options
+    from rocmbuild.core.gfx import parse_archs
 
     spec = options.resolve("arch", args.arch)
     archs = list(parse_archs(spec)) if spec else []

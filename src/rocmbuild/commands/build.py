@@ -7,12 +7,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rocmbuild import options
 from rocmbuild.commands import common, quickhit
+from rocmbuild.core import options
 
 if TYPE_CHECKING:
-    from rocmbuild.compilecache import CompileCache
-    from rocmbuild.config import Workspace
+    from rocmbuild.buildtools.compilecache import CompileCache
+    from rocmbuild.core.config import Workspace
 
 
 def register(sub: common.Subparsers) -> None:
@@ -42,9 +42,10 @@ def register(sub: common.Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rocmbuild import config, log, pipeline
-    from rocmbuild.results import Status
-    from rocmbuild.stages import Context
+    from rocmbuild.artifacts.results import Status
+    from rocmbuild.core import config, log
+    from rocmbuild.pipeline import build as pipeline
+    from rocmbuild.stages.context import Context
 
     t0 = time.monotonic()
     rendered = common.rendered_from_args(args)
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     cache_dir = options.resolve("compile_cache_dir", args.compile_cache_dir)
 
     def compile_cache() -> CompileCache | None:
-        from rocmbuild import compilecache
+        from rocmbuild.buildtools import compilecache
 
         return compilecache.choose(kind, cache_dir, ws.cache,
                                    options.origin("compile_cache", args.compile_cache))

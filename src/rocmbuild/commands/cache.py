@@ -30,8 +30,9 @@ def register(sub: common.Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rocmbuild import config, log, prune
-    from rocmbuild.errors import UsageError
+    from rocmbuild.cache import prune
+    from rocmbuild.core import config, log
+    from rocmbuild.core.errors import UsageError
 
     if args.cache_command is None:
         raise UsageError("cache: give a subcommand", hint="run `rocmbuild cache prune --help`")

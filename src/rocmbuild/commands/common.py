@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rocmbuild import log, options
-from rocmbuild.errors import UsageError
-from rocmbuild.options import SETTINGS
+from rocmbuild.core import log, options
+from rocmbuild.core.errors import UsageError
+from rocmbuild.core.options import SETTINGS
 
 if TYPE_CHECKING:  # imported where used: a hit served by quickhit imports no recipe model
-    from rocmbuild.host import Host
+    from rocmbuild.host.detect import Host
     from rocmbuild.recipe.model import Recipe
     from rocmbuild.recipe.plan import Plan
 
@@ -140,7 +140,7 @@ def rendered_from_args(args: argparse.Namespace, host_file: str | None = None) -
     """The recipe, the Target from the flags, and the Host detected here (or read from
     ``host_file``), rendered with the unit memory earlier builds measured (``learned.load``
     from the cache)."""
-    from rocmbuild import host as hostmod
+    from rocmbuild.host import detect as hostmod
     from rocmbuild.recipe import load, render
 
     recipe = load.load(load.find_recipe(args.recipe))
@@ -166,7 +166,8 @@ def rendered_from_args(args: argparse.Namespace, host_file: str | None = None) -
             dists=recipe.python_requires)
     # What earlier builds measured (learned.py), from the cache a controller may share with
     # its nodes: MAX_JOBS from the units' p95 instead of the recipe's guess.
-    from rocmbuild import config, learned
+    from rocmbuild.cache import learned
+    from rocmbuild.core import config
 
     ws = config.workspace(getattr(args, "workdir", None), getattr(args, "cache_dir", None))
     measured = learned.load(ws.cache, recipe.path.stem)

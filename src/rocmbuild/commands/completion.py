@@ -39,7 +39,7 @@ def run(sub: argparse._SubParsersAction, args: argparse.Namespace) -> int:  # ty
         sys.stdout.write("".join(f"{n}\n" for n in load.available()))
         return 0
     if args.shell is None:
-        from rocmbuild.errors import UsageError
+        from rocmbuild.core.errors import UsageError
 
         raise UsageError("completion: name the shell", hint="rocmbuild completion bash|zsh")
     script = bash_script(sub)

@@ -36,8 +36,10 @@ def register(sub: common.Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    from rocmbuild import arch, doctor, log, options
-    from rocmbuild.errors import ToolchainError
+    from rocmbuild.core import gfx as arch
+    from rocmbuild.core import log, options
+    from rocmbuild.core.errors import ToolchainError
+    from rocmbuild.pipeline import doctor
 
     if args.recipe:  # a recipe that does not exist is a usage error, before any check runs
         from rocmbuild.recipe import load

@@ -38,7 +38,7 @@ def register(sub: common.Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rocmbuild.errors import UsageError
+    from rocmbuild.core.errors import UsageError
     from rocmbuild.nightly import config, lock
 
     if (args.cell is None) != (args.run_dir is None):
@@ -73,7 +73,7 @@ def _other(args: argparse.Namespace) -> int:
     """``--dry-run`` (no lock: it writes nothing) and ``--cell`` (a task of a running night)."""
     from rich.markup import escape
 
-    from rocmbuild import log
+    from rocmbuild.core import log
     from rocmbuild.nightly import cell
     from rocmbuild.nightly import run as nightly_run
 
@@ -103,8 +103,8 @@ def _other(args: argparse.Namespace) -> int:
 def _controller(args: argparse.Namespace, lock_note: str) -> int:
     from rich.markup import escape
 
-    from rocmbuild import log
-    from rocmbuild.errors import CellsFailed
+    from rocmbuild.core import log
+    from rocmbuild.core.errors import CellsFailed
     from rocmbuild.nightly import run as nightly_run
 
     cfg = _load(args)

@@ -8,8 +8,9 @@ import argparse
 import importlib
 
 from rocmbuild import __version__
-from rocmbuild.commands import COMMANDS, common
-from rocmbuild.errors import UsageError
+from rocmbuild.commands import common
+from rocmbuild.commands.registry import COMMANDS
+from rocmbuild.core.errors import UsageError
 
 
 class _Parser(argparse.ArgumentParser):

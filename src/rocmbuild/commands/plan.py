@@ -34,7 +34,7 @@ def host_env(plan: object, here: bool) -> dict[str, Any]:
     """What the build sees of the host's environment: the allow-list and, when planning for
     this machine, the NAMES of the variables set here that pass it (values may be secrets:
     a proxy or index URL with a password)."""
-    from rocmbuild import hostenv
+    from rocmbuild.core import hostenv
     from rocmbuild.recipe.plan import Plan
 
     assert isinstance(plan, Plan)
@@ -43,14 +43,15 @@ def host_env(plan: object, here: bool) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rocmbuild import host as hostmod
-    from rocmbuild import log
+    from rocmbuild.core import log
+    from rocmbuild.pipeline import requirements
 
     plan, host = common.plan_from_args(args, args.host)
     seen = host_env(plan, host.origin == "detected")
     counted = None
     if args.units:
-        from rocmbuild import config, units
+        from rocmbuild.core import config
+        from rocmbuild.pipeline import units
 
         counted = units.fetch_and_count(plan, config.workspace(args.workdir, args.cache_dir),
                                         host)
@@ -64,13 +65,14 @@ def run(args: argparse.Namespace) -> int:
                           + (f": {counted.how}" if counted.count is not None else ""),
                           markup=False)
     where = "this host" if host.origin == "detected" else f"the host in {host.origin}"
-    for m in hostmod.missing(plan, host):
+    for m in requirements.missing(plan, host):
         log.warn(f"{where} lacks {m}; `rocmbuild build` would stop before fetching")
     return 0
 
 
 def _print(plan: object, seen: dict[str, Any]) -> None:
-    from rocmbuild import label, log
+    from rocmbuild.artifacts import label
+    from rocmbuild.core import log
     from rocmbuild.recipe.plan import Plan, display
 
     assert isinstance(plan, Plan)

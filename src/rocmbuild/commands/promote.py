@@ -24,8 +24,8 @@ def register(sub: common.Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rocmbuild import publish as pub
     from rocmbuild.commands.publish import PAUSE_VARS, env_of, index_and_broken, print_result
+    from rocmbuild.publish import api as pub
 
     name, version = pub.parse_pin(args.spec)
     index, index_from, broken = index_and_broken(args)

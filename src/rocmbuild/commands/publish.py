@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from rocmbuild.commands import common
 
 if TYPE_CHECKING:
-    from rocmbuild.publish import PublishResult
+    from rocmbuild.publish.api import PublishResult
 
 
 def register(sub: common.Subparsers) -> None:
@@ -37,7 +37,7 @@ PAUSE_VARS = ("ROCMBUILD_PUBLISH_PAUSE_AT", "ROCMBUILD_PUBLISH_PAUSE_MARKER",
 
 
 def env_of(names: tuple[str, ...]) -> dict[str, str]:
-    from rocmbuild import options
+    from rocmbuild.core import options
 
     return {n: v for n in names if (v := options.env(n)) is not None}
 
@@ -45,7 +45,7 @@ def env_of(names: tuple[str, ...]) -> dict[str, str]:
 def source_of(name: str, flag_value: object) -> str:
     """Where setting ``name`` came from, as errors name it: its flag, its variable or
     ``pyproject.toml: tool.rocmbuild.<key>``."""
-    from rocmbuild import options
+    from rocmbuild.core import options
 
     setting = options.SETTINGS[name]
     if flag_value is not None:
@@ -60,7 +60,7 @@ def source_of(name: str, flag_value: object) -> str:
 def index_and_broken(args: argparse.Namespace) -> tuple[str, str, Path]:
     """--index / ROCMBUILD_INDEX / [tool.rocmbuild] index, else <workdir>/index; where it came
     from; and broken/. The value is not checked here (``publish.target.parse_index`` does)."""
-    from rocmbuild import config, options
+    from rocmbuild.core import config, options
 
     ws = config.workspace(args.workdir, args.cache_dir)
     index = options.resolve("index", args.index, str(ws.index))
@@ -68,8 +68,8 @@ def index_and_broken(args: argparse.Namespace) -> tuple[str, str, Path]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rocmbuild import options
-    from rocmbuild import publish as pub
+    from rocmbuild.core import options
+    from rocmbuild.publish import api as pub
     from rocmbuild.publish import upload
 
     index, index_from, broken = index_and_broken(args)
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def print_result(res: PublishResult, as_json: bool) -> None:
-    from rocmbuild import log
+    from rocmbuild.core import log
 
     if as_json:
         common.print_json(res.to_json())

@@ -40,12 +40,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rocmbuild import cache, config, fsutil, log, options
-from rocmbuild.errors import RocmbuildError
+from rocmbuild.cache import store as cache
+from rocmbuild.core import config, fsutil, log, options
+from rocmbuild.core.errors import RocmbuildError
 
 if TYPE_CHECKING:
-    from rocmbuild.config import Workspace
-    from rocmbuild.host import Host
+    from rocmbuild.core.config import Workspace
+    from rocmbuild.host.detect import Host
 
 SCHEMA = "rocmbuild-memo/1"
 MEMO_MAX_BYTES = 64 * 1024
@@ -155,7 +156,7 @@ def _serve(inputs: Inputs, flags: dict[str, str], t0: float) -> int | None:
             or any(Path(p).is_file() for p in memo["absent"]) \
             or not all(Path(d).is_dir() for d in memo["dirs"]):
         return None
-    from rocmbuild import host as hostmod
+    from rocmbuild.host import detect as hostmod
 
     found = hostmod.detect(
         rocm_path=options.resolve("rocm_path", flags.get("rocm_path")),

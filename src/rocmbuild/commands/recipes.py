@@ -16,7 +16,7 @@ def register(sub: common.Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from rocmbuild import log
+    from rocmbuild.core import log
     from rocmbuild.recipe import load
 
     infos = load.list_recipes()

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from rocmbuild.commands import common
-from rocmbuild.validate.kernelgate import FAULTS
+from rocmbuild.programs.kernelgate import FAULTS
 
 
 def register(sub: common.Subparsers) -> None:
@@ -65,11 +65,13 @@ def register(sub: common.Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rocmbuild import config, log, options, validate
-    from rocmbuild.arch import parse_archs
-    from rocmbuild.errors import UsageError
+    from rocmbuild.core import config, log, options
+    from rocmbuild.core.errors import UsageError
+    from rocmbuild.core.gfx import parse_archs
     from rocmbuild.recipe.load import requirement_problem
+    from rocmbuild.validate import model as vmodel
     from rocmbuild.validate import report as render
+    from rocmbuild.validate import runner as vrunner
 
     for req in args.with_requirements:
         problem = requirement_problem(req)
@@ -88,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         return Path(value) if value else None
 
     arch = options.resolve("arch", args.arch)
-    opts = validate.ValidateOptions(
+    opts = vmodel.ValidateOptions(
         workdir=str(config.workspace(args.workdir, args.cache_dir).root),
         torch_from=path(options.resolve("torch_from", args.torch_from)),
         kernels=args.kernels, kernel=args.kernel, quick=args.quick,
@@ -98,10 +100,10 @@ def run(args: argparse.Namespace) -> int:
         with_requirements=tuple(args.with_requirements),
         upstream_tests=max(0, args.upstream_tests), upstream_time_s=args.upstream_time,
         upstream_src=path(args.upstream_src), baseline_store=args.baseline_store)
-    rep = validate.run([Path(w) for w in args.wheels], parse_archs(arch) if arch else (), opts)
+    rep = vrunner.run([Path(w) for w in args.wheels], parse_archs(arch) if arch else (), opts)
     if args.json:
         common.print_json(rep.to_json())
     else:
         log.out.print(render.to_markdown(rep.to_json()), markup=False)
-    validate.raise_if_failed(rep, opts, shown=not args.json)
+    vrunner.raise_if_failed(rep, opts, shown=not args.json)
     return 0

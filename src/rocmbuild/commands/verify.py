@@ -30,7 +30,8 @@ def register(sub: common.Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
-    from rocmbuild import config, log, verify
+    from rocmbuild.core import config, log
+    from rocmbuild.pipeline import verify
 
     ws = config.workspace(args.workdir, args.cache_dir)
     result = verify.verify(Path(args.wheel), ws.cache, args.recipe, args.rocm_path,

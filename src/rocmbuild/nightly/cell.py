@@ -18,15 +18,17 @@ from typing import Any
 
 from rich.markup import escape
 
-from rocmbuild import config, fsutil, host, log, pipeline
-from rocmbuild import publish as pub
-from rocmbuild.errors import RocmbuildError, UsageError
+from rocmbuild.artifacts.results import Status
+from rocmbuild.core import config, fsutil, log
+from rocmbuild.core.errors import RocmbuildError, UsageError
+from rocmbuild.host import detect as host
 from rocmbuild.nightly import detect
 from rocmbuild.nightly.config import NightlyConfig
 from rocmbuild.nightly.model import Cell, CellOutcome, End, Pin
+from rocmbuild.pipeline import build as pipeline
+from rocmbuild.publish import api as pub
 from rocmbuild.recipe import load, render
-from rocmbuild.results import Status
-from rocmbuild.stages import Context
+from rocmbuild.stages.context import Context
 
 RESULT = "result.json"
 LOG = "log.txt"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rocmbuild.errors import UsageError
+from rocmbuild.core.errors import UsageError
 from rocmbuild.nightly.model import CELL_ID, Cell
 
 if TYPE_CHECKING:

@@ -25,10 +25,11 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from rich.markup import escape
 
-from rocmbuild import cache, log, run
-from rocmbuild.config import Workspace
-from rocmbuild.errors import CommandFailed, FetchError
-from rocmbuild.host import Host
+from rocmbuild.cache import store as cache
+from rocmbuild.core import log, run
+from rocmbuild.core.config import Workspace
+from rocmbuild.core.errors import CommandFailed, FetchError
+from rocmbuild.host.detect import Host
 from rocmbuild.nightly.model import RUN_ID, Cell, CellPlan, Decision, Pin
 from rocmbuild.publish.static_index import StaticIndex
 from rocmbuild.publish.target import parse_index, redact

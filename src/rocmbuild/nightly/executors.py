@@ -13,11 +13,11 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from rocmbuild import log, run
-from rocmbuild.errors import CommandFailed
+from rocmbuild.artifacts.results import Status
+from rocmbuild.core import log, run
+from rocmbuild.core.errors import CommandFailed
 from rocmbuild.nightly import cell
 from rocmbuild.nightly.model import CellOutcome, End, Task
-from rocmbuild.results import Status
 
 
 def _children_maxrss() -> int:

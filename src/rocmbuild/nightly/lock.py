@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.errors import Busy
+from rocmbuild.core.errors import Busy
 
 NAME = "nightly.lock"
 _MAX = 4096

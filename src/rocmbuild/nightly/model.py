@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.results import Pin as Pin  # the nightly's resolved upstream (render needs it)
-from rocmbuild.results import Status
+from rocmbuild.artifacts.results import (
+    Pin as Pin,  # the nightly's resolved upstream (render needs it)
+)
+from rocmbuild.artifacts.results import Status
 
 CELL_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
 """A cell id: also a directory name under the run, so no ``/`` and no leading dot."""

@@ -32,11 +32,11 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from rich.markup import escape
 
-from rocmbuild import fsutil, log
-from rocmbuild.errors import RocmbuildError
+from rocmbuild.artifacts.results import Status
+from rocmbuild.core import fsutil, log
+from rocmbuild.core.errors import RocmbuildError
 from rocmbuild.nightly.model import CELL_ID, RUN_ID, CellOutcome, End, RunReport
 from rocmbuild.publish.target import redact
-from rocmbuild.results import Status
 from rocmbuild.validate.report import ticks
 
 REPORT = "report.json"

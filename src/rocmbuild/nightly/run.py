@@ -18,9 +18,10 @@ from typing import Any, Protocol
 
 from rich.markup import escape
 
-from rocmbuild import config, fsutil, host, log
-from rocmbuild import publish as pub
-from rocmbuild.errors import Busy, RocmbuildError, UsageError
+from rocmbuild.artifacts.results import Status
+from rocmbuild.core import config, fsutil, log
+from rocmbuild.core.errors import Busy, RocmbuildError, UsageError
+from rocmbuild.host import detect as host
 from rocmbuild.nightly import cell as cellmod
 from rocmbuild.nightly import detect, lock
 from rocmbuild.nightly.config import NightlyConfig
@@ -37,8 +38,8 @@ from rocmbuild.nightly.model import (
 )
 from rocmbuild.nightly.report import write as report_write
 from rocmbuild.nightly.slurm import SlurmExecutor, SlurmSettings
+from rocmbuild.publish import api as pub
 from rocmbuild.recipe import load, render
-from rocmbuild.results import Status
 
 
 class Executor(Protocol):
@@ -140,7 +141,7 @@ def _skipped(cfg: NightlyConfig, cell_id: str, cache_key: str, reason: str) -> C
     """A SKIP cell: its validated wheel is in staging; promoted too when the served stage does
     not have it yet (an earlier promote failed)."""
     ws = workspace(cfg)
-    from rocmbuild import cache
+    from rocmbuild.cache import store as cache
 
     entry = cache.lookup(ws.cache, cache_key) if cache_key else None
     o = CellOutcome(cell_id, Status.SKIPPED, End.SKIPPED, reason=reason)
@@ -159,7 +160,7 @@ def _prune(cfg: NightlyConfig) -> tuple[int, str]:
     """Retention: ``rocmbuild cache prune`` with the config's limits."""
     if cfg.max_size is None and cfg.keep_days is None:
         return 0, ""
-    from rocmbuild import prune
+    from rocmbuild.cache import prune
 
     try:
         res = prune.prune(workspace(cfg), cfg.max_size, cfg.keep_days, False)

@@ -33,11 +33,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from rocmbuild import log, run
-from rocmbuild.errors import CommandFailed, ToolchainError, UsageError
-from rocmbuild.fsutil import write_atomic
+from rocmbuild.artifacts.results import Status
+from rocmbuild.core import log, run
+from rocmbuild.core.errors import CommandFailed, ToolchainError, UsageError
+from rocmbuild.core.fsutil import write_atomic
 from rocmbuild.nightly.model import CELL_ID, CellOutcome, End, Task
-from rocmbuild.results import Status
 
 SLURM_JSON = "slurm.json"
 RESULT_CAP = 1 << 20

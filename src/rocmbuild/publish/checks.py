@@ -12,9 +12,9 @@ from packaging.tags import Tag
 from packaging.utils import BuildTag, InvalidWheelFilename, NormalizedName, parse_wheel_filename
 from packaging.version import Version
 
-from rocmbuild.digest import sha256_file
-from rocmbuild.errors import PublishError, UsageError
-from rocmbuild.wheel import WheelFormatError, WheelInfo, read_wheel
+from rocmbuild.artifacts.wheel import WheelFormatError, WheelInfo, read_wheel
+from rocmbuild.core.digest import sha256_file
+from rocmbuild.core.errors import PublishError, UsageError
 
 # PEP 508 / core metadata: a project name starts and ends with a letter or digit
 _VALID_NAME = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)

@@ -19,7 +19,7 @@ from urllib.parse import quote
 from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
-from rocmbuild.wheel import WheelInfo
+from rocmbuild.artifacts.wheel import WheelInfo
 
 API_VERSION = "1.1"
 

@@ -43,8 +43,9 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from rocmbuild import fsutil, lock, log
-from rocmbuild.errors import PublishError, UsageError
+from rocmbuild.artifacts.wheel import WheelInfo
+from rocmbuild.core import fsutil, lock, log
+from rocmbuild.core.errors import PublishError, UsageError
 from rocmbuild.publish import pages, views
 from rocmbuild.publish.checks import (
     Identity,
@@ -53,7 +54,6 @@ from rocmbuild.publish.checks import (
     read_wheel_for_publish,
 )
 from rocmbuild.publish.pages import FileEntry
-from rocmbuild.wheel import WheelInfo
 
 GENERATIONS = ".generations"
 LOCK_NAME = ".lock"

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from rocmbuild.errors import UsageError
+from rocmbuild.core.errors import UsageError
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _BAD_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")

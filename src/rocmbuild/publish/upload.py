@@ -32,11 +32,11 @@ from html.parser import HTMLParser
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
-from rocmbuild import log
-from rocmbuild.errors import PublishError
+from rocmbuild.artifacts.wheel import WheelInfo
+from rocmbuild.core import log
+from rocmbuild.core.errors import PublishError
 from rocmbuild.publish.checks import Identity
 from rocmbuild.publish.target import IndexTarget, parse_index, redact
-from rocmbuild.wheel import WheelInfo
 
 __all__ = ["Credentials", "UploadResult", "credentials", "redact", "server_files", "upload"]
 

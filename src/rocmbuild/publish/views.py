@@ -21,10 +21,10 @@ from email.parser import HeaderParser
 from email.policy import compat32
 from pathlib import Path
 
-from rocmbuild import audit
-from rocmbuild.arch import KNOWN_ARCHS
-from rocmbuild.errors import RocmbuildError
-from rocmbuild.wheel import WheelInfo
+from rocmbuild.artifacts import audit
+from rocmbuild.artifacts.wheel import WheelInfo
+from rocmbuild.core.errors import RocmbuildError
+from rocmbuild.core.gfx import KNOWN_ARCHS
 
 _REQUIRES_ROCM = re.compile(r"^rocm\s*\(\s*>=\s*(\d+)\.(\d+)")
 _VERSION = re.compile(r"^(\d+)\.(\d+)")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rocmbuild.core.pep508 import simple_requirement, simple_specifiers, split_requirement
 from rocmbuild.recipe.model import (
     KNOWN_ENV,
     PLACEHOLDERS,
@@ -24,7 +25,6 @@ from rocmbuild.recipe.model import (
     Key,
     keys,
 )
-from rocmbuild.recipe.pep508 import simple_requirement, simple_specifiers, split_requirement
 
 
 def suggest(key: str, choices: Iterable[str], cutoff: float = 0.75) -> str:

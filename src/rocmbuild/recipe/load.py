@@ -15,9 +15,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmbuild import config
-from rocmbuild.arch import KNOWN_ARCHS
-from rocmbuild.errors import RecipeError, UsageError
+from rocmbuild.core import config
+from rocmbuild.core.errors import RecipeError, UsageError
+from rocmbuild.core.gfx import KNOWN_ARCHS
+from rocmbuild.core.pep508 import simple_requirement
 from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree
 from rocmbuild.recipe.model import (
     GPU_VENDORS,
@@ -34,7 +35,6 @@ from rocmbuild.recipe.model import (
     Variant,
     key_of,
 )
-from rocmbuild.recipe.pep508 import simple_requirement
 
 
 def find_recipe(name: str) -> Path:
@@ -270,7 +270,7 @@ def requirement_problem(text: str) -> str | None:
     try:
         Requirement(text)
     except InvalidRequirement as exc:  # user:password@ never reaches output
-        from rocmbuild.run import redact
+        from rocmbuild.core.run import redact
 
         return (f"{redact(text)!r} is not a requirement: {redact(str(exc).splitlines()[0])} "
                 '(e.g. "triton>=3.0")')

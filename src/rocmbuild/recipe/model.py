@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.arch import KNOWN_ARCHS
-from rocmbuild.components import COMPONENTS
-from rocmbuild.hostenv import NAME as ENV_NAME
+from rocmbuild.core.gfx import KNOWN_ARCHS
+from rocmbuild.core.hostenv import NAME as ENV_NAME
+from rocmbuild.host.components import COMPONENTS
 
 SCHEMA_VERSION = 1
 
@@ -38,7 +38,7 @@ RANGED_REQUIREMENTS = ("torch", "rocm-torch", "rocm-sdk")
 
 
 ROCM_COMPONENTS = tuple(COMPONENTS)
-"""What ``build.rocm_components`` may name (``rocmbuild.components.COMPONENTS``)."""
+"""What ``build.rocm_components`` may name (``rocmbuild.host.components.COMPONENTS``)."""
 
 WHEN_KEYS = ("variant", "source", "arch", "gpu_vendor", "rocm")
 """Keys of a patch's or download's ``when`` table; each value is a string or a list of strings
@@ -130,7 +130,7 @@ KNOWN_ENV = (
 def kernels() -> tuple[str, ...]:
     """What ``validate.kernel`` accepts: auto, none, or a kernel gate adapter name."""
     # Imported here: the gate module is stdlib-only at import, but it lives in the validate layer.
-    from rocmbuild.validate.kernelgate import ADAPTER_NAMES
+    from rocmbuild.programs.kernelgate import ADAPTER_NAMES
 
     return (*KERNEL_CHOICES, *ADAPTER_NAMES)
 

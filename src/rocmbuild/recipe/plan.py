@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.config import DATA_ROOT, REPO_ROOT
+from rocmbuild.core.config import DATA_ROOT, REPO_ROOT
 from rocmbuild.recipe.model import Download, Hipify, Patch, Source
 
 
@@ -71,7 +71,8 @@ class BuildHost:
 class BuildEnvSpec:
     """The build environment a plan asks for (docs/build-env.md): the recipe's requirements, as
     written, with the recipe keys they come from (for error messages). The exact versions are
-    only known once the env exists (``rocmbuild.buildenv``); the cache key hashes these."""
+    only known once the env exists (``rocmbuild.buildtools.buildenv``); the cache key hashes
+    these."""
 
     requires: tuple[str, ...] = ()
     requires_key: str = "build.build_requires"
@@ -169,7 +170,7 @@ class Plan:
     """cmake backend: the CMakeLists.txt directory, relative to the fetched tree ("": its top)."""
     runtime: RocmRuntime = field(default_factory=RocmRuntime)
     rocm_components: tuple[str, ...] = ()
-    """ROCm components the host must have under its ROCm root (``rocmbuild.components``)."""
+    """ROCm components the host must have under its ROCm root (``rocmbuild.host.components``)."""
     host_requires_reason: str = ""
     """Why host_requires' version bounds are what they are (messages; not in the cache key)."""
     hipify_step: Hipify | None = None

@@ -2,7 +2,8 @@
 
 ``render(recipe, target, host)`` is pure: besides its arguments it reads only the recipe's own
 files (a ``path`` source's tree, for its content digest). It never probes the machine: the
-``Host`` (rocmbuild.host) carries torch, the ROCm root, the compiler, CPUs, memory and GPUs, so a
+``Host`` (rocmbuild.host.detect) carries torch, the ROCm root, the compiler, CPUs, memory and GPUs,
+so a
 plan for another machine renders from that machine's saved host JSON.
 """
 
@@ -16,11 +17,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from rocmbuild import __version__, arch, jobs, label, options
-from rocmbuild.config import SOURCE_TREE_IGNORE
-from rocmbuild.errors import RecipeError, ToolchainError, UsageError
-from rocmbuild.host import Host
-from rocmbuild.learned import LearnedMemory, pick
+from rocmbuild import __version__
+from rocmbuild.artifacts import label
+from rocmbuild.artifacts.results import Pin
+from rocmbuild.cache.learned import LearnedMemory, pick
+from rocmbuild.core import gfx as arch
+from rocmbuild.core import jobs, options
+from rocmbuild.core.config import SOURCE_TREE_IGNORE
+from rocmbuild.core.errors import RecipeError, ToolchainError, UsageError
+from rocmbuild.host import gpus
+from rocmbuild.host.detect import Host
+from rocmbuild.host.toolchain import TorchInfo
 from rocmbuild.recipe.check import suggest
 from rocmbuild.recipe.model import ROCM_LIBS, Download, Patch, Recipe, Source
 from rocmbuild.recipe.plan import (
@@ -33,8 +40,6 @@ from rocmbuild.recipe.plan import (
     ValidateSpec,
     uses_torch,
 )
-from rocmbuild.results import Pin
-from rocmbuild.toolchain import TorchInfo
 
 __all__ = ["Plan", "Target", "render", "uses_hip_compiler"]
 
@@ -188,7 +193,8 @@ def render(recipe: Recipe, target: Target, host: Host,
         )
     archs = arch.parse_archs(
         target.arch, recipe.supported_archs, f"{recipe.path.name}: arch.supported",
-        native=host.gpus, host_origin=host.origin,
+        native=host.gpus, native_where=(f"the host in {host.origin}" if host.origin not in
+                                      ("", "detected") else str(gpus.nodes_dir())),
     )
     mem = variant.mem_per_job_gb if variant and variant.mem_per_job_gb else recipe.mem_per_job_gb
     disk = variant.disk_gb if variant and variant.disk_gb else recipe.disk_gb

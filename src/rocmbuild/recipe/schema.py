@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.hostenv import PASS_ENV
+from rocmbuild.core.hostenv import PASS_ENV
 from rocmbuild.recipe.check import Leaf, Tree, tree
 from rocmbuild.recipe.model import (
     PLACEHOLDERS,

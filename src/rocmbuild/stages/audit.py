@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import time
 
-from rocmbuild import audit, log
+from rocmbuild.artifacts import audit
+from rocmbuild.artifacts.results import Artifacts, StageResult, Status
+from rocmbuild.core import log
 from rocmbuild.recipe.plan import Plan
-from rocmbuild.results import Artifacts, StageResult, Status
-from rocmbuild.stages import Context, need
+from rocmbuild.stages.context import Context, need
 
 
 def run(plan: Plan, ctx: Context) -> StageResult:

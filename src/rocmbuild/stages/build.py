@@ -28,15 +28,17 @@ from pathlib import Path
 from rich.markup import escape
 from wheel.wheelfile import WheelFile
 
-from rocmbuild import compilecache, fsutil, hostenv, learned, log, oom, options, progress
-from rocmbuild.buildfacts import TorchBuild
-from rocmbuild.errors import BuildError, CommandFailed
-from rocmbuild.host import Host
+from rocmbuild.artifacts.buildfacts import TorchBuild
+from rocmbuild.artifacts.results import Artifacts, CompileStats, StageResult, Status
+from rocmbuild.buildtools import compilecache, oom, progress
+from rocmbuild.cache import learned
+from rocmbuild.core import fsutil, hostenv, log, options
+from rocmbuild.core.errors import BuildError, CommandFailed
+from rocmbuild.core.run import no_network, redact
+from rocmbuild.core.run import run as sh
+from rocmbuild.host.detect import Host
 from rocmbuild.recipe.plan import Plan
-from rocmbuild.results import Artifacts, CompileStats, StageResult, Status
-from rocmbuild.run import no_network, redact
-from rocmbuild.run import run as sh
-from rocmbuild.stages import Context, build_child, need, source_date_epoch
+from rocmbuild.stages.context import Context, build_child, need, source_date_epoch
 
 _TORCH_PROBE = (
     "import json, torch; print(json.dumps({'version': torch.__version__, "
@@ -196,7 +198,7 @@ def cuid_argv(tree: Path, cuid: bool = True, prefix_map: bool = True) -> list[st
     """launchers/cuid.py as a command prefix (CMake's launchers; the pip-wheel backend's
     CC/CXX and HIP_CLANG_PATH scripts, after memlog.py and before the cache). ``cuid`` False:
     the prefix map only (gcc and host clang know no ``-cuid=``)."""
-    script = Path(__file__).resolve().parent.parent / "launchers" / "cuid.py"
+    script = Path(__file__).resolve().parents[1] / "programs" / "launchers" / "cuid.py"
     return [sys.executable, "-S", str(script), "--root", str(tree),
             *([] if cuid else ["--no-cuid"]), *([] if prefix_map else ["--no-map"])]
 
@@ -214,7 +216,7 @@ NINJA_LOG = "build.ninja_log"  # in the build's log dir: the build's .ninja_log(
 
 def memlog_argv(units: Path) -> list[str]:
     """launchers/memlog.py as a command prefix: each unit's peak RSS and time to ``units``."""
-    script = Path(__file__).resolve().parent.parent / "launchers" / "memlog.py"
+    script = Path(__file__).resolve().parents[1] / "programs" / "launchers" / "memlog.py"
     return [sys.executable, "-S", str(script), "--out", str(units)]
 
 

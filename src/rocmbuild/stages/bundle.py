@@ -1,15 +1,16 @@
 """Bundle: with ``build.rocm_runtime = "bundle"``, copy the ROCm libraries the built wheel needs
-(and the recipe's ROCm data files) into it and point its RPATHs at them (``rocmbuild.bundle``).
+(and the recipe's ROCm data files) into it and point its RPATHs at them
+(``rocmbuild.buildtools.bundle``).
 With ``host`` (the default) it is skipped: the tag stage states the host's ROCm in METADATA."""
 
 from __future__ import annotations
 
 import time
 
-from rocmbuild import bundle
+from rocmbuild.artifacts.results import Artifacts, StageResult, Status
+from rocmbuild.buildtools import bundle
 from rocmbuild.recipe.plan import Plan
-from rocmbuild.results import Artifacts, StageResult, Status
-from rocmbuild.stages import Context, need
+from rocmbuild.stages.context import Context, need
 
 
 def run(plan: Plan, ctx: Context) -> StageResult:

@@ -1,4 +1,5 @@
-"""Env: the recipe's build environment (rocmbuild.buildenv), made or reused before hipify and
+"""Env: the recipe's build environment (rocmbuild.buildtools.buildenv), made or reused before
+hipify and
 build, which then run with its ``python`` and its bin/ first on PATH. A recipe that declares no
 build requirements skips it: its build runs with this interpreter, as before."""
 
@@ -6,10 +7,10 @@ from __future__ import annotations
 
 import time
 
-from rocmbuild import buildenv
+from rocmbuild.artifacts.results import Artifacts, StageResult, Status
+from rocmbuild.buildtools import buildenv
 from rocmbuild.recipe.plan import Plan
-from rocmbuild.results import Artifacts, StageResult, Status
-from rocmbuild.stages import Context, need
+from rocmbuild.stages.context import Context, need
 
 
 def run(plan: Plan, ctx: Context) -> StageResult:

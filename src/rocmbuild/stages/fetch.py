@@ -35,15 +35,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from rocmbuild import fsutil, log, options
-from rocmbuild.config import SOURCE_TREE_IGNORE
-from rocmbuild.digest import sha256_file
-from rocmbuild.errors import CommandFailed, FetchError
+from rocmbuild.artifacts.results import Artifacts, StageResult, Status
+from rocmbuild.core import fsutil, log, options
+from rocmbuild.core.config import SOURCE_TREE_IGNORE
+from rocmbuild.core.digest import sha256_file
+from rocmbuild.core.errors import CommandFailed, FetchError
+from rocmbuild.core.run import last_cause, redact
+from rocmbuild.core.run import run as sh
 from rocmbuild.recipe.plan import Plan
-from rocmbuild.results import Artifacts, StageResult, Status
-from rocmbuild.run import last_cause, redact
-from rocmbuild.run import run as sh
-from rocmbuild.stages import Context
+from rocmbuild.stages.context import Context
 
 ATTEMPTS = 3
 T = TypeVar("T")

@@ -26,15 +26,16 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 
-from rocmbuild import compiler, hostenv
-from rocmbuild.buildfacts import HipifyReport, Unmapped
-from rocmbuild.digest import sha256_file
-from rocmbuild.errors import BuildError, CommandFailed, ToolchainError
+from rocmbuild.artifacts.buildfacts import HipifyReport, Unmapped
+from rocmbuild.artifacts.results import Artifacts, StageResult, Status
+from rocmbuild.core import hostenv
+from rocmbuild.core.digest import sha256_file
+from rocmbuild.core.errors import BuildError, CommandFailed, ToolchainError
+from rocmbuild.core.run import run as sh
+from rocmbuild.host import compiler
 from rocmbuild.recipe.model import Hipify
 from rocmbuild.recipe.plan import Plan
-from rocmbuild.results import Artifacts, StageResult, Status
-from rocmbuild.run import run as sh
-from rocmbuild.stages import Context, build_child, need
+from rocmbuild.stages.context import Context, build_child, need
 
 SOURCE_SUFFIXES = (".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".hxx", ".in",
                    ".hip", ".inl")

@@ -8,11 +8,11 @@ import os
 import re
 import time
 
-from rocmbuild.errors import CommandFailed, PatchError
+from rocmbuild.artifacts.results import StageResult, Status
+from rocmbuild.core.errors import CommandFailed, PatchError
+from rocmbuild.core.run import run as sh
 from rocmbuild.recipe.plan import Plan, display
-from rocmbuild.results import StageResult, Status
-from rocmbuild.run import run as sh
-from rocmbuild.stages import Context, need
+from rocmbuild.stages.context import Context, need
 
 _FAILED = re.compile(r"error: patch failed: (\S+):(\d+)")
 _MISSING = re.compile(r"error: (\S+): (No such file or directory|does not exist in index)")

@@ -25,12 +25,12 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from rocmbuild import log
+from rocmbuild.artifacts.results import Artifacts, StageResult, Status
+from rocmbuild.core import log
+from rocmbuild.core.run import last_cause
+from rocmbuild.core.run import run as sh
 from rocmbuild.recipe.plan import Plan
-from rocmbuild.results import Artifacts, StageResult, Status
-from rocmbuild.run import last_cause
-from rocmbuild.run import run as sh
-from rocmbuild.stages import Context, need
+from rocmbuild.stages.context import Context, need
 
 ROCM_RUNTIME = (
     # HIP runtime, HSA, thunk, code-object manager, RTC

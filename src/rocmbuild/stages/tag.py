@@ -25,13 +25,15 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from rocmbuild import __version__, fsutil, label
-from rocmbuild.buildfacts import TorchBuild
-from rocmbuild.errors import BuildError
+from rocmbuild import __version__
+from rocmbuild.artifacts import label
+from rocmbuild.artifacts.buildfacts import TorchBuild
+from rocmbuild.artifacts.results import Artifacts, StageResult, Status
+from rocmbuild.artifacts.wheel import PROVENANCE, SHARED_LIB, WheelFormatError, parse_wheel_name
+from rocmbuild.core import fsutil
+from rocmbuild.core.errors import BuildError
 from rocmbuild.recipe.plan import Plan
-from rocmbuild.results import Artifacts, StageResult, Status
-from rocmbuild.stages import ZIP_EPOCH, Context, need, source_date_epoch
-from rocmbuild.wheel import PROVENANCE, SHARED_LIB, WheelFormatError, parse_wheel_name
+from rocmbuild.stages.context import ZIP_EPOCH, Context, need, source_date_epoch
 
 ZIP_LAST = 4354819198  # 2107-12-31T23:59:58Z, zip's last date
 

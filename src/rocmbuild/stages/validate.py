@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from rocmbuild import validate
+from rocmbuild.artifacts.results import StageResult
 from rocmbuild.recipe.plan import Plan
-from rocmbuild.results import StageResult
-from rocmbuild.stages import Context, need
+from rocmbuild.stages.context import Context, need
+from rocmbuild.validate import model as vmodel
+from rocmbuild.validate import runner as vrunner
 
 
 def report_stem(plan: Plan, ctx: Context) -> Path:
@@ -24,13 +25,13 @@ def report_stem(plan: Plan, ctx: Context) -> Path:
 def run(plan: Plan, ctx: Context) -> StageResult:
     stem = report_stem(plan, ctx)
     kernel = plan.validate.kernel or "auto"  # the recipe's [validate] kernel: auto, none, a name
-    opts = validate.ValidateOptions(
+    opts = vmodel.ValidateOptions(
         workdir=str(ctx.ws.root), json_out=stem.with_suffix(".json"),
         md_out=stem.with_suffix(".md"), html_out=stem.with_suffix(".html"),
         kernels=kernel != "none", kernel="auto" if kernel == "none" else kernel)
     ctx.ws.reports.mkdir(parents=True, exist_ok=True)
     wheel = need(ctx.artifacts.wheel, "tagged wheel", "validate")
-    report = validate.run([wheel], plan.archs, opts)
-    validate.raise_if_failed(report, opts, shown=False)
+    report = vrunner.run([wheel], plan.archs, opts)
+    vrunner.raise_if_failed(report, opts, shown=False)
     result = report.stage_result()
     return replace(result, reason=f"{result.reason}; report {stem.with_suffix('.md')}")

@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.errors import UsageError
-from rocmbuild.fsutil import write_atomic
-from rocmbuild.results import Status
+from rocmbuild.artifacts.results import Status
+from rocmbuild.core.errors import UsageError
+from rocmbuild.core.fsutil import write_atomic
 from rocmbuild.validate.kernelrun import BaselineComparison, BaselineRow, KernelRun, Timing
 
 MIN_DROP = 0.10

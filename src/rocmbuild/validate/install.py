@@ -22,17 +22,19 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from rocmbuild import fsutil, hostenv, wheel
-from rocmbuild.errors import ToolchainError, UsageError, ValidationError
-from rocmbuild.run import run
-from rocmbuild.wheel import WheelInfo
+from rocmbuild.artifacts import wheel
+from rocmbuild.artifacts.wheel import WheelInfo
+from rocmbuild.core import fsutil, hostenv
+from rocmbuild.core.errors import ToolchainError, UsageError, ValidationError
+from rocmbuild.core.run import run
 
 # Requirements never installed from an index by the validator.
 NEVER_INSTALL = {"torch", "pytorch-triton-rocm"}
 
 
 def read_wheel(path: Path) -> WheelInfo:
-    """``rocmbuild.wheel.read_wheel``, its errors as this command's: a missing or non-.whl path
+    """``rocmbuild.artifacts.wheel.read_wheel``, its errors as this command's: a missing or
+    non-.whl path
     is a UsageError, a malformed wheel a ValidationError."""
     if not path.is_file():
         raise UsageError(f"{path}: no such wheel file", hint="pass paths to .whl files")

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocmbuild.results import Status
+from rocmbuild.artifacts.results import Status
 
 DIRECTIONS = ("fwd", "bwd")
 

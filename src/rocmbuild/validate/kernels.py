@@ -10,16 +10,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rocmbuild import log
-from rocmbuild.errors import UsageError
-from rocmbuild.results import Status
-from rocmbuild.run import run as run_cmd
+from rocmbuild.artifacts.results import Status
+from rocmbuild.artifacts.wheel import WheelInfo
+from rocmbuild.core import log
+from rocmbuild.core.errors import UsageError
+from rocmbuild.core.run import run as run_cmd
+from rocmbuild.programs import kernelgate
 from rocmbuild.validate import baseline as baseline_cmp
 from rocmbuild.validate import install as inst
-from rocmbuild.validate import kernelgate
 from rocmbuild.validate.kernelrun import KernelRun
 from rocmbuild.validate.model import KernelsSummary, ValidateOptions
-from rocmbuild.wheel import WheelInfo
 
 GATE_DIR = Path(kernelgate.__file__).parent
 # The kernel gate's package name inside the validation venv (its modules import each other

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rocmbuild import __version__
-from rocmbuild.results import StageResult, Status
+from rocmbuild.artifacts.results import StageResult, Status
 from rocmbuild.validate.kernelrun import KernelRun
 
 # The per-wheel steps, in the order they run and are shown.

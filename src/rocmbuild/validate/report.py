@@ -10,7 +10,7 @@ import html
 import math
 from typing import Any
 
-from rocmbuild.results import Status
+from rocmbuild.artifacts.results import Status
 
 
 def _fmt(x: Any, spec: str = ".1f") -> str:

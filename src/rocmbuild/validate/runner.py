@@ -14,10 +14,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rocmbuild import audit, cache, config, fsutil, log
-from rocmbuild.digest import sha256_file
-from rocmbuild.errors import CacheError, ToolchainError, ValidationError
-from rocmbuild.results import Status
+from rocmbuild.artifacts import audit
+from rocmbuild.artifacts.results import Status
+from rocmbuild.artifacts.wheel import WheelInfo
+from rocmbuild.cache import store as cache
+from rocmbuild.core import config, fsutil, log
+from rocmbuild.core.digest import sha256_file
+from rocmbuild.core.errors import CacheError, ToolchainError, ValidationError
 from rocmbuild.validate import baseline as baseline_cmp
 from rocmbuild.validate import install as inst
 from rocmbuild.validate import kernels as kernel_step
@@ -31,7 +34,6 @@ from rocmbuild.validate.model import (
     ValidationReport,
     WheelReport,
 )
-from rocmbuild.wheel import WheelInfo
 
 
 def _audit(path: Path, archs: Sequence[str]) -> Step:

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.errors import UsageError
-from rocmbuild.results import Status
-from rocmbuild.run import run as run_cmd
+from rocmbuild.artifacts.results import Status
+from rocmbuild.core.errors import UsageError
+from rocmbuild.core.run import run as run_cmd
 from rocmbuild.validate import install as inst
 from rocmbuild.validate.kernels import GATE_MODULE, install_gate
 

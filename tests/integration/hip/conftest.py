@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import compiler
-from rocmbuild.compiler import HipCompiler, hip_env
-from rocmbuild.run import run
+from rocmbuild.core.run import run
+from rocmbuild.host import compiler
+from rocmbuild.host.compiler import HipCompiler, hip_env
 
 REPO = Path(__file__).resolve().parents[3]
 PROBE = REPO / "probes/hip-attention"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rocmbuild.artifacts.wheel import read_wheel
 from rocmbuild.publish.views import arch_views
-from rocmbuild.wheel import read_wheel
 from tests.integration.hip.conftest import make_wheel
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rocmbuild import audit
-from rocmbuild.run import run
+from rocmbuild.artifacts import audit
+from rocmbuild.core.run import run
 from tests.integration.hip.conftest import make_wheel
 
 

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from rocmbuild import audit
-from rocmbuild.errors import AuditError
+from rocmbuild.artifacts import audit
+from rocmbuild.core.errors import AuditError
 
 from .conftest import make_wheel
 

@@ -12,7 +12,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from rocmbuild.run import run
+from rocmbuild.core.run import run
 from tests.conftest import REPO, rocmbuild
 
 RECIPE = """schema_version = 1

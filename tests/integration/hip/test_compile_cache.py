@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild.compilecache import find_tool, parse_ccache_log
+from rocmbuild.buildtools.compilecache import find_tool, parse_ccache_log
 from tests.conftest import REPO
 from tests.fixtures.compile_units import CMAKE_RECIPE, cmake_project
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import doctor
-from rocmbuild.doctor import GROUP_FIX, diagnose
+from rocmbuild.pipeline import doctor
+from rocmbuild.pipeline.doctor import GROUP_FIX, diagnose
 
 TORCHES = {
     "rocm": ("2.5.1+rocm6.2", "hip = '6.2.41133-dd7f95766'\ncuda = None\n"),

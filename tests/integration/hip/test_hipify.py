@@ -22,15 +22,16 @@ from pathlib import Path
 
 import pytest
 
-from rocmbuild import host as hostmod
-from rocmbuild.compiler import HipCompiler, hip_env
-from rocmbuild.config import Workspace
-from rocmbuild.errors import BuildError
+from rocmbuild.artifacts.results import Status
+from rocmbuild.core.config import Workspace
+from rocmbuild.core.errors import BuildError
+from rocmbuild.core.run import run
+from rocmbuild.host import detect as hostmod
+from rocmbuild.host.compiler import HipCompiler, hip_env
 from rocmbuild.recipe.load import load
 from rocmbuild.recipe.render import Target, render
-from rocmbuild.results import Status
-from rocmbuild.run import run
-from rocmbuild.stages import Context, fetch, hipify, patch
+from rocmbuild.stages import fetch, hipify, patch
+from rocmbuild.stages.context import Context
 from tests.conftest import REPO, rocmbuild
 from tests.integration.hip.conftest import make_wheel
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from rocmbuild import audit
-from rocmbuild.compiler import accepts_arch
+from rocmbuild.artifacts import audit
+from rocmbuild.host.compiler import accepts_arch
 
 from .conftest import build_probe
 
@@ -28,7 +28,7 @@ def test_probe_builds_without_network(probe_wheel_2):
     import json
     import zipfile
 
-    from rocmbuild.run import no_network
+    from rocmbuild.core.run import no_network
 
     if not no_network().prefix:
         pytest.skip(f"no network namespace here: {no_network().why_not}")

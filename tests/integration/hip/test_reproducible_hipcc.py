@@ -23,9 +23,9 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from rocmbuild import compilecache
-from rocmbuild.compiler import HipCompiler, hip_env
-from rocmbuild.run import run
+from rocmbuild.buildtools import compilecache
+from rocmbuild.core.run import run
+from rocmbuild.host.compiler import HipCompiler, hip_env
 from rocmbuild.stages.build import cuid_argv, memlog_argv
 
 CUID_SYMBOL = re.compile(rb"__hip_cuid_([0-9a-f]+)")

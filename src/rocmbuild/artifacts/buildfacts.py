@@ -1,0 +1,138 @@
+"""What the build's stages found out, for the provenance: the torch the build compiled against,
+what hipify changed, what the bundle stage put into the wheel, the build env it ran in. Values in
+``results.Artifacts``;
+apart from results.py because a cache hit never makes them (every class costs start-up time)."""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    """torch as the build saw it (the C++ ABI flag needs an import, so the build stage asks)."""
+
+    version: str | None = None
+    hip: str | None = None
+    cuda: str | None = None
+    cxx11_abi: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version, "hip": self.hip, "cuda": self.cuda,
+                "cxx11_abi": self.cxx11_abi}
+
+
+@dataclass(frozen=True)
+class Unmapped:
+    """A CUDA API left in a file after hipify: the tool had no HIP name for it."""
+
+    file: str
+    """The file as the recipe's source has it (relative to the tree; the original's name)."""
+    line: int
+    symbol: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.symbol}"
+
+
+@dataclass(frozen=True)
+class HipifyReport:
+    """What the hipify stage changed (recorded in rocmbuild.json as ``hipify``)."""
+
+    tool: str
+    changed: tuple[str, ...] = ()
+    """Files written or created, relative to the tree, sorted."""
+    renamed: tuple[tuple[str, str], ...] = ()
+    """In place: ``.cu`` files renamed ``.hip`` (from, to)."""
+    unmapped: tuple[Unmapped, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tool": self.tool, "changed_files": list(self.changed),
+                "renamed": {a: b for a, b in self.renamed},
+                "unmapped": [str(u) for u in self.unmapped]}
+
+
+@dataclass(frozen=True)
+class BundledFile:
+    """One file the bundle stage copied into the wheel."""
+
+    member: str
+    """Its path in the wheel, e.g. ``vecadd/lib/libamdhip64.so.5``."""
+    sha256: str
+    source: str
+    """Where it came from on the build host (symlinks resolved)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"member": self.member, "sha256": self.sha256, "source": self.source}
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """bundle: the wheel with its ROCm libraries and data inside, and what went in."""
+
+    wheel: Path
+    libs: tuple[BundledFile, ...] = ()
+    data: tuple[BundledFile, ...] = ()
+    patched: tuple[str, ...] = ()
+    """Members whose RPATH was set."""
+    from_host: tuple[str, ...] = ()
+    """Needed libraries left to the host (no bundle.libs pattern names them)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"libs": [f.to_json() for f in self.libs],
+                "data": [f.to_json() for f in self.data],
+                "rpath_set": list(self.patched), "from_host": list(self.from_host)}
+
+
+DROP_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONSTARTUP", "VIRTUAL_ENV")
+"""Variables that would put more of the host on the build env's sys.path."""
+
+
+@dataclass(frozen=True)
+class BuildEnv:
+    root: Path
+    requirements: tuple[str, ...]
+    packages: tuple[tuple[str, str], ...]
+    """Installed in the env: (name, version), by name."""
+    host_packages: tuple[tuple[str, str], ...]
+    """Seen from the host through the view (torch and what it requires)."""
+    digest: str
+    created: bool = False
+    """Made by this call (False: an existing env was reused)."""
+
+    @property
+    def python(self) -> Path:
+        return self.root / "bin" / "python"
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "bin"
+
+    def overlay(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """What the env sets for a build child: its bin/ first on PATH, VIRTUAL_ENV."""
+        return {"PATH": os.pathsep.join([str(self.bin), environ.get("PATH", os.defpath)]),
+                "VIRTUAL_ENV": str(self.root)}
+
+    def env(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """``environ`` (all of it: use ``hostenv.child_env`` for a build) run in this env."""
+        return {**host_environ(environ), **self.overlay(environ)}
+
+    def to_json(self) -> dict[str, Any]:
+        """For rocmbuild.json: versions only (the digest hashes host paths: not provenance)."""
+        return {
+            "python": platform.python_version(),
+            "requirements": list(self.requirements),
+            "packages": [f"{n}=={v}" for n, v in self.packages],
+            "host_packages": [f"{n}=={v}" for n, v in self.host_packages],
+        }
+
+
+def host_environ(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without the variables that would add to a build env's sys.path (DROP_ENV,
+    PYTHONPATH among them, which ``hostenv.PASS_ENV`` passes to builds without an env)."""
+    return {k: v for k, v in environ.items() if k not in DROP_ENV}

@@ -1,0 +1,33 @@
+"""The local version label of a built wheel (PEP 440: lower-case letters, digits and dots).
+
+``rocm6.2.gfx90a.gfx942``: the ROCm version the wheel was built for, then the plain gfx names of
+its targets (target features such as ``:xnack-`` cannot appear in a label; provenance and the
+audit keep them). A recipe with ``target.label_torch`` puts the torch the build compiled against
+between the two, as ``torch<major>.<minor>.cxx11abi<true|false>``:
+``rocm6.2.torch2.9.cxx11abitrue.gfx942``. Upstream flash-attn spells it
+``+rocm64torch2.9cxx11abiTRUE``; ours keeps the dots of the version numbers and is already in the
+lower-case form pip normalises a label to, so the wheel's file name is the one an index lists.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from rocmbuild.core import gfx as arch
+
+_MAJOR_MINOR = re.compile(r"^(\d+)\.(\d+)")
+
+
+def torch_part(version: str, cxx11_abi: bool) -> str:
+    """``2.9.1+rocm6.4``, True -> ``torch2.9.cxx11abitrue``. ValueError for a version without a
+    major.minor."""
+    m = _MAJOR_MINOR.match(version)
+    if not m:
+        raise ValueError(f"torch version {version!r} has no major.minor")
+    return f"torch{m.group(1)}.{m.group(2)}.cxx11abi{'true' if cxx11_abi else 'false'}"
+
+
+def local(rocm_version: str, archs: Sequence[str], torch: str = "") -> str:
+    """``rocm<version>[.<torch part>].<gfx>...`` (archs as plain names, repeats dropped)."""
+    return ".".join([f"rocm{rocm_version}", *([torch] if torch else []), *arch.names(archs)])

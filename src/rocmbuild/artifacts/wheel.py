@@ -1,0 +1,197 @@
+"""One wheel model: what rocmbuild reads from a ``.whl`` file.
+
+``read_wheel(path)`` parses the PEP 427 file name with ``packaging``, reads ``METADATA`` (with the
+stdlib email parser), the optional ``rocmbuild.json`` provenance and the list of members, and
+hashes the bytes. Publish, validate and the tag stage all use it; a malformed wheel raises
+``WheelFormatError``, which each caller turns into its own error (PublishError, ValidationError).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from dataclasses import dataclass
+from email.parser import HeaderParser
+from email.policy import compat32
+from pathlib import Path
+from typing import Any
+
+from packaging.tags import Tag
+from packaging.utils import (
+    BuildTag,
+    InvalidWheelFilename,
+    NormalizedName,
+    canonicalize_name,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion, Version
+
+from rocmbuild.core.digest import sha256_file
+from rocmbuild.core.errors import RocmbuildError
+
+PROVENANCE = "rocmbuild.json"  # *.dist-info/rocmbuild.json, written by the tag stage
+
+SHARED_LIB = re.compile(r"\.so(\.\d+)*$")
+
+
+class WheelFormatError(RocmbuildError):
+    """The file is not a well-formed wheel (name, zip, METADATA or rocmbuild.json)."""
+
+    kind = "wheel error"
+
+
+@dataclass(frozen=True)
+class WheelName:
+    """A wheel file name cut into its PEP 427 parts, each spelled as in the name."""
+
+    distribution: str  # e.g. flash_attn (the escaped name, as in the *.dist-info directory)
+    raw_version: str  # as spelled in the name
+    version: Version
+    rest: str  # "[build-]python-abi-platform", e.g. cp311-cp311-linux_x86_64
+
+    @property
+    def namever(self) -> str:
+        """The stem of the ``*.dist-info`` and ``*.data`` directories."""
+        return f"{self.distribution}-{self.raw_version}"
+
+    def with_version(self, version: str) -> str:
+        """The same file name with another version."""
+        return f"{self.distribution}-{version}-{self.rest}.whl"
+
+
+def parse_wheel_name(filename: str) -> WheelName:
+    """Split and check a wheel file name. Raises WheelFormatError."""
+    try:
+        _name, version, _build, _tags = parse_wheel_filename(filename)
+    except InvalidWheelFilename as exc:
+        raise WheelFormatError(
+            f"{filename}: not a wheel filename ({exc})",
+            hint="wheel names look like name-1.0-py3-none-any.whl (PEP 427)",
+        ) from exc
+    distribution, raw_version, rest = filename[: -len(".whl")].split("-", 2)
+    return WheelName(distribution, raw_version, version, rest)
+
+
+@dataclass(frozen=True)
+class WheelInfo:
+    """One wheel file, as publish and validate need it."""
+
+    path: Path
+    filename: str
+    name: NormalizedName  # PEP 503 normalized, e.g. flash-attn
+    display_name: str  # METADATA Name, e.g. flash_attn
+    version: Version
+    build: BuildTag  # () when the name has no build tag
+    tags: frozenset[Tag]
+    sha256: str
+    size: int
+    requires_python: str | None
+    requires_dist: tuple[str, ...]
+    summary: str | None
+    metadata: bytes  # the METADATA file as stored, served as <wheel>.metadata (PEP 658 / 714)
+    provenance: dict[str, Any] | None  # *.dist-info/rocmbuild.json; None when absent
+    top_level: tuple[str, ...]  # importable top-level modules
+    native: bool  # holds a shared library (bound to the torch C++ ABI it was built against)
+
+
+def read_wheel(path: Path) -> WheelInfo:
+    """Parse the name, read METADATA and rocmbuild.json, hash the bytes. Raises WheelFormatError.
+
+    The wheel must have exactly one top-level ``*.dist-info/METADATA`` whose Name and Version
+    match the file name.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise WheelFormatError(f"{path}: no such wheel file", hint="give the path of a built .whl")
+    try:
+        name, version, build, tags = parse_wheel_filename(path.name)
+    except InvalidWheelFilename as exc:
+        raise WheelFormatError(
+            f"{path}: not a wheel filename ({exc})",
+            hint="wheel names look like name-1.0-py3-none-any.whl (PEP 427)",
+        ) from exc
+    try:
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+            metas = [n for n in names if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+            if len(metas) != 1:
+                raise WheelFormatError(
+                    f"{path}: expected one *.dist-info/METADATA, found {len(metas)}",
+                    hint="rebuild the wheel; it is not a valid PEP 427 wheel",
+                )
+            dist_info = metas[0].split("/")[0]
+            metadata = zf.read(metas[0])
+            top_txt = f"{dist_info}/top_level.txt"
+            top = zf.read(top_txt).decode().split() if top_txt in names else _top_level(names)
+            prov_name = f"{dist_info}/{PROVENANCE}"
+            provenance = None
+            if prov_name in names:
+                provenance = _provenance(path, prov_name, zf.read(prov_name))
+    except zipfile.BadZipFile as exc:
+        raise WheelFormatError(f"{path}: not a zip file ({exc})", hint="rebuild the wheel") from exc
+    headers = HeaderParser(policy=compat32).parsestr(metadata.decode("utf-8", "replace"))
+    meta_name = headers.get("Name")
+    if not meta_name or canonicalize_name(meta_name) != name:
+        raise WheelFormatError(
+            f"{path}: METADATA Name {meta_name!r} does not match the filename's {name!r}",
+            hint="rebuild the wheel",
+        )
+    try:
+        meta_version: Version | None = Version(headers.get("Version", ""))
+    except InvalidVersion:
+        meta_version = None
+    if meta_version != version:
+        raise WheelFormatError(
+            f"{path}: METADATA Version {headers.get('Version')!r} does not match the filename's "
+            f"{version}",
+            hint="rebuild the wheel",
+        )
+    return WheelInfo(
+        path=path,
+        filename=path.name,
+        name=name,
+        display_name=meta_name.strip(),
+        version=version,
+        build=build,
+        tags=tags,
+        sha256=sha256_file(path),
+        size=path.stat().st_size,
+        requires_python=headers.get("Requires-Python"),
+        requires_dist=tuple(r.strip() for r in headers.get_all("Requires-Dist") or []),
+        summary=headers.get("Summary"),
+        metadata=metadata,
+        provenance=provenance,
+        top_level=tuple(sorted(set(top))),
+        native=any(SHARED_LIB.search(n) for n in names),
+    )
+
+
+def _provenance(path: Path, member: str, data: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(data)
+    except ValueError as exc:
+        raise WheelFormatError(
+            f"{path}: {member} is not valid JSON ({exc})", hint="rebuild the wheel with rocmbuild"
+        ) from exc
+    if not isinstance(value, dict):
+        raise WheelFormatError(
+            f"{path}: {member} is not a JSON object", hint="rebuild the wheel with rocmbuild"
+        )
+    return value
+
+
+def _top_level(names: list[str]) -> list[str]:
+    """Top-level modules from the member list, for wheels without top_level.txt."""
+    top = set()
+    for n in names:
+        first = n.split("/")[0]
+        if first.endswith((".dist-info", ".data", ".pth")):
+            continue
+        if "/" in n:
+            top.add(first)
+        elif n.endswith(".py"):
+            top.add(n[:-3])
+        elif ".so" in n:
+            top.add(n.split(".")[0])
+    return sorted(top)

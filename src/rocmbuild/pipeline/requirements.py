@@ -1,0 +1,161 @@
+"""What a plan requires of a host: ``missing(plan, host)`` says what the host lacks, ``hint`` how
+to get it, and ``preflight`` raises before anything is fetched. ``build``, ``plan``, ``doctor``
+and the nightly all judge with these three."""
+
+from __future__ import annotations
+
+import sys
+
+from rocmbuild.core.errors import ToolchainError
+from rocmbuild.host import components
+from rocmbuild.host.detect import Host
+from rocmbuild.recipe.plan import Plan
+
+
+def _within(version: str, spec: str) -> bool:
+    """``version`` (a torch's local label ignored) inside the range ``spec`` (the recipe checker
+    has refused a bad one)."""
+    from rocmbuild.core.pep508 import simple_contains  # the requirement checks only
+
+    plain = simple_contains(version, spec)  # plain versions and ranges: packaging not imported
+    if plain is not None:
+        return plain
+    from packaging.specifiers import SpecifierSet  # packaging.tags, logging: only when asked
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return SpecifierSet(spec).contains(Version(version).public, prereleases=True)
+    except InvalidVersion:
+        return False
+
+
+def _why(plan: Plan) -> str:
+    return f" (the recipe's bounds: {plan.host_requires_reason})" if plan.host_requires_reason \
+        else ""
+
+
+def missing_components(plan: Plan, host: Host) -> list[str] | None:
+    """The plan's ROCm components absent under the host's ROCm root (None: not recorded in a
+    saved host, so they cannot be judged; [] when there is no root: the SDK check says so)."""
+    root = host.rocm_root
+    if root is None or not plan.rocm_components:
+        return []
+    if root.components is None:
+        return None
+    return [c for c in plan.rocm_components if c not in root.components]
+
+
+def torch_sdk_mismatch(plan: Plan, host: Host) -> str | None:
+    """Why the ROCm torch and the ROCm SDK do not go together, when the plan needs both.
+
+    A torch extension is compiled by the SDK's hipcc against the SDK's HIP headers, and it is
+    loaded next to the HIP runtime torch was built with: a different major (libamdhip64.so.6 vs
+    .so.7) puts two runtimes in one process, and a different minor gives headers newer or older
+    than the runtime that serves them (and setup.py-based builds such as flash-attn pick their
+    compiler flags from ``torch.version.hip``, not from the compiler that receives them). So the
+    HIP major.minor of torch must equal the SDK's."""
+    from rocmbuild.core.pep508 import split_requirement
+
+    names = {split_requirement(r)[0] for r in plan.host_requires}
+    torch, root = host.torch, host.rocm_root
+    if not {"rocm-torch", "rocm-sdk"} <= names or root is None or root.kind != "rocm":
+        return None
+    sdk = ".".join(root.version.split(".")[:2])
+    if not torch.hip_short or not sdk or torch.hip_short == sdk:
+        return None
+    return (f"a ROCm torch built for the SDK's HIP {sdk} (torch {torch.version} was built with "
+            f"HIP {torch.hip}, the ROCm root {root.path} is {root.version}: an extension "
+            "compiled against one and loaded with the other gets mismatched HIP headers, "
+            "runtime and compiler flags)")
+
+
+def missing(plan: Plan, host: Host) -> list[str]:
+    """What the host lacks for this plan, each as a short phrase (the requirement checks, and
+    pep508 with them, are not needed to detect a host: a hit served by a memo skips them)."""
+    from rocmbuild.core.pep508 import split_requirement
+
+    out: list[str] = []
+    torch, root = host.torch, host.rocm_root
+    for req in plan.host_requires:
+        name, spec = split_requirement(req)
+        if name == "torch" and not torch.version:
+            out.append("torch installed in this Python (none found)")
+        elif name == "rocm-torch" and torch.kind != "rocm":
+            found = (f"torch {torch.version}, a {torch.kind.upper()} build" if torch.version
+                     else "no torch")
+            out.append(f"a ROCm build of torch {spec}".rstrip() + f" (found {found})")
+        elif name in ("torch", "rocm-torch") and spec and not _within(torch.version, spec):
+            out.append(f"{'a ROCm ' if name == 'rocm-torch' else ''}torch {spec} (found torch "
+                       f"{torch.version})" + _why(plan))
+        elif name == "rocm-sdk":
+            in_range = root is not None and root.kind == "rocm" and bool(root.version) and (
+                not spec or _within(root.version, spec))
+            if not in_range or not (root and root.has_hipcc):
+                if root is None:
+                    found = "none"
+                elif root.kind == "debian":
+                    found = f"only Debian's HIP {root.version} headers under {root.path}"
+                else:
+                    found = f"ROCm {root.version or '?'} at {root.path}" + (
+                        "" if root.has_hipcc else " without bin/hipcc")
+                out.append(f"a ROCm SDK {spec or ''}".rstrip() + f" with hipcc (found {found})"
+                           + (_why(plan) if spec and root is not None and root.version
+                              and not _within(root.version, spec) else ""))
+        elif name == "hip-compiler" and plan.rocm.compiler is None:
+            out.append("a HIP compiler (run scripts/install-hip-toolchain.sh or set "
+                       "ROCMBUILD_HIP_COMPILER)")
+    mismatch = torch_sdk_mismatch(plan, host)
+    if mismatch:
+        out.append(mismatch)
+    absent = missing_components(plan, host)
+    if absent is None:
+        out.append(f"ROCm components {', '.join(plan.rocm_components)} (not recorded in "
+                   f"{host.origin}: it predates component detection)")
+    elif absent and root is not None:
+        out.append(f"ROCm components under {root.path}: " + ", ".join(
+            f"{c} ({components.COMPONENTS[c].packages()})" for c in absent))
+    return out
+
+
+def hint(plan: Plan, lacking: list[str], host: Host | None = None) -> str | None:
+    """How to get what ``missing`` says is missing (``host``: the one it was judged on)."""
+    hints = []
+    if any("SDK's HIP" in m for m in lacking):
+        hints.append("use the torch built for your ROCm (pip install torch --index-url "
+                     "https://download.pytorch.org/whl/rocmX.Y with the SDK's X.Y) or point "
+                     "--rocm-path / ROCM_PATH at the ROCm torch was built with")
+    elif any("torch" in m for m in lacking):
+        hints.append("install a ROCm torch: pip install torch --index-url "
+                     f"https://download.pytorch.org/whl/rocm{plan.rocm.version}")
+    if any("ROCm SDK" in m for m in lacking):
+        hints.append("install ROCm (https://rocm.docs.amd.com) or point --rocm-path / "
+                     "ROCM_PATH at it, or build inside the Dockerfile's ROCm image")
+    if any(m.startswith("ROCm components under") for m in lacking):
+        hints.append(components.install_hint(
+            (missing_components(plan, host) if host else None) or plan.rocm_components))
+    if any("not recorded in" in m for m in lacking):
+        hints.append("write the host file again with `rocmbuild doctor --json > host.json` on "
+                     "the node")
+    if plan.recipe == "flash-attn" and plan.variant != "triton":
+        hints.append("--variant triton builds without them")
+    return "; ".join(hints) or None
+
+
+def preflight(plan: Plan, host: Host) -> None:
+    """Fail before fetching when the host cannot build this plan. One line, with the fix."""
+    what = f"{plan.recipe} (variant {plan.variant})"
+    lacking = missing(plan, host)
+    if lacking:
+        raise ToolchainError(f"{what} cannot be built on this host: needs "
+                             + "; and ".join(lacking), hint=hint(plan, lacking, host))
+    # with a build env, python_requires is checked inside it once it is made
+    # (rocmbuild.buildtools.buildenv)
+    absent = [] if plan.build_env is not None else [
+        d for d in plan.python_requires if d not in host.dists]
+    if absent:
+        raise ToolchainError(
+            f"{what} builds without isolation and needs {', '.join(absent)} installed in "
+            f"{sys.executable}",
+            hint=f"{sys.executable} -m pip install {' '.join(absent)}"
+            + (" (torch: the ROCm build on AMD hosts)" if "torch" in absent else ""),
+        )
