@@ -114,7 +114,7 @@ def test_sigkill_of_the_parent_kills_every_descendant(marker: str, tmp_path: Pat
     for _ in range(depth):
         tree = f"sh -c {subprocess.list2cmdline([tree + ' & ' + tree + '; wait'])}"
     # the sleeps at the bottom of the tree, the Python process and the top sh
-    sigkill_parent(f"from rocmbuild import run; run.run(['sh', '-c', {tree!r}])",
+    sigkill_parent(f"from rocmbuild.core import run; run.run(['sh', '-c', {tree!r}])",
                    2 ** depth + 2, marker)
 
 
@@ -159,7 +159,7 @@ def test_sigkill_of_the_parent_kills_ninjas_jobs(marker: str, tmp_path: Path) ->
     """rocmbuild's process dies by SIGKILL while ninja runs two jobs: the guardian kills the
     command's session, so the jobs in ninja's own groups die too."""
     # Python, ninja, and two jobs of sh and sleep
-    sigkill_parent(f"from rocmbuild import run; run.run({ninja_tree(tmp_path)!r})", 6, marker)
+    sigkill_parent(f"from rocmbuild.core import run; run.run({ninja_tree(tmp_path)!r})", 6, marker)
 
 
 SETUP = """import os, subprocess
@@ -303,7 +303,7 @@ def test_a_waiter_names_the_lock_holder_and_gets_the_lock_when_it_is_released(
     from rocmbuild.core import lock
 
     path = tmp_path / "locks" / "k.lock"
-    code = ("import sys; from pathlib import Path; from rocmbuild import lock, log; "
+    code = ("import sys; from pathlib import Path; from rocmbuild.core import lock, log; "
             "log.set_level(1)\n"
             f"with lock.held(Path({str(path)!r}), 'the test build'):\n    print('got it')")
     with lock.held(path, "the test build"):

@@ -86,7 +86,7 @@ def test_hit_records_use_and_lru_follows_it(two_builds: dict[str, Any]) -> None:
     # the in-use skip: another process holds the second build's lock, as a running build does
     with subprocess.Popen(
             [sys.executable, "-c", "import sys, time; from pathlib import Path; "
-             "from rocmbuild import lock\nwith lock.held(Path(sys.argv[1]), 'test'):\n"
+             "from rocmbuild.core import lock\nwith lock.held(Path(sys.argv[1]), 'test'):\n"
              "    print('held', flush=True); time.sleep(60)",
              str(two_builds["base"] / "build/cache/locks" / f"{second}.lock")],
             stdout=subprocess.PIPE, text=True, cwd=REPO) as holder:
