@@ -5,7 +5,7 @@ and no wheel is delivered.
 
 Crafted entry.json files and corrupted cached wheels are not here: their place is
 ``<cache>/wheels/<cache key>/``, and the key (a hash of the host's toolchain among others) is not
-known before the run. Every shape of those is in tests/unit/test_cache.py (lookup on crafted
+known before the run. Every shape of those is in tests/unit/cache/test_store.py (lookup on crafted
 entries) and tests/integration/test_cache_integrity.py (real builds served a crafted entry)."""
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from rocmbuild.recipe.load import load
 from rocmbuild.recipe.render import Target, render
 from rocmbuild.stages import hipify
 from tests.conftest import REPO
-from tests.unit.test_render import HOST
+from tests.unit.recipe.test_render import HOST
 
 EXT = REPO / "tests/fixtures/cuda-ext.toml"
 

@@ -13,7 +13,7 @@ from rocmbuild.recipe.check import Tree, tree
 from rocmbuild.recipe.load import load
 from rocmbuild.recipe.model import Patch, Recipe, Source, Variant
 
-FIXTURES = sorted((Path(__file__).parents[1] / "recipes").glob("bad-*.toml"))
+FIXTURES = sorted((Path(__file__).parents[2] / "recipes").glob("bad-*.toml"))
 
 
 def expectations(path: Path) -> list[str]:
@@ -42,7 +42,7 @@ def test_every_fixture_is_a_distinct_message() -> None:
 
 
 def test_shipped_recipes_load() -> None:
-    root = Path(__file__).parents[2] / "recipes"
+    root = Path(__file__).parents[3] / "recipes"
     names = {p.stem for p in root.glob("*.toml")}
     assert {"flash-attn", "pytorch"} <= names
     for p in root.glob("*.toml"):
@@ -70,7 +70,7 @@ def test_every_key_with_a_wrong_type_is_a_recipe_error_not_a_crash(tmp_path: Pat
     wrong type."""
     import tomllib
 
-    repo = Path(__file__).parents[2]
+    repo = Path(__file__).parents[3]
     base = tomllib.loads((repo / "recipes/flash-attn.toml").read_text())
     (tmp_path / "recipes").mkdir()
     (tmp_path / "patches").symlink_to(repo / "patches")

@@ -17,7 +17,7 @@ from rocmbuild.recipe import schema
 from rocmbuild.recipe.check import Leaf, Tree, tree
 from rocmbuild.recipe.model import TYPES, Patch, Recipe, Source, Variant, kernels, keys
 
-REPO = Path(__file__).parents[2]
+REPO = Path(__file__).parents[3]
 RECIPES = sorted((REPO / "recipes").glob("*.toml"))
 BAD = REPO / "tests" / "recipes"
 

@@ -20,7 +20,7 @@ from rocmbuild.recipe.load import find_recipe, load
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.recipe.render import Target, render
 from rocmbuild.stages.tag import local_label
-from tests.unit.test_render import HOST, ROCM_ROOT, ROCM_TORCH
+from tests.unit.recipe.test_render import HOST, ROCM_ROOT, ROCM_TORCH
 
 
 def plan_of(recipe: str, host=HOST, **kw: object) -> Plan:

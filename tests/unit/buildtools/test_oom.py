@@ -22,7 +22,7 @@ from rocmbuild.recipe.load import find_recipe, load
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.recipe.render import Target, render
 from rocmbuild.stages import build
-from tests.unit.test_cgroup_limits import V1_MOUNTS, V1_SELF, fake
+from tests.unit.host.test_cgroups import V1_MOUNTS, V1_SELF, fake
 
 GiB = 1024**3
 HOST = Host(python="3.11", python_tag="cp311", platform="linux",

@@ -25,7 +25,7 @@ from rocmbuild.recipe.render import Target, render
 from rocmbuild.stages.context import ZIP_EPOCH, source_date_epoch
 from rocmbuild.stages.fetch import extract_dated
 from rocmbuild.stages.tag import retag
-from tests.unit.test_render import HOST
+from tests.unit.recipe.test_render import HOST
 
 NV = "pkg-1.0"
 EPOCH = 1700000000  # 2023-11-14T22:13:20Z

@@ -18,7 +18,7 @@ from rocmbuild.pipeline import units
 from rocmbuild.recipe.load import find_recipe, load
 from rocmbuild.recipe.render import Target, render
 from tests.conftest import REPO
-from tests.unit.test_render import HOST
+from tests.unit.recipe.test_render import HOST
 
 
 def flash(**kw: object):  # type: ignore[no-untyped-def]

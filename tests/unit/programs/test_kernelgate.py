@@ -98,7 +98,7 @@ def test_median_and_spread():
     assert timing.median_and_spread([[2.0, 4.0]]) == (3.0, 0.0)
 
 
-DEVICE_FIXTURES = json.loads((Path(__file__).parents[1] / "fixtures" / "devices"
+DEVICE_FIXTURES = json.loads((Path(__file__).parents[2] / "fixtures" / "devices"
                               / "torch_device_properties.json").read_text())["devices"]
 
 

@@ -15,7 +15,7 @@ from rocmbuild.core.errors import Busy, FetchError, UsageError
 from rocmbuild.nightly import config, detect, lock
 from rocmbuild.nightly.model import Cell, Pin
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SHA = "ab" * 32
 
 
