@@ -4,7 +4,7 @@ Loading a recipe checks its requirement strings (PEP 508) and version ranges (PE
 ``packaging``, whose import (``packaging.specifiers`` pulls in ``packaging.tags``, ``logging``
 and more) costs a cache hit about a tenth of a second. The common forms (``ninja``,
 ``setuptools>=70.1,<80``, ``rocm-sdk>=6.2,<7.1``) are recognised here by a strict pattern that
-accepts only strings ``packaging`` accepts as well (tests/unit/test_pep508.py checks that);
+accepts only strings ``packaging`` accepts as well (tests/unit/core/test_pep508.py checks that);
 anything else, valid or not, goes to ``packaging`` as before: the same answers and messages.
 ``simple_contains`` does the same for host.preflight's check of a host's versions against a
 recipe's ranges."""
