@@ -73,6 +73,9 @@ class CompileStats:
 class Artifacts:
     """What the stages hand on: each stage returns the fields it made; the pipeline merges."""
 
+    depends: tuple[DependencyWheel, ...] | None = None
+    """The pipeline, before the stages: the wheels of the plan's dependencies (build.depends),
+    which env installs and tag records."""
     tree: Path | None = None
     """fetch: the fresh source tree (patched in place by patch, hipify)."""
     hipify: HipifyReport | None = None
@@ -106,6 +109,25 @@ class Artifacts:
     def merged(self, new: Artifacts) -> Artifacts:
         return replace(self, **{f.name: getattr(new, f.name) for f in fields(new)
                                 if getattr(new, f.name) is not None})
+
+
+@dataclass(frozen=True)
+class DependencyWheel:
+    """The wheel of a recipe named in build.depends, built or taken from the cache first."""
+
+    recipe: str
+    cache_key: str
+    name: str
+    """The distribution and version, from the wheel's file name."""
+    version: str
+    wheel: Path
+    """The delivered copy (its bytes checked against ``sha256`` where they are installed)."""
+    sha256: str
+
+    def to_json(self) -> dict[str, str]:
+        """rocmbuild.json's ``depends`` entry (no path: the same inputs, the same bytes)."""
+        return {"recipe": self.recipe, "name": self.name, "version": self.version,
+                "wheel": self.wheel.name, "sha256": self.sha256, "cache_key": self.cache_key}
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,14 @@ host's torch and nothing else from the host (docs/build-env.md).
   specifiers for what the view leaves out, and ``pip`` at this interpreter's version unless the
   recipe names pip) are installed by this interpreter's pip (``pip --python``) from the
   configured index: pip's own config and ``PIP_*`` variables apply.
-- The env's digest hashes the interpreter, the requirements as written and the view (names,
-  versions, paths): same inputs, same env, reused. A build env is complete only once
-  ``rocmbuild-env.json`` is written (last); one without it (an interrupted creation) is removed
-  and made again. A venv cannot be renamed into place (its scripts name their own path), so
-  completeness is that marker, under a lock.
+- The wheels of the recipe's dependencies (``build.depends``, built first by the pipeline) are
+  installed in the same pip call from their files (no index for them), checked against their
+  sha256 first.
+- The env's digest hashes the interpreter, the requirements as written, the dependency wheels
+  (names, sha256) and the view (names, versions, paths): same inputs, same env, reused. A build
+  env is complete only once ``rocmbuild-env.json`` is written (last); one without it (an
+  interrupted creation) is removed and made again. A venv cannot be renamed into place (its
+  scripts name their own path), so completeness is that marker, under a lock.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import os
 import re
 import shutil
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,7 +41,9 @@ from packaging.utils import canonicalize_name
 from rich.markup import escape
 
 from rocmbuild.artifacts.buildfacts import BuildEnv, host_environ
+from rocmbuild.artifacts.results import DependencyWheel
 from rocmbuild.core import fsutil, lock, log
+from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import BuildError, CommandFailed, ToolchainError
 from rocmbuild.core.run import redact, run
 from rocmbuild.recipe.plan import BuildEnvSpec
@@ -206,11 +212,13 @@ print("@@ROCMBUILD@@" + json.dumps(sorted(seen.values())))
 """
 
 
-def _digest(reqs: list[Requested], view: list[HostDist]) -> str:
+def _digest(reqs: list[Requested], view: list[HostDist],
+            wheels: Sequence[DependencyWheel] = ()) -> str:
     material = {
         "format": FORMAT,
         "python": [sys.version, str(Path(sys.base_prefix).resolve())],
         "requirements": [r.text for r in reqs],
+        **({"wheels": [[w.wheel.name, w.sha256] for w in wheels]} if wheels else {}),
         "view": [[d.name, d.version, [str(e) for e in d.entries]] for d in view],
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
@@ -269,10 +277,26 @@ def _pip_failed(output: str, reqs: list[Requested], log_path: Path, returncode: 
                           f"({', '.join(r.text for r in reqs)}): {cause}", hint=hint)
 
 
+def _check_wheels(wheels: Sequence[DependencyWheel], recipe_file: str) -> None:
+    for w in wheels:
+        try:
+            ok = w.wheel.is_file() and not w.wheel.is_symlink() and sha256_file(w.wheel) == w.sha256
+        except OSError:
+            ok = False
+        if not ok:
+            raise BuildError(f"{recipe_file}: build.depends: {w.wheel} is not the {w.recipe} wheel "
+                             f"built for this build (sha256 {w.sha256[:16]}...)",
+                             hint="it changed or went away since it was built or delivered: "
+                             "build again")
+
+
 def ensure(spec: BuildEnvSpec, tree: Path, envs_dir: Path, recipe: str, recipe_file: str,
-           python_requires: tuple[str, ...], log_path: Path) -> BuildEnv:
-    """The build env for ``spec`` (requirements file read from ``tree``): reused when one with
-    the same digest is complete under ``envs_dir``, else made there."""
+           python_requires: tuple[str, ...], log_path: Path,
+           wheels: Sequence[DependencyWheel] = ()) -> BuildEnv:
+    """The build env for ``spec`` (requirements file read from ``tree``) with the dependency
+    ``wheels`` installed: reused when one with the same digest is complete under ``envs_dir``,
+    else made there."""
+    _check_wheels(wheels, recipe_file)
     reqs = requested(spec, tree, recipe_file)
     names = {r.name for r in reqs}
     view, more = host_view(names)
@@ -280,13 +304,13 @@ def ensure(spec: BuildEnvSpec, tree: Path, envs_dir: Path, recipe: str, recipe_f
     if "pip" not in names:
         pip = importlib.metadata.version("pip")
         reqs.append(Requested(f"pip=={pip}", "the pip that runs the build (this interpreter's)"))
-    digest = _digest(reqs, view)
+    digest = _digest(reqs, view, wheels)
     root = envs_dir / f"{recipe}-{digest[:16]}"
     with lock.held(envs_dir / f".{root.name}.lock", f"the build environment {root.name}"):
         env = _read_marker(root, digest)
         if env is None:
             shutil.rmtree(root, ignore_errors=True)
-            env = _make(root, digest, reqs, view, log_path)
+            env = _make(root, digest, reqs, view, log_path, [w.wheel for w in wheels])
             fsutil.write_atomic(root / MARKER, json.dumps(
                 {"format": FORMAT, "digest": digest, "requirements": list(env.requirements),
                  "packages": env.packages, "host_packages": env.host_packages}, indent=1))
@@ -300,7 +324,7 @@ def ensure(spec: BuildEnvSpec, tree: Path, envs_dir: Path, recipe: str, recipe_f
 
 
 def _make(root: Path, digest: str, reqs: list[Requested], view: list[HostDist],
-          log_path: Path) -> BuildEnv:
+          log_path: Path, wheels: Sequence[Path] = ()) -> BuildEnv:
     log.info(f"      making the build environment {escape(str(root))} "
              f"({len(reqs)} requirements, {len(view)} host distributions seen)")
     env = _clean_env()
@@ -316,8 +340,8 @@ def _make(root: Path, digest: str, reqs: list[Requested], view: list[HostDist],
     fsutil.write_atomic(site / PTH, f"{root / VIEW}\n")
     py = root / "bin" / "python"
     res = run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-input",
-               *(r.text for r in reqs)], env=env, log_path=log_path, on_line=_pip_progress,
-              check=False)
+               *(r.text for r in reqs), *(str(w.absolute()) for w in wheels)], env=env,
+              log_path=log_path, on_line=_pip_progress, check=False)
     if res.returncode != 0:
         raise _pip_failed(res.output, reqs, log_path, res.returncode)
     res = run([str(py), "-c", _FREEZE, str(root / VIEW)], env=env, log_path=log_path,

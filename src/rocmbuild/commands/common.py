@@ -154,8 +154,9 @@ def rendered_from_args(args: argparse.Namespace, host_file: str | None = None) -
         build_tag=options.resolve("build_tag", getattr(args, "build_tag", None)),
         options=parse_opts(getattr(args, "opt", None) or [], recipe.path.stem),
     )
-    want_compiler = render.uses_hip_compiler(recipe, target.variant)
-    want_components = render.uses_rocm_components(recipe, target.variant)
+    from rocmbuild.pipeline import plans
+
+    want_compiler, want_components = plans.wants(recipe, target)  # its dependencies' too
     if host_file:
         host = hostmod.load(Path(host_file))
     else:
@@ -170,6 +171,6 @@ def rendered_from_args(args: argparse.Namespace, host_file: str | None = None) -
     from rocmbuild.core import config
 
     ws = config.workspace(getattr(args, "workdir", None), getattr(args, "cache_dir", None))
-    measured = learned.load(ws.cache, recipe.path.stem)
-    return Rendered(recipe, render.render(recipe, target, host, measured), host, want_compiler,
+    return Rendered(recipe, plans.plan(recipe, target, host, lambda name: learned.load(
+        ws.cache, name)), host, want_compiler,
                     want_components)

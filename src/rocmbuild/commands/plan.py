@@ -127,6 +127,10 @@ def _print(plan: object, seen: dict[str, Any]) -> None:
           + (f" ignores={','.join(step.ignores)}" if step.ignores else "")
           + (" out-of-place" if step.out_of_place else " in-place")
           + (" strict" if step.strict else ""), markup=False)
+    for dep in plan.depends:
+        p(f"depends  {dep.recipe} (variant {dep.variant}, {dep.package}) cache {dep.cache_key}: "
+          "built first, its wheel installed into the build env (its plan: `rocmbuild plan "
+          f"{display(dep.recipe_path)}`)", markup=False)
     for c in plan.commands:
         p(f"run      {shlex.join(c)}", markup=False)
     p("network  " + ("none: the build runs offline (a network namespace)" if plan.offline

@@ -31,6 +31,7 @@ from rocmbuild.core.config import Workspace
 from rocmbuild.core.errors import CommandFailed, FetchError
 from rocmbuild.host.detect import Host
 from rocmbuild.nightly.model import RUN_ID, Cell, CellPlan, Decision, Pin
+from rocmbuild.pipeline import plans
 from rocmbuild.publish.static_index import StaticIndex
 from rocmbuild.publish.target import parse_index, redact
 from rocmbuild.recipe import load, render
@@ -204,7 +205,7 @@ def render_cell(cell: Cell, pin: Pin, host: Host, build_tag: str | None = None) 
     target = render.Target(arch=cell.arch, variant=cell.variant, source=cell.source,
                            pin=pin if pin.kind != "recipe" else None, build_tag=build_tag,
                            options=cell.options)
-    return render.render(recipe, target, host)
+    return plans.plan(recipe, target, host)
 
 
 def _tag(before: Mapping[str, Any] | None) -> str | None:

@@ -22,7 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rocmbuild.artifacts.results import Artifacts, CompileStats, StageResult, Status
+from rocmbuild.artifacts.results import (
+    Artifacts,
+    CompileStats,
+    DependencyWheel,
+    StageResult,
+    Status,
+)
+from rocmbuild.artifacts.wheel import parse_wheel_name
 from rocmbuild.cache import store as cache
 from rocmbuild.core import fsutil, log
 from rocmbuild.core.digest import sha256_file
@@ -117,6 +124,8 @@ class BuildResult:
 def build(plan: Plan, ctx: Context, validate: bool = False) -> BuildResult:
     start = time.monotonic()
     requirements.preflight(plan, ctx.host)
+    if plan.depends:
+        ctx.artifacts = ctx.artifacts.merged(Artifacts(depends=_dependencies(plan, ctx)))
     with contextlib.ExitStack() as held:
         try:
             held.enter_context(cache.key_locks(ctx.ws.cache, plan.cache_key))
@@ -126,6 +135,24 @@ def build(plan: Plan, ctx: Context, validate: bool = False) -> BuildResult:
                                  hint="check that the cache directory (--cache-dir / "
                                  "ROCMBUILD_CACHE_DIR) is a writable directory") from exc
         return _build_locked(plan, ctx, start, validate)
+
+
+def _dependencies(plan: Plan, ctx: Context) -> tuple[DependencyWheel, ...]:
+    """Each recipe in the plan's build.depends built first (or taken from the cache), delivered
+    into the same wheel directory: the wheels the env stage installs. ``--force`` and
+    ``--validate`` are the named recipe's only."""
+    out = []
+    for dep in plan.depends:
+        log.info(f"[bold]dependency {escape(dep.recipe)}[/bold] ({dep.short_key}) of "
+                 f"{escape(plan.recipe)}")
+        dep_ctx = Context(ws=ctx.ws, log_dir=ctx.ws.logs / dep.recipe / dep.short_key,
+                          wheel_dir=ctx.wheel_dir, host=ctx.host,
+                          choose_compile_cache=ctx.choose_compile_cache)
+        res = build(dep, dep_ctx)
+        name = parse_wheel_name(res.wheel.name)
+        out.append(DependencyWheel(dep.recipe, dep.cache_key, name.distribution,
+                                   str(name.version), res.wheel, res.sha256))
+    return tuple(out)
 
 
 def _run_stages(plan: Plan, ctx: Context, stages: tuple[tuple[str, Stage], ...],

@@ -86,14 +86,15 @@ class Report:
 def _recipe_plan(name: str, archs: Sequence[str], variant: str | None, h: Host) -> Plan:
     """The recipe rendered for these archs (those it supports; else its first supported one),
     so doctor judges exactly what `rocmbuild build` would: same Plan, same requirement check."""
+    from rocmbuild.pipeline.plans import plan
     from rocmbuild.recipe.load import find_recipe, load
-    from rocmbuild.recipe.render import Target, render
+    from rocmbuild.recipe.render import Target
 
     recipe = load(find_recipe(name))
     wanted = [a for a in archs if not recipe.supported_archs
               or a.split(":")[0] in recipe.supported_archs]
     arch = ",".join(wanted or recipe.supported_archs[:1] or DEFAULT_ARCHS[:1])
-    return render(recipe, Target(arch=arch, variant=variant), h)
+    return plan(recipe, Target(arch=arch, variant=variant), h)
 
 
 def _under(root: Path, p: str | Path) -> Path:

@@ -33,6 +33,7 @@ from rocmbuild.core.errors import NotReproduced, RecipeError, ToolchainError, Us
 from rocmbuild.core.run import run as sh
 from rocmbuild.host import detect as hostmod
 from rocmbuild.pipeline import build as pipeline
+from rocmbuild.pipeline import plans
 from rocmbuild.recipe import load, render
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.stages.context import Context
@@ -168,7 +169,7 @@ def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
             else None),
         want_compiler=render.uses_hip_compiler(rec, target.variant),
         dists=rec.python_requires)
-    return render.render(rec, target, host), host
+    return plans.plan(rec, target, host), host
 
 
 def _first_difference(here: object, there: object, where: str = "") -> str | None:

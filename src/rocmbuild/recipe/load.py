@@ -19,6 +19,7 @@ from rocmbuild.core import config
 from rocmbuild.core.errors import RecipeError, UsageError
 from rocmbuild.core.gfx import KNOWN_ARCHS
 from rocmbuild.core.pep508 import simple_requirement
+from rocmbuild.recipe import depends
 from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree
 from rocmbuild.recipe.model import (
     GPU_VENDORS,
@@ -86,7 +87,10 @@ def search_inputs(name: str, found: Path) -> tuple[list[Path], list[Path]]:
 def files_read(recipe: Recipe) -> tuple[Path, ...] | None:
     """The files loading ``recipe`` read: the recipe and its patches; None when it has a local
     source (a path, or a git repository on this machine), whose content only the full render and
-    the fetch stage look at (``rocmbuild.commands.quickhit`` then keeps no memo)."""
+    the fetch stage look at (``rocmbuild.commands.quickhit`` then keeps no memo), or when it
+    depends on other recipes (their files are not tracked by the memo)."""
+    if recipe.depends or any(v.depends for v in recipe.variants.values()):
+        return None
     for src in (recipe.source, *recipe.alternatives.values()):
         if src.kind == "path" or (src.kind == "git" and src.url.startswith("/")):
             return None
@@ -108,8 +112,9 @@ def _display(path: Path) -> Path:
         return path
 
 
-def load(path: Path) -> Recipe:
-    """Parse and check a recipe. Raises RecipeError listing every problem."""
+def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
+    """Parse and check a recipe (and the recipes it depends on: ``within`` are those on the
+    way to it). Raises RecipeError listing every problem."""
     shown = _display(path)
     try:
         raw = path.read_bytes()
@@ -179,6 +184,10 @@ def load(path: Path) -> Recipe:
             parts = rel.replace("\\", "/").split("/")
             if not rel or rel.startswith("/") or ".." in parts:
                 c.bad(f"{at}[{i}]", f"must be a relative path inside the source tree, got {rel!r}")
+    deps = {f"variants.{n}.depends": v.depends for n, v in variants.items() if v and v.depends}
+    if fields.get("depends") or deps:
+        depends.check(c, path, {key_of(Recipe, "depends").toml: fields.get("depends", ()),
+                                **deps}, within, load)
     if fields.get("backend") == "cmake" and not fields.get("version"):
         c.bad(key_of(Recipe, "version").toml, "missing (the cmake backend needs the wheel version, "
               "e.g. version = \"1.0.0\")")

@@ -223,6 +223,8 @@ def default_of(f: dataclasses.Field[Any]) -> Any:
     return f.default
 
 
+RECIPE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+RECIPE_NAME_MSG = "must be a recipe name (letters, digits, '.', '_', '-'), got %r"
 HEX40 = r"^[0-9a-f]{40}$"
 HEX64 = r"^[0-9a-f]{64}$"
 
@@ -400,6 +402,11 @@ class Variant:
         "build_requires", "strings", "Overrides build.build_requires.",
         '["setuptools>=70.1,<80", "wheel"]', default=None, requirement=True,
         default_text="build.build_requires",
+    )
+    depends: tuple[str, ...] | None = toml(
+        "depends", "strings", "Overrides build.depends (``[]``: none).", '["aiter"]',
+        default=None, default_text="build.depends", pattern=RECIPE_NAME,
+        pattern_msg=RECIPE_NAME_MSG,
     )
     build_requirements_file: str | None = toml(
         "build_requirements_file", "string",
@@ -693,6 +700,16 @@ class Recipe:
         "into rocmbuild.json. With neither this nor build.build_requirements_file the build "
         "runs with this interpreter as it is.",
         '["setuptools>=70.1,<80", "wheel", "ninja"]', default=(), requirement=True,
+    )
+    depends: tuple[str, ...] = toml(
+        "build.depends", "strings",
+        "Recipes (by name, found like ``rocmbuild build <name>``, then beside this file) "
+        "whose wheels this build needs in its build environment. Each is built first (or "
+        "taken from the cache) with its default variant and source for the same archs and "
+        "ROCm, then installed from its wheel file into this recipe's build environment (made "
+        "even without build_requires). Its cache key is part of this recipe's; its name, "
+        "version and sha256 go into rocmbuild.json (docs/build-env.md).",
+        '["aiter"]', default=(), pattern=RECIPE_NAME, pattern_msg=RECIPE_NAME_MSG,
     )
     build_requirements_file: str = toml(
         "build.build_requirements_file", "string",

@@ -205,6 +205,10 @@ class Plan:
     """For unit_count "ninja": the cmake backend's configure command (``{stage_dir}`` to fill),
     which ``plan --units`` runs in the fetched tree. Not in the cache key or the JSON (the
     cmake backend's first command is the same)."""
+    depends: tuple[Plan, ...] = ()
+    """The plans of the recipes in build.depends (the variant's), rendered by the caller for
+    the same target (``render.dependency_target``); the pipeline builds them first. Their keys
+    are part of this plan's JSON, so of its cache key."""
     cache_key: str = ""
 
     @property
@@ -249,6 +253,11 @@ class Plan:
                 "includes": list(step.includes), "ignores": list(step.ignores),
                 "header_include_dirs": list(step.header_include_dirs),
                 "out_of_place": step.out_of_place, "strict": step.strict}
+    def depends_json(self) -> list[dict[str, str]]:
+        """What the plan (and so the cache key) holds of each dependency: its key."""
+        return [{"recipe": d.recipe, "variant": d.variant, "package": d.package,
+                 "cache_key": d.cache_key} for d in self.depends]
+
     def downloads_json(self) -> list[dict[str, Any]]:
         return [{"name": d.name, "url": d.url, "sha256": d.sha256, "extract": d.extract,
                  "env": d.env} for d in self.downloads]
@@ -297,6 +306,7 @@ class Plan:
             **({"build_env": self.build_env.to_json()} if self.build_env else {}),
             **({"options": dict(self.options)} if self.options else {}),
             **({"unit_count": self.unit_count} if self.unit_count else {}),
+            **({"depends": self.depends_json()} if self.depends else {}),
             "cache_key": self.cache_key,
         }
 

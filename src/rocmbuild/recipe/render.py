@@ -29,6 +29,7 @@ from rocmbuild.host import gpus
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
 from rocmbuild.recipe.check import suggest
+from rocmbuild.recipe.depends import of as depends_of
 from rocmbuild.recipe.model import ROCM_LIBS, Download, Patch, Recipe, Source
 from rocmbuild.recipe.plan import (
     BuildEnvSpec,
@@ -159,10 +160,12 @@ def resolve_options(recipe: Recipe, variant: str, given: tuple[tuple[str, str], 
 
 
 def render(recipe: Recipe, target: Target, host: Host,
-           learned: Sequence[LearnedMemory] = ()) -> Plan:
+           learned: Sequence[LearnedMemory] = (), depends: Sequence[Plan] = ()) -> Plan:
     """The plan. ``learned``: measured unit memory loaded by the command layer
     (``learned.load``); the one for this recipe, variant, archs and compiler replaces the
-    recipe's mem_per_job_gb in MAX_JOBS (not in the cache key)."""
+    recipe's mem_per_job_gb in MAX_JOBS (not in the cache key). ``depends``: the plans of the
+    recipes ``depends_of`` names, in that order, rendered by the caller for
+    ``dependency_target(target)`` (``pipeline.plans`` loads and renders them)."""
     if target.variant and recipe.variants and target.variant not in recipe.variants:
         raise UsageError(
             f"--variant: {recipe.path.stem} has no variant {target.variant!r}",
@@ -215,6 +218,13 @@ def render(recipe: Recipe, target: Target, host: Host,
             and "torch" not in host_requires:
         host_requires = (*host_requires, "torch")  # torch.utils.hipify runs in the build's Python
     build_env = _build_env(recipe, variant_name)
+    wanted = depends_of(recipe, variant_name)
+    if tuple(d.recipe for d in depends) != wanted:
+        raise RecipeError([f"{recipe.path.name}: build.depends: {', '.join(wanted)} rendered "
+                           f"as {', '.join(d.recipe for d in depends) or 'nothing'}"],
+                          hint="internal error: render the dependencies first, please report it")
+    if wanted and build_env is None:  # the dependencies' wheels are installed into one
+        build_env = BuildEnvSpec()
     if not uses_torch(host_requires, recipe.python_requires, build_env,
                       variant.label_torch if variant and variant.label_torch is not None
                       else recipe.label_torch):
@@ -360,8 +370,15 @@ def render(recipe: Recipe, target: Target, host: Host,
         options=chosen,
         unit_count=unit_count,
         unit_configure=cmake_configure(recipe, values) if unit_count == "ninja" else (),
+        depends=tuple(depends),
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
+
+
+def dependency_target(target: Target) -> Target:
+    """What a dependency is built for: the same archs, ROCm version, GPU vendor and jobs; its
+    own default variant, source and options, no build tag or nightly pin."""
+    return replace(target, variant=None, source="default", options=(), pin=None, build_tag=None)
 
 
 def _unit_count(recipe: Recipe, variant_name: str) -> str:

@@ -1,7 +1,8 @@
 """Env: the recipe's build environment (rocmbuild.buildtools.buildenv), made or reused before
 hipify and
 build, which then run with its ``python`` and its bin/ first on PATH. A recipe that declares no
-build requirements skips it: its build runs with this interpreter, as before."""
+build requirements (nor build.depends) skips it: its build runs with this interpreter, as before.
+The wheels of the plan's dependencies (built first by the pipeline) are installed into it."""
 
 from __future__ import annotations
 
@@ -21,9 +22,10 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     log_path = ctx.log_dir / "env.log"
     env = buildenv.ensure(plan.build_env, need(ctx.artifacts.tree, "source tree", "env"),
                           ctx.ws.root / "envs", plan.recipe, plan.recipe_path.name,
-                          plan.python_requires, log_path)
+                          plan.python_requires, log_path, ctx.artifacts.depends or ())
     how = "made" if env.created else "reused"
+    deps = "".join(f", {w.name} {w.version} from its wheel" for w in ctx.artifacts.depends or ())
     return StageResult(Status.SUCCESS, time.monotonic() - start,
                        f"{how} {env.root.name} ({len(env.packages)} packages installed, "
-                       f"{len(env.host_packages)} seen from the host)", log_path,
+                       f"{len(env.host_packages)} seen from the host{deps})", log_path,
                        Artifacts(build_env=env))

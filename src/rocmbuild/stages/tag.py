@@ -182,6 +182,8 @@ def provenance(plan: Plan, ctx: Context, epoch: int, local: str) -> dict[str, An
             **{d: tools.get(d) for d in ("pip", "setuptools", "wheel")},
         },
         "build_env": benv.to_json() if benv is not None else None,
+        **({"depends": [w.to_json() for w in ctx.artifacts.depends]}
+           if ctx.artifacts.depends else {}),
         "downloads": plan.downloads_json(),
         "offline": plan.offline,
         **({"hipify": ctx.artifacts.hipify.to_json()} if ctx.artifacts.hipify else {}),
