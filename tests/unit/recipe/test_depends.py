@@ -106,7 +106,7 @@ def test_the_recipe_path_comes_before_the_sibling(tmp_path: Path,
 
 def test_the_shipped_aiter_recipe() -> None:
     """recipes/aiter.toml: flash-attention main's third_party/aiter gitlink, Triton only."""
-    aiter = load(Path(__file__).parents[2] / "recipes" / "aiter.toml")
+    aiter = load(Path(__file__).parents[3] / "recipes" / "aiter.toml")
     assert aiter.source.commit == "9bab8388c35936814a659b4ebd245c491e1b940a"
     plan = render(aiter, Target(arch="gfx942"), HOST)
     assert plan.env["AITER_TRITON_ONLY"] == plan.env["AITER_USE_SYSTEM_TRITON"] == "1"
