@@ -20,20 +20,17 @@ from rocmbuild.core.errors import RecipeError, UsageError
 from rocmbuild.core.gfx import KNOWN_ARCHS
 from rocmbuild.core.pep508 import simple_requirement
 from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree
-from rocmbuild.recipe.model import (
-    GPU_VENDORS,
+from rocmbuild.recipe.keys import GPU_VENDORS, SOURCE_KINDS, Key, key_of
+from rocmbuild.recipe.model import Recipe
+from rocmbuild.recipe.tables import (
     OPTION_NAME,
-    SOURCE_KINDS,
     Download,
     Floor,
     Hipify,
-    Key,
     Option,
     Patch,
-    Recipe,
     Source,
     Variant,
-    key_of,
 )
 
 

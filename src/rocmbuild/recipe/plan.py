@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rocmbuild.core.config import DATA_ROOT, REPO_ROOT
-from rocmbuild.recipe.model import Download, Hipify, Patch, Source
+from rocmbuild.recipe.tables import Download, Hipify, Patch, Source
 
 
 @dataclass(frozen=True)

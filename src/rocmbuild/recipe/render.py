@@ -29,7 +29,8 @@ from rocmbuild.host import gpus
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
 from rocmbuild.recipe.check import suggest
-from rocmbuild.recipe.model import ROCM_LIBS, Download, Patch, Recipe, Source
+from rocmbuild.recipe.keys import ROCM_LIBS
+from rocmbuild.recipe.model import Recipe
 from rocmbuild.recipe.plan import (
     BuildEnvSpec,
     BuildHost,
@@ -40,6 +41,7 @@ from rocmbuild.recipe.plan import (
     ValidateSpec,
     uses_torch,
 )
+from rocmbuild.recipe.tables import Download, Patch, Source
 
 __all__ = ["Plan", "Target", "render", "uses_hip_compiler"]
 

@@ -17,23 +17,17 @@ from typing import Any
 
 from rocmbuild.core.hostenv import PASS_ENV
 from rocmbuild.recipe.check import Leaf, Tree, tree
-from rocmbuild.recipe.model import (
+from rocmbuild.recipe.keys import (
     PLACEHOLDERS,
     PLACEHOLDERS_DOC,
     SCHEMA_VERSION,
     SOURCE_KINDS,
-    TABLES,
-    Download,
-    Floor,
     Key,
-    Option,
-    Patch,
-    Recipe,
-    Source,
-    Variant,
     default_of,
     keys,
 )
+from rocmbuild.recipe.model import TABLES, Recipe
+from rocmbuild.recipe.tables import Download, Floor, Option, Patch, Source, Variant
 
 DOCS = Path("docs/recipes.md")
 JSON_SCHEMA = Path("schemas/recipe.schema.json")
