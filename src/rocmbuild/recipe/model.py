@@ -9,11 +9,14 @@ else. ``TABLES`` holds the reference text of the tables that hold keys of one da
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocmbuild.core.errors import UsageError
 from rocmbuild.core.gfx import KNOWN_ARCHS
 from rocmbuild.core.hostenv import NAME as ENV_NAME
+from rocmbuild.recipe.check import suggest
 from rocmbuild.recipe.keys import (
     BACKENDS,
     HOST_REQUIREMENTS,
@@ -26,6 +29,7 @@ from rocmbuild.recipe.keys import (
     kernels,
     toml,
 )
+from rocmbuild.recipe.releases import LINE_ONLY, Release
 from rocmbuild.recipe.tables import Download, Floor, Hipify, Option, Patch, Source, Variant
 
 TABLES = {
@@ -298,6 +302,15 @@ class Recipe:
         "Named build variants, chosen with ``--variant <name>``; each adds to or overrides "
         "[build].", "", item=Variant, factory=dict, item_msg="expected a table",
     )
+    releases: dict[str, Release] = toml(
+        "releases", "tables",
+        "Release lines (``[releases.<name>]``), declared newest first: each with its own "
+        "source pin, host ranges and build keys, which replace the top-level ones (build.env "
+        "adds to it). ``plan``, ``doctor`` and ``build`` take the newest line whose host ranges "
+        "this host satisfies; ``--release <name>`` forces one (docs/releases.md). Without "
+        "[releases] the top-level keys are the one line.", "", item=Release, factory=dict,
+        item_msg="expected a table ([releases.<name>] with the keys that differ)",
+    )
     offline: bool = toml(
         "build.offline", "boolean",
         "Run the build's commands without network: in a new network namespace "
@@ -361,3 +374,31 @@ class Recipe:
     )
     raw_sha256: str = ""
     """sha256 of the recipe file's bytes (provenance; not a TOML key)."""
+    release: str = ""
+    """The release line this recipe is on ("": none; ``on_line`` sets it; not a TOML key)."""
+
+    def on_line(self, name: str, variant: str | None = None) -> Recipe:
+        """This recipe as release line ``name`` builds it: each key the line sets replaces the
+        recipe's, except ``build.env``, whose variables go on top (the line's win). Variants
+        then apply on top of the result as they do without lines; ``variant`` (None: the
+        default) must be one the line builds."""
+        line = self.releases.get(name)
+        if line is None:
+            raise UsageError(
+                f"--release: {self.path.stem} has no release line {name!r}"
+                + suggest(name, self.releases, 0.5) if self.releases else
+                f"--release: {self.path.stem} has no release lines",
+                hint=f"lines (newest first): {', '.join(self.releases)}" if self.releases
+                else "leave --release out")
+        values = {f.name: getattr(line, f.name) for f in dataclasses.fields(line)
+                  if f.name not in LINE_ONLY and getattr(line, f.name) is not None}
+        if "env" in values:
+            values["env"] = tuple({**dict(self.env), **dict(values["env"])}.items())
+        out = dataclasses.replace(self, release=name, **values)
+        wanted = variant or out.default_variant
+        if line.offers is not None and wanted not in line.offers:
+            raise UsageError(f"--variant: {self.path.stem} line {name} does not build variant "
+                             f"{wanted!r}" + (f": {line.offers_reason}" if line.offers_reason
+                                              else ""),
+                             hint=f"variants of line {name}: {', '.join(line.offers)}")
+        return out

@@ -205,6 +205,11 @@ class Plan:
     """For unit_count "ninja": the cmake backend's configure command (``{stage_dir}`` to fill),
     which ``plan --units`` runs in the fetched tree. Not in the cache key or the JSON (the
     cmake backend's first command is the same)."""
+    release: str = ""
+    """The recipe's release line ([releases.<name>]; "": the recipe has none)."""
+    release_why: str = ""
+    """Why that line: forced by --release, or the newest whose ranges the host satisfies
+    (messages; not in the cache key or the provenance)."""
     cache_key: str = ""
 
     @property
@@ -259,6 +264,8 @@ class Plan:
             "recipe": self.recipe,
             "recipe_path": str(display(self.recipe_path)),
             "recipe_sha256": self.recipe_sha256,
+            **({"release": self.release} if self.release else {}),
+            **({"release_why": self.release_why} if self.release_why else {}),
             "package": self.package,
             "variant": self.variant,
             "source_name": self.source_name,
@@ -307,6 +314,7 @@ class Plan:
         out = self.to_json()
         for volatile in ("jobs", "jobs_reason", "recipe_path", "host_requires_reason"):
             out.pop(volatile)
+        out.pop("release_why", None)
         if self.env_key:
             out["env"] = dict(self.env_key)
         return out

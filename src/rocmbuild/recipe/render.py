@@ -64,6 +64,9 @@ class Target:
     """The nightly's resolved upstream (``follow = true``): a ``git`` pin replaces the source's
     commit, an ``sdist`` pin its url and sha256, so it enters the cache key like the recipe's
     own pin. ``recipe`` (or None) keeps the recipe's pin."""
+    release: str | None = None
+    """The release line ([releases.<name>]) to render: ``--release``, or the one
+    ``pipeline.lines`` picked for the host. Required when the recipe has lines."""
 
 
 def _fill(template: str, values: Mapping[str, str], where: str) -> str:
@@ -165,6 +168,11 @@ def render(recipe: Recipe, target: Target, host: Host,
     """The plan. ``learned``: measured unit memory loaded by the command layer
     (``learned.load``); the one for this recipe, variant, archs and compiler replaces the
     recipe's mem_per_job_gb in MAX_JOBS (not in the cache key)."""
+    if (recipe.releases or target.release) and not recipe.release:
+        if not target.release:
+            raise UsageError(f"--release: {recipe.path.stem} has release lines; name one",
+                             hint=f"lines (newest first): {', '.join(recipe.releases)}")
+        recipe = recipe.on_line(target.release, target.variant)
     if target.variant and recipe.variants and target.variant not in recipe.variants:
         raise UsageError(
             f"--variant: {recipe.path.stem} has no variant {target.variant!r}",
@@ -308,6 +316,7 @@ def render(recipe: Recipe, target: Target, host: Host,
         recipe=recipe.path.stem,
         recipe_path=recipe.path,
         recipe_sha256=recipe.raw_sha256,
+        release=recipe.release,
         package=recipe.name,
         variant=variant_name,
         source_name=target.source,
@@ -433,6 +442,7 @@ def _cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:
     for volatile in ("jobs", "jobs_reason", "recipe_path", "cache_key", "host_requires_reason",
                      "offline"):
         material.pop(volatile)
+    material.pop("release_why", None)  # why the line was picked: the line itself is hashed
     material.pop("unit_count", None)  # how plan --units counts: not an input of the wheel
     material["env"] = keyed_env
     material["rocm"].pop("version_from")
