@@ -15,12 +15,14 @@ import pytest
 from tests.conftest import rocmbuild
 
 GOLDEN = Path(__file__).parents[1] / "golden"
-CASES = {
+CASES = {  # every release line with each variant it builds (the fixture host fits none)
     # ROCm/aiter cannot be fetched here (no GitHub): its plan is all that is checked
     "aiter-gfx942": ["aiter", "--arch", "gfx942"],
-    "flash-attn-ck-gfx90a-gfx942": ["flash-attn", "--arch", "gfx90a,gfx942", "--variant", "ck"],
+    "flash-attn-ck-gfx90a-gfx942": ["flash-attn", "--arch", "gfx90a,gfx942", "--variant", "ck",
+                                    "--release", "2.8-fork"],
     "flash-attn-triton-pypi-gfx942": ["flash-attn", "--arch", "gfx942", "--variant", "triton",
-                                      "--source", "pypi"],
+                                      "--source", "pypi", "--release", "2.8-fork"],
+    "flash-attn-main-ck-gfx942": ["flash-attn", "--arch", "gfx942", "--release", "main"],
     "pytorch-gfx942": ["pytorch", "--arch", "gfx942"],
 }
 

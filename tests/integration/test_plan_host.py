@@ -68,7 +68,7 @@ def test_plan_from_saved_host_matches_the_node(tmp_path: Path, node_env: dict[st
     saved = json.loads(doc.stdout)["host"]
     assert saved["torch"]["hip"] and saved["gpus"] == ["gfx942"]
 
-    args = ["plan", "flash-attn", "--arch", "native", "--json"]
+    args = ["plan", "flash-attn", "--arch", "native", "--release", "2.8-fork", "--json"]
     on_node = rocmbuild(*args, env=node_env)
     assert on_node.returncode == 0, on_node.stderr
     assert "lacks" not in on_node.stderr  # the node has what the CK variant needs
@@ -93,13 +93,14 @@ def test_plan_from_saved_host_matches_the_node(tmp_path: Path, node_env: dict[st
     assert ctl_plan["host"]["torch_kind"] == "rocm" and ctl_plan["rocm"]["version"] == "6.2"
 
     # this machine itself (CPU torch, no ROCm root) renders a different plan
-    here = rocmbuild("plan", "flash-attn", "--arch", "gfx942", "--json")
+    here = rocmbuild("plan", "flash-attn", "--arch", "gfx942", "--release", "2.8-fork", "--json")
     assert json.loads(here.stdout)["cache_key"] != node_plan["cache_key"]
 
 
 def test_plan_with_unusable_host_file(tmp_path: Path) -> None:
     (tmp_path / "h.json").write_text('{"schema": "rocmbuild-host/1"}')
-    res = rocmbuild("plan", "flash-attn", "--arch", "gfx942", "--host", str(tmp_path / "h.json"))
+    res = rocmbuild("plan", "flash-attn", "--arch", "gfx942", "--release", "2.8-fork",
+                    "--host", str(tmp_path / "h.json"))
     assert res.returncode == 2
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert lines[0].startswith("usage error: --host") and "torch: missing" in lines[0]

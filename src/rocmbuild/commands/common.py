@@ -55,6 +55,13 @@ def add_global_options(p: argparse.ArgumentParser, top: bool) -> None:
                    "ROCMBUILD_RECIPE_PATH and the shipped ones (repeatable)")
 
 
+def add_release(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--release", default=None, metavar="NAME",
+                   help="the recipe's release line ([releases.<name>]), e.g. main; part of the "
+                   "cache key " + env_help("release", "the newest line whose host ranges this "
+                                           "host satisfies"))
+
+
 def add_target_options(p: argparse.ArgumentParser) -> None:
     """What to build: the recipe and everything that selects or places it."""
     p.add_argument("recipe", help="recipe name (see `rocmbuild recipes`) or path to a .toml file")
@@ -62,6 +69,7 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
              "from /sys/class/kfd", "native")
     p.add_argument("--variant", default=None, help="recipe variant, e.g. ck or triton "
                    + env_help("variant", "the recipe's"))
+    add_release(p)
     p.add_argument("--source", default=None, help="which source to fetch: 'default' or an "
                    "alternative named in the recipe, e.g. pypi " + env_help("source", "default"))
     p.add_argument("-j", "--jobs", type=int, default=None,
@@ -141,6 +149,7 @@ def rendered_from_args(args: argparse.Namespace, host_file: str | None = None) -
     ``host_file``), rendered with the unit memory earlier builds measured (``learned.load``
     from the cache)."""
     from rocmbuild.host import detect as hostmod
+    from rocmbuild.pipeline import planning
     from rocmbuild.recipe import load, render
 
     recipe = load.load(load.find_recipe(args.recipe))
@@ -153,10 +162,9 @@ def rendered_from_args(args: argparse.Namespace, host_file: str | None = None) -
         gpu_vendor=options.resolve("gpu_vendor", args.gpu_vendor, "amd"),
         build_tag=options.resolve("build_tag", getattr(args, "build_tag", None)),
         options=parse_opts(getattr(args, "opt", None) or [], recipe.path.stem),
+        release=options.resolve("release", getattr(args, "release", None)),
     )
-    from rocmbuild.pipeline import plans
-
-    want_compiler, want_components = plans.wants(recipe, target)  # its dependencies' too
+    want_compiler, want_components = planning.wants(recipe, target)  # its lines' and deps'
     if host_file:
         host = hostmod.load(Path(host_file))
     else:
@@ -171,6 +179,5 @@ def rendered_from_args(args: argparse.Namespace, host_file: str | None = None) -
     from rocmbuild.core import config
 
     ws = config.workspace(getattr(args, "workdir", None), getattr(args, "cache_dir", None))
-    return Rendered(recipe, plans.plan(recipe, target, host, lambda name: learned.load(
-        ws.cache, name)), host, want_compiler,
-                    want_components)
+    return Rendered(recipe, planning.plan(recipe, target, host, lambda name: learned.load(
+        ws.cache, name)), host, want_compiler, want_components)

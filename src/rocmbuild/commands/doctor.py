@@ -19,6 +19,7 @@ def register(sub: common.Subparsers) -> None:
                     "the GPUs found, else gfx90a,gfx942 as a warning")
     p.add_argument("--variant", default=None, help="with --recipe: the variant to check "
                    + common.env_help("variant", "the recipe's"))
+    common.add_release(p)
     p.add_argument("--recipe", default=None, help="recipe whose disk, memory-per-job, "
                    "host_requires (ROCm SDK and torch ranges) and rocm_components to check "
                    "against")
@@ -51,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         archs = ["native"] if spec.strip() == "native" else list(arch.parse_archs(spec))
     report = doctor.diagnose(root=Path(args.root), archs=archs, recipe=args.recipe,
                              variant=options.resolve("variant", args.variant),
+                             release=options.resolve("release", args.release),
                              hip_compiler=options.resolve("hip_compiler", args.hip_compiler),
                              index=options.resolve("index", args.index))
     if args.json:

@@ -80,6 +80,8 @@ def _print(plan: object, seen: dict[str, Any]) -> None:
     src = plan.source
     p(f"[bold]{plan.recipe}[/bold] variant={plan.variant} archs={','.join(plan.archs)} "
       f"-> +{plan.local_version}")
+    if plan.release:
+        p(f"release  {plan.release}: {plan.release_why}", markup=False)
     pin = src.commit or src.sha256 or str(display(Path(src.path)))
     p(f"source   {plan.source_name}: {src.kind} {src.url} @ {pin}"
       + (f"  submodules={','.join(src.submodules)}" if src.submodules else ""), markup=False)

@@ -64,6 +64,9 @@ SETTINGS: dict[str, Setting] = {
     "index": Setting("--index", "ROCMBUILD_INDEX", "index", "str",
                      "index directory or upload URL (default <workdir>/index)"),
     "variant": Setting("--variant", "ROCMBUILD_VARIANT", None, "str", "recipe variant"),
+    "release": Setting("--release", "ROCMBUILD_RELEASE", None, "str",
+                       "the recipe's release line to build (default: the newest whose host "
+                       "ranges this host satisfies)"),
     "source": Setting("--source", "ROCMBUILD_SOURCE", None, "str",
                       "'default' or a source alternative named in the recipe"),
     "rocm_version": Setting("--rocm-version", "ROCMBUILD_ROCM_VERSION", None, "version",

@@ -79,6 +79,9 @@ COMPONENTS: dict[str, Component] = {c.name: c for c in (
     _c("rocm_smi", "ROCm SMI library", "rocm-smi-lib", "rocm-smi-lib", libs=("rocm_smi64",)),
     _c("roctracer", "roctracer / roctx", "roctracer-dev", "roctracer-devel",
        libs=("roctracer64", "roctx64")),
+    # PyTorch's LoadHIP.cmake requires it from ROCm 7.14 (find_package(hipfile)); the package
+    # names follow AMD's -dev/-devel pattern and were not checked against repo.radeon.com.
+    _c("hipfile", "hipFile (GPU direct storage I/O)", "hipfile-dev", "hipfile-devel"),
 )}
 
 

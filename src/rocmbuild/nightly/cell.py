@@ -26,6 +26,7 @@ from rocmbuild.nightly import detect
 from rocmbuild.nightly.config import NightlyConfig
 from rocmbuild.nightly.model import Cell, CellOutcome, End, Pin
 from rocmbuild.pipeline import build as pipeline
+from rocmbuild.pipeline import planning
 from rocmbuild.publish import api as pub
 from rocmbuild.recipe import load, render
 from rocmbuild.stages.context import Context
@@ -121,8 +122,8 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
     ctx: Context | None = None
     try:
         recipe = load.load(load.find_recipe(cell.recipe))
-        h = host.detect(want_compiler=render.uses_hip_compiler(recipe, cell.variant),
-                        dists=recipe.python_requires)
+        wanted = planning.wants(recipe, render.Target(variant=cell.variant))
+        h = host.detect(want_compiler=wanted[0], dists=recipe.python_requires)
         plan = detect.render_cell(cell, pin, h, build_tag)
         ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
                       wheel_dir=ws.wheels, host=h)

@@ -31,10 +31,10 @@ from rocmbuild.core.config import Workspace
 from rocmbuild.core.errors import CommandFailed, FetchError
 from rocmbuild.host.detect import Host
 from rocmbuild.nightly.model import RUN_ID, Cell, CellPlan, Decision, Pin
-from rocmbuild.pipeline import plans
+from rocmbuild.pipeline import planning
 from rocmbuild.publish.static_index import StaticIndex
 from rocmbuild.publish.target import parse_index, redact
-from rocmbuild.recipe import load, render
+from rocmbuild.recipe import load, readers, render
 from rocmbuild.recipe.model import Recipe
 from rocmbuild.recipe.plan import Plan
 
@@ -172,7 +172,7 @@ def resolve(cell: Cell, recipe: Recipe, pypi: str, get: Fetch = http_get) -> Pin
     if source.kind == "git":
         if not cell.follow:
             return Pin("recipe", source.commit, url=redact(source.url))
-        local = load.local_git_path(source.url, recipe.path.parent)
+        local = readers.local_git_path(source.url, recipe.path.parent)
         url = str(local) if local is not None else source.url
         try:
             commit = ls_remote(url, source.ref or "HEAD")
@@ -205,7 +205,7 @@ def render_cell(cell: Cell, pin: Pin, host: Host, build_tag: str | None = None) 
     target = render.Target(arch=cell.arch, variant=cell.variant, source=cell.source,
                            pin=pin if pin.kind != "recipe" else None, build_tag=build_tag,
                            options=cell.options)
-    return plans.plan(recipe, target, host)
+    return planning.plan(recipe, target, host)
 
 
 def _tag(before: Mapping[str, Any] | None) -> str | None:

@@ -38,6 +38,7 @@ from rocmbuild.nightly.model import (
 )
 from rocmbuild.nightly.report import write as report_write
 from rocmbuild.nightly.slurm import SlurmExecutor, SlurmSettings
+from rocmbuild.pipeline import planning
 from rocmbuild.publish import api as pub
 from rocmbuild.recipe import load, render
 
@@ -68,7 +69,7 @@ def detect_host(cells: Sequence[Cell]) -> host.Host:
     want, dists = False, list[str]()
     for c in cells:
         recipe = load.load(load.find_recipe(c.recipe))
-        want = want or render.uses_hip_compiler(recipe, c.variant)
+        want = want or planning.wants(recipe, render.Target(variant=c.variant))[0]
         dists.extend(recipe.python_requires)
     return host.detect(want_compiler=want, dists=dict.fromkeys(dists))
 

@@ -83,10 +83,11 @@ class Report:
 # --------------------------------------------------------------------------- recipe estimates
 
 
-def _recipe_plan(name: str, archs: Sequence[str], variant: str | None, h: Host) -> Plan:
+def _recipe_plan(name: str, archs: Sequence[str], variant: str | None, h: Host,
+                 release: str | None = None) -> Plan:
     """The recipe rendered for these archs (those it supports; else its first supported one),
     so doctor judges exactly what `rocmbuild build` would: same Plan, same requirement check."""
-    from rocmbuild.pipeline.plans import plan
+    from rocmbuild.pipeline.planning import plan
     from rocmbuild.recipe.load import find_recipe, load
     from rocmbuild.recipe.render import Target
 
@@ -94,7 +95,7 @@ def _recipe_plan(name: str, archs: Sequence[str], variant: str | None, h: Host) 
     wanted = [a for a in archs if not recipe.supported_archs
               or a.split(":")[0] in recipe.supported_archs]
     arch = ",".join(wanted or recipe.supported_archs[:1] or DEFAULT_ARCHS[:1])
-    return plan(recipe, Target(arch=arch, variant=variant), h)
+    return plan(recipe, Target(arch=arch, variant=variant, release=release), h)
 
 
 def _under(root: Path, p: str | Path) -> Path:
@@ -160,7 +161,7 @@ def _nearest_existing(p: Path) -> Path:
 
 def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
              recipe: str | None = None, variant: str | None = None,
-             hip_compiler: str | None = None,
+             release: str | None = None, hip_compiler: str | None = None,
              site_paths: Sequence[str] | None = None, user: str | None = None,
              workdir: Path | None = None, env: dict[str, str] | None = None,
              index: str | None = None) -> Report:
@@ -269,7 +270,7 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
     if recipe:
         log.step(f"checking what recipe {recipe} needs from this host")
         try:
-            plan = _recipe_plan(recipe, archs, variant, h)
+            plan = _recipe_plan(recipe, archs, variant, h, release)
         except RocmbuildError as exc:
             add(Check("recipe", "fail", exc.message, exc.hint))
         else:
@@ -280,7 +281,8 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
                 add(Check("torch-vs-sdk", "fail", f"{recipe} needs {mismatch}",
                           requirements.hint(plan, [mismatch], h)))
             missing = requirements.missing(plan, h)
-            what = f"{recipe} (variant {plan.variant})"
+            what = f"{recipe} (variant {plan.variant}" + (
+                f", line {plan.release}: {plan.release_why})" if plan.release else ")")
             if missing:
                 add(Check("recipe", "fail", f"{what} cannot be built here: needs "
                           + "; and ".join(missing), requirements.hint(plan, missing, h)))

@@ -33,7 +33,7 @@ from rocmbuild.core.errors import NotReproduced, RecipeError, ToolchainError, Us
 from rocmbuild.core.run import run as sh
 from rocmbuild.host import detect as hostmod
 from rocmbuild.pipeline import build as pipeline
-from rocmbuild.pipeline import plans
+from rocmbuild.pipeline import planning
 from rocmbuild.recipe import load, render
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.stages.context import Context
@@ -156,6 +156,7 @@ def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
         gpu_vendor=str(prov.get("gpu_vendor") or "amd"),
         build_tag=prov.get("build_tag") or None,
         options=opts,
+        release=str(pplan["release"]) if pplan.get("release") else None,
     )
     rocm = pplan.get("rocm")
     compiler = rocm.get("compiler") if isinstance(rocm, dict) else None
@@ -167,9 +168,9 @@ def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
         hip_compiler=options.resolve("hip_compiler", hip_compiler) or (
             compiler_path if isinstance(compiler_path, str) and Path(compiler_path).is_file()
             else None),
-        want_compiler=render.uses_hip_compiler(rec, target.variant),
+        want_compiler=planning.wants(rec, target)[0],
         dists=rec.python_requires)
-    return plans.plan(rec, target, host), host
+    return planning.plan(rec, target, host), host
 
 
 def _first_difference(here: object, there: object, where: str = "") -> str | None:

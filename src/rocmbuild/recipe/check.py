@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rocmbuild.core.pep508 import simple_requirement, simple_specifiers, split_requirement
-from rocmbuild.recipe.model import (
+from rocmbuild.recipe.keys import (
     KNOWN_ENV,
     PLACEHOLDERS,
     RANGED_REQUIREMENTS,

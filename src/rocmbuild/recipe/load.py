@@ -8,33 +8,24 @@ this module reads the file and adds the rules that relate keys to each other or 
 from __future__ import annotations
 
 import hashlib
-import re
 import tomllib
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rocmbuild.core import config
 from rocmbuild.core.errors import RecipeError, UsageError
-from rocmbuild.core.gfx import KNOWN_ARCHS
 from rocmbuild.core.pep508 import simple_requirement
-from rocmbuild.recipe import depends
+from rocmbuild.recipe import depends, readers
 from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree
-from rocmbuild.recipe.model import (
-    GPU_VENDORS,
-    OPTION_NAME,
-    SOURCE_KINDS,
-    Download,
+from rocmbuild.recipe.keys import key_of
+from rocmbuild.recipe.model import Recipe
+from rocmbuild.recipe.tables import (
     Floor,
     Hipify,
-    Key,
-    Option,
     Patch,
-    Recipe,
     Source,
     Variant,
-    key_of,
 )
 
 
@@ -89,9 +80,13 @@ def files_read(recipe: Recipe) -> tuple[Path, ...] | None:
     source (a path, or a git repository on this machine), whose content only the full render and
     the fetch stage look at (``rocmbuild.commands.quickhit`` then keeps no memo), or when it
     depends on other recipes (their files are not tracked by the memo)."""
-    if recipe.depends or any(v.depends for v in recipe.variants.values()):
+    lines = recipe.releases.values()
+    if recipe.depends or any(v.depends for v in recipe.variants.values()) or any(
+            line.depends for line in lines):
         return None
-    for src in (recipe.source, *recipe.alternatives.values()):
+    for src in (recipe.source, *recipe.alternatives.values(), *(
+            s for line in lines for s in (line.source, *(line.alternatives or {}).values())
+            if s is not None)):
         if src.kind == "path" or (src.kind == "git" and src.url.startswith("/")):
             return None
     return (recipe.path.absolute(), *(p.file for p in recipe.patches))
@@ -147,15 +142,19 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
     fields = c.read(Recipe, data, "")
     source_at = key_of(Recipe, "source").toml
     raw_source = lookup(data, source_at)
-    source = _source(c, raw_source, source_at, path) if isinstance(raw_source, dict) else None
+    source = (readers.source(c, raw_source, source_at, path, walked=True)
+              if isinstance(raw_source, dict) else None)
     alts = key_of(Recipe, "alternatives")
-    alternatives = _tables(c, data, alts, lambda v, key: _source(c, v, key, path))
+    alternatives = readers.tables(c, data, alts, lambda v, key: readers.source(c, v, key, path))
     if lookup(data, f"{alts.toml}.default") is not MISSING:
         c.bad(f"{alts.toml}.default", "'default' is reserved for [source]")
-    variants = _tables(c, data, key_of(Recipe, "variants"), lambda v, key: _variant(c, v, key))
-    floors = _tables(c, data, key_of(Recipe, "validate_floor"), lambda v, key: _floor(c, v, key))
-    opts = _tables(c, data, key_of(Recipe, "options"), lambda v, key: _option(c, v, key))
-    _option_checks(c, opts, variants, fields)
+    variants = readers.tables(c, data, key_of(Recipe, "variants"),
+                              lambda v, key: _variant(c, v, key))
+    floors = readers.tables(c, data, key_of(Recipe, "validate_floor"),
+                            lambda v, key: _floor(c, v, key))
+    opts = readers.tables(c, data, key_of(Recipe, "options"),
+                          lambda v, key: readers.option(c, v, key))
+    readers.option_checks(c, opts, variants, fields)
     default_variant = fields.get("default_variant") or next(iter(variants), "default")
     if variants and default_variant not in variants:
         c.bad(
@@ -166,9 +165,21 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
         )
     patches = _patches(c, lookup(data, key_of(Recipe, "patches").toml), path, variants,
                        alternatives)
-    downloads = _downloads(c, lookup(data, key_of(Recipe, "downloads").toml),
-                           _when_checks(variants, alternatives))
+    downloads = readers.downloads(c, lookup(data, key_of(Recipe, "downloads").toml),
+                                  readers.when_checks(variants, alternatives))
     _variant_submodules(c, source, alternatives, variants)
+    top = {**fields, "default_variant": default_variant, "alternatives": alternatives}
+    releases = readers.tables(c, data, key_of(Recipe, "releases"),
+                              lambda v, key: readers.release(c, v, key, path, variants, top))
+    if lookup(data, "releases") == {}:
+        c.bad("releases", "no lines: declare [releases.<name>] tables (newest first), or leave "
+              "[releases] out")
+    for line in releases.values():
+        if line is not None and (line.source is not None or line.alternatives is not None):
+            _variant_submodules(c, line.source or source, alternatives if line.alternatives
+                                is None else dict(line.alternatives),
+                                {n: v for n, v in variants.items()
+                                 if line.offers is None or n in line.offers})
     _cmake_args(c, fields.get("cmake_args", ()))
     hipify_step = _hipify(c, data, fields.get("hipify", ()))
     for i, req in enumerate(fields.get("validate_requires", ())):
@@ -185,6 +196,8 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
             if not rel or rel.startswith("/") or ".." in parts:
                 c.bad(f"{at}[{i}]", f"must be a relative path inside the source tree, got {rel!r}")
     deps = {f"variants.{n}.depends": v.depends for n, v in variants.items() if v and v.depends}
+    deps.update({f"releases.{n}.depends": r.depends for n, r in releases.items()
+                 if r and r.depends})
     if fields.get("depends") or deps:
         depends.check(c, path, {key_of(Recipe, "depends").toml: fields.get("depends", ()),
                                 **deps}, within, load)
@@ -205,6 +218,7 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
         variants={k: v for k, v in variants.items() if v is not None},
         validate_floor={k: v for k, v in floors.items() if v is not None},
         options={k: v for k, v in opts.items() if v is not None},
+        releases={k: v for k, v in releases.items() if v is not None},
         patches=patches,
         downloads=downloads,
         raw_sha256=hashlib.sha256(raw).hexdigest(),
@@ -225,49 +239,6 @@ def _depth(value: Any, limit: int = MAX_DEPTH + 1) -> int:
     return 1 + max((_depth(v, limit - 1) for v in items), default=0)
 
 
-def _tables(c: Checker, data: dict[str, Any], k: Key, read: Callable[[Any, str], Any]
-            ) -> dict[str, Any]:
-    """The named tables of key ``k`` ([variants.<name>]), each read by ``read`` (None: unusable)."""
-    node = lookup(data, k.toml)
-    if not isinstance(node, dict):
-        return {}  # absent, or reported by walk
-    out: dict[str, Any] = {}
-    for name, value in node.items():
-        key = f"{k.toml}.{name}"
-        if not isinstance(value, dict):
-            c.bad(key, k.item_msg)
-            continue
-        out[name] = read(value, key)
-    return out
-
-
-def _source(c: Checker, data: dict[str, Any], key: str, path: Path) -> Source | None:
-    if key != key_of(Recipe, "source").toml:  # [source] was walked with the whole file
-        c.walk(data, tree(Source), key + ".")
-    kinds = [k for k in SOURCE_KINDS if k in data]
-    if len(kinds) != 1:
-        what = "none" if not kinds else " and ".join(kinds)
-        c.bad(key, f"needs exactly one of {', '.join(SOURCE_KINDS)} (found {what})")
-        return None
-    kind = kinds[0]
-    values = c.read(Source, data, key + ".", kind=kind)
-    base = path.absolute().parent
-    if kind == "path" and "path" in values:
-        where = base / values["path"]
-        if not where.is_dir():
-            c.bad(f"{key}.{key_of(Source, 'path').toml}",
-                  f"{where} is not a directory (a path source is relative to the recipe file)")
-        values["path"] = str(where.resolve())
-    if kind == "git" and values.get("url"):
-        local = local_git_path(values["url"], base)
-        if local is not None:
-            if not local.exists():
-                c.bad(f"{key}.git", f"{local} does not exist (a local repository path is "
-                      "relative to the recipe file)")
-            values["url"] = str(local)
-    return Source(kind, **values)
-
-
 def requirement_problem(text: str) -> str | None:
     """Why ``text`` is not a PEP 508 requirement pip may be given (None: it is one)."""
     if text.strip().startswith("-"):  # not echoed: it may carry an index URL's password
@@ -284,22 +255,6 @@ def requirement_problem(text: str) -> str | None:
         return (f"{redact(text)!r} is not a requirement: {redact(str(exc).splitlines()[0])} "
                 '(e.g. "triton>=3.0")')
     return None
-
-
-def local_git_path(url: str, base: Path) -> Path | None:
-    """The local repository a ``git`` value names, made absolute against ``base`` (the recipe
-    file's directory): a plain path (``../repo``, ``/srv/repo``) or a ``file://`` URL, whose
-    relative form (``file://../repo``) is relative too. None for a remote URL (``https://``,
-    ``ssh://``, ``git@host:path``)."""
-    if url.startswith("file://"):
-        rest = url[len("file://"):]
-        return Path(rest) if rest.startswith("/") else (base / rest).resolve()
-    if "://" in url:
-        return None
-    head = url.split("/", 1)[0]
-    if ":" in head and not url.startswith((".", "/")):
-        return None  # scp-like: git@github.com:ROCm/flash-attention.git
-    return (base / url).resolve()
 
 
 def _variant_submodules(c: Checker, source: Source | None,
@@ -377,51 +332,6 @@ def _variant(c: Checker, data: dict[str, Any], key: str) -> Variant:
     return Variant(name=key.rsplit(".", 1)[1], **c.read(Variant, data, key + "."))
 
 
-def _option(c: Checker, data: dict[str, Any], key: str) -> Option | None:
-    c.walk(data, tree(Option), key + ".")
-    name = key.rsplit(".", 1)[1]
-    if not re.fullmatch(OPTION_NAME, name):
-        c.bad(key, f"option name {name!r} must be lower case letters, digits and _ "
-              "(e.g. opt_dim)")
-        return None
-    return Option(name=name, **c.read(Option, data, key + "."))
-
-
-def _option_checks(c: Checker, opts: dict[str, Option | None],
-                   variants: dict[str, Variant | None], fields: dict[str, Any]) -> None:
-    """Each option's default is one of its own values, its variants exist, and its variable is
-    set by nothing else (build.env, arch.env, a variant's env, another option)."""
-    owners: dict[str, str] = {}
-    for name, o in opts.items():
-        if o is None:
-            continue
-        at = f"{key_of(Recipe, 'options').toml}.{name}"
-        if o.pattern:
-            try:
-                re.compile(o.pattern)
-            except re.error as exc:
-                c.bad(f"{at}.pattern", f"not a regular expression: {exc}")
-                continue
-        problem = o.problem(o.default)
-        if problem:
-            c.bad(f"{at}.default", problem)
-        for i, v in enumerate(o.variants):
-            if v not in variants:
-                c.bad(f"{at}.variants[{i}]", f"{v!r} is not a variant" + suggest(v, variants, 0.5)
-                      + (f"; variants: {', '.join(variants)}" if variants else ""))
-        set_by = [k for k, pairs in (("build.env", fields.get("env", ())),
-                                     ("arch.env", fields.get("arch_env", ())))
-                  if o.env in dict(pairs)]
-        set_by += [f"variants.{n}.env" for n, v in variants.items()
-                   if v is not None and o.env in dict(v.env)]
-        if o.env in owners:
-            set_by.append(f"options.{owners[o.env]}")
-        owners[o.env] = name
-        if set_by:
-            c.bad(f"{at}.env", f"{o.env} is also set by {', '.join(set_by)} (an option's "
-                  "variable is the option's alone)")
-
-
 def _floor(c: Checker, data: dict[str, Any], key: str) -> Floor:
     c.walk(data, tree(Floor), key + ".")
     return Floor(name=key.rsplit(".", 1)[1], **c.read(Floor, data, key + "."))
@@ -437,7 +347,7 @@ def _patches(
     if not isinstance(items, list):
         return ()  # reported by walk
     out: list[Patch] = []
-    valid = _when_checks(variants, alternatives)
+    valid = readers.when_checks(variants, alternatives)
     for i, item in enumerate(items):
         key = f"patches[{i}]"
         if not isinstance(item, dict):
@@ -456,53 +366,9 @@ def _patches(
         for wk, wvalues in values.get("when", ()):
             for v in wvalues:
                 if not valid[wk](v):
-                    c.bad(f"{key}.when.{wk}", _not_valid(wk, v))
+                    c.bad(f"{key}.when.{wk}", readers.not_valid(wk, v))
         # Placeholders for missing required keys: those were reported, and load raises.
         out.append(Patch(**{"sha256": "", "reason": "", **values, "file": f}))
-    return tuple(out)
-
-
-def _when_checks(variants: dict[str, Variant | None], alternatives: dict[str, Source | None]
-                 ) -> dict[str, Callable[[str], bool]]:
-    """What each ``when`` key of a patch or download accepts."""
-    return {
-        "variant": lambda v: v in variants,
-        "source": lambda v: v == "default" or v in alternatives,
-        "arch": lambda v: v in KNOWN_ARCHS,
-        "gpu_vendor": lambda v: v in GPU_VENDORS,
-        "rocm": lambda v: re.fullmatch(r"\d+\.\d+", v) is not None,
-    }
-
-
-def _not_valid(when_key: str, value: str) -> str:
-    if when_key == "rocm":
-        return f"{value!r} is not a ROCm major.minor version like 6.4"
-    return f"{value!r} is not a known {when_key.replace('_', ' ')}"
-
-
-def _downloads(c: Checker, items: Any, valid: dict[str, Callable[[str], bool]]
-               ) -> tuple[Download, ...]:
-    if not isinstance(items, list):
-        return ()  # absent, or reported by walk
-    out: list[Download] = []
-    names: set[str] = set()
-    for i, item in enumerate(items):
-        key = f"downloads[{i}]"
-        if not isinstance(item, dict):
-            c.bad(key, key_of(Recipe, "downloads").item_msg)
-            continue
-        c.walk(item, tree(Download), key + ".")
-        values = c.read(Download, item, key + ".")
-        name = values.get("name", "")
-        if name in names:
-            c.bad(f"{key}.name", f"{name!r} is named twice (each download needs its own name)")
-        names.add(name)
-        for wk, wvalues in values.get("when", ()):
-            for v in wvalues:
-                if not valid[wk](v):
-                    c.bad(f"{key}.when.{wk}", _not_valid(wk, v))
-        # Placeholders for missing required keys: those were reported, and load raises.
-        out.append(Download(**{"name": "", "url": "", "env": "", **values}))
     return tuple(out)
 
 

@@ -1,569 +1,38 @@
-"""Recipes as frozen dataclasses: the one source of the recipe schema.
+"""The recipe as one frozen dataclass, ``Recipe``: the one source of the recipe schema, with the
+nested tables of ``recipe.tables`` and the keys of ``recipe.keys``.
 
-Each field that comes from the TOML file carries a ``Key`` in its metadata: where it lives in the
-file, its TOML type, its default, whether placeholders are allowed, what values it accepts, and its
-reference text. The loader's checks (``recipe.check``), ``docs/recipes.md`` and
-``schemas/recipe.schema.json`` (both written by ``python -m rocmbuild.recipe.schema``) are derived
-from these fields and from nothing else.
+Each field that comes from the TOML file carries a ``Key`` in its metadata (``recipe.keys``). The
+loader's checks (``recipe.check``), ``docs/recipes.md`` and ``schemas/recipe.schema.json`` (both
+written by ``python -m rocmbuild.recipe.schema``) are derived from these fields and from nothing
+else. ``TABLES`` holds the reference text of the tables that hold keys of one dataclass.
 """
 
 from __future__ import annotations
 
-import builtins
 import dataclasses
-import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from rocmbuild.core.errors import UsageError
 from rocmbuild.core.gfx import KNOWN_ARCHS
 from rocmbuild.core.hostenv import NAME as ENV_NAME
-from rocmbuild.host.components import COMPONENTS
-
-SCHEMA_VERSION = 1
-
-BACKENDS = ("pip-wheel", "cmake")
-"""Values of build.backend (documented on ``Recipe.backend``)."""
-
-UNIT_COUNTS = ("auto", "ninja", "ck-fmha", "none")
-"""Values of build.unit_count (documented on ``Recipe.unit_count``)."""
-
-HOST_REQUIREMENTS = ("torch", "rocm-torch", "rocm-sdk", "hip-compiler")
-"""What ``build.host_requires`` may name. ``torch``, ``rocm-torch`` and ``rocm-sdk`` may carry a
-PEP 440 version range: ``rocm-sdk>=6.2,<7.1``, ``rocm-torch>=2.2,<2.14``."""
-
-RANGED_REQUIREMENTS = ("torch", "rocm-torch", "rocm-sdk")
-"""The requirements that may carry a version range."""
-
-
-ROCM_COMPONENTS = tuple(COMPONENTS)
-"""What ``build.rocm_components`` may name (``rocmbuild.host.components.COMPONENTS``)."""
-
-WHEN_KEYS = ("variant", "source", "arch", "gpu_vendor", "rocm")
-"""Keys of a patch's or download's ``when`` table; each value is a string or a list of strings
-(any matches). ``rocm`` is the plan's ROCm version (major.minor, as in the local label)."""
-
-GPU_VENDORS = ("amd", "nvidia")
-
-HIPIFY_TOOLS = ("torch", "command", "perl")
-"""Values of hipify.tool (documented on ``Hipify.tool``)."""
-ROCM_RUNTIMES = ("host", "bundle")
-"""Values of build.rocm_runtime (documented on ``Recipe.rocm_runtime``)."""
-
-ROCM_LIBS = (
-    "libamdhip64.so*", "libhsa-runtime64.so*", "libhsakmt.so*", "libamd_comgr.so*", "libhiprtc.so*",
-    "librocprofiler-register.so*", "librocm-core.so*", "libroctracer64.so*", "libroctx64.so*",
-    "librocm_smi64.so*",
+from rocmbuild.recipe.check import suggest
+from rocmbuild.recipe.keys import (
+    BACKENDS,
+    HOST_REQUIREMENTS,
+    RECIPE_NAME,
+    RECIPE_NAME_MSG,
+    ROCM_COMPONENTS,
+    ROCM_FROM,
+    ROCM_LIBS,
+    ROCM_RUNTIMES,
+    SCHEMA_VERSION,
+    UNIT_COUNTS,
+    kernels,
+    toml,
 )
-"""bundle.libs when a recipe bundles and names none: the HIP runtime and what it loads (the
-ROCm part of upstream PyTorch's list in .ci/manywheel/build_rocm.sh; the math libraries are the
-recipe's to name)."""
-
-SOURCE_KINDS = ("git", "sdist", "path")
-"""A source table names exactly one of these keys; the one present is ``Source.kind``."""
-
-PLACEHOLDERS = (
-    "archs",
-    "archs_comma",
-    "arch_names",
-    "arch_names_comma",
-    "jobs",
-    "rocm_path",
-    "rocm_version",
-    "hip_compiler",
-    "hip_flags",
-)
-PLACEHOLDERS_DOC = (
-    "``{archs}`` is the ``;``-joined target list as given (with target features: "
-    "``gfx942:sramecc+:xnack-``), ``{archs_comma}`` the ``,``-joined one; ``{arch_names}`` / "
-    "``{arch_names_comma}`` the same with plain gfx names (``gfx942``), repeats dropped, for "
-    "builds whose allow-list knows no features (the audit still checks the features given), "
-    "``{jobs}`` MAX_JOBS, ``{rocm_path}`` / ``{rocm_version}`` the ROCm root found on the host, "
-    "``{hip_compiler}`` / ``{hip_flags}`` the detected HIP compiler and its flags."
-)
-"""What each placeholder (usable in keys whose Key.placeholders is set) stands for."""
-
-ROCM_FROM = ("auto", "sdk")
-"""Values of target.rocm_from (documented on ``Recipe.rocm_from``)."""
-
-KERNEL_CHOICES = ("auto", "none")
-"""``validate.kernel`` values besides the kernel gate's adapter names (see ``kernels()``)."""
-
-# Variables rocmbuild knows by name. An env key that is not one of these but is one typo away
-# from one is reported (GPU_ARCH -> GPU_ARCHS); other names pass, since recipes may set anything.
-KNOWN_ENV = (
-    "GPU_ARCHS",
-    "MAX_JOBS",
-    "BUILD_TARGET",
-    "FLASH_ATTENTION_FORCE_BUILD",
-    "FLASH_ATTENTION_TRITON_AMD_ENABLE",
-    "FLASH_ATTENTION_SKIP_CK_BUILD",
-    "FLASH_ATTENTION_FORCE_CXX11_ABI",
-    "PYTORCH_ROCM_ARCH",
-    "USE_ROCM",
-    "USE_CUDA",
-    "BUILD_TEST",
-    "USE_FLASH_ATTENTION",
-    "USE_MEM_EFF_ATTENTION",
-    "USE_NCCL",
-    "USE_RCCL",
-    "USE_KINETO",
-    "USE_MPI",
-    "USE_DISTRIBUTED",
-    "BUILD_DEBUG_INFO",
-    "ROCM_PATH",
-    "HIP_PATH",
-    "ROCM_HOME",
-    "HIP_PLATFORM",
-    "HIP_CXX",
-    "HIP_ARCHS",
-    "HIP_FLAGS",
-    "CMAKE_BUILD_PARALLEL_LEVEL",
-    "CMAKE_ARGS",
-    "PYTORCH_BUILD_VERSION",
-    "PYTORCH_BUILD_NUMBER",
-    "CMAKE_PREFIX_PATH",
-)
-
-
-def kernels() -> tuple[str, ...]:
-    """What ``validate.kernel`` accepts: auto, none, or a kernel gate adapter name."""
-    # Imported here: the gate module is stdlib-only at import, but it lives in the validate layer.
-    from rocmbuild.programs.kernelgate import ADAPTER_NAMES
-
-    return (*KERNEL_CHOICES, *ADAPTER_NAMES)
-
-
-TYPES = (
-    "string",
-    "integer",
-    "number",
-    "boolean",
-    "strings",  # a list of strings
-    "env",  # a table of string values (environment variables)
-    "table",  # a nested dataclass whose keys sit in this table
-    "tables",  # a table of named nested dataclasses ([variants.<name>])
-    "array",  # an array of tables ([[patches]])
-    "conditions",  # a patch's when = { key = "value" or ["values"] }
-)
-
-
-@dataclass(frozen=True)
-class Key:
-    """One TOML key of a recipe, as dataclass field metadata (``toml(...)`` builds it)."""
-
-    toml: str
-    """Dotted location relative to the table the dataclass is read from (``build.env``)."""
-    type: str
-    """One of TYPES."""
-    doc: str
-    """Reference text for docs/recipes.md and the JSON schema's description."""
-    example: str
-    """A TOML value for the docs (``["gfx90a", "gfx942"]``)."""
-    required: str | None = None
-    """None: optional (the field default applies). Else the key is required and this is the hint
-    after "missing"; a key with a ``pattern`` is checked as "" instead."""
-    placeholders: bool = False
-    """Values may use {placeholders} (PLACEHOLDERS); they are checked."""
-    choices: tuple[str, ...] | Callable[[], tuple[str, ...]] = ()
-    """Allowed values (of a string, or of each list item); a callable is asked when checking."""
-    noun: str = ""
-    """What a value is called in 'unknown <noun> ...' messages."""
-    versioned: bool = False
-    """A choice may carry a version bound (``rocm-sdk>=6.0``)."""
-    positive: bool = False
-    """A number must be > 0."""
-    pattern: str = ""
-    """A regular expression a string must match; anchor it with ``^`` (the checker matches from
-    the start, the JSON schema searches anywhere), or use ``.`` for "not empty"."""
-    pattern_msg: str = ""
-    """The problem when it does not, with ``%r`` for the value."""
-    kind: str = ""
-    """Source keys: the source kind this key belongs to (see SOURCE_KINDS)."""
-    item: builtins.type | None = None  # builtins: ``type`` is a field name here
-    """The nested dataclass of a table, tables or array key."""
-    item_msg: str = ""
-    """The problem when an entry of tables/array is not a table."""
-    default_text: str = ""
-    """The default, for the docs, when it is not a constant."""
-    const: int | None = None
-    """The format version an integer key must equal (schema_version)."""
-    requirement: bool = False
-    """Each item of a strings key is a PEP 508 requirement from an index (a name, optional
-    extras, version specifiers and markers; no URL)."""
-
-    def allowed(self) -> tuple[str, ...]:
-        return self.choices() if callable(self.choices) else self.choices
-
-
-def toml(loc: str, type: str, doc: str, example: str, *, default: Any = dataclasses.MISSING,
-         factory: Callable[[], Any] | None = None, also: Key | None = None, **kw: Any) -> Any:
-    """A dataclass field read from the TOML key ``loc`` (or from ``also``, another location of
-    the same value); ``default`` is used when it is absent."""
-    meta = {"keys": (Key(loc, type, doc, example, **kw), *([also] if also else []))}
-    if factory is not None:
-        return field(default_factory=factory, metadata=meta)
-    return field(default=default, metadata=meta)
-
-
-def keys(cls: type) -> list[tuple[dataclasses.Field[Any], Key]]:
-    """The TOML keys of a model class with the field each fills, in declaration order."""
-    return [(f, k) for f in dataclasses.fields(cls) for k in f.metadata.get("keys", ())]
-
-
-def key_of(cls: type, name: str) -> Key:
-    """The (first) TOML key of field ``name``."""
-    return next(k for f, k in keys(cls) if f.name == name)
-
-
-def default_of(f: dataclasses.Field[Any]) -> Any:
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    return f.default
-
-
-RECIPE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
-RECIPE_NAME_MSG = "must be a recipe name (letters, digits, '.', '_', '-'), got %r"
-HEX40 = r"^[0-9a-f]{40}$"
-HEX64 = r"^[0-9a-f]{64}$"
-
-
-@dataclass(frozen=True)
-class Source:
-    kind: str
-    """``git``, ``sdist`` or ``path``: whichever of those keys the table has (not a TOML key)."""
-    url: str = toml(
-        "git", "string", "The git repository URL.",
-        '"https://github.com/ROCm/flash-attention.git"', kind="git", default="",
-        pattern=r".", pattern_msg="expected a repository URL",
-        also=Key(
-            "sdist.url", "string", "The archive URL (https://, http:// or file://).",
-            '"https://files.pythonhosted.org/.../flash_attn-2.8.3.post1.tar.gz"', kind="sdist",
-            required="", pattern=r"^(https?|file)://",
-            pattern_msg="expected an https://, http:// or file:// URL, got %r",
-        ),
-    )
-    commit: str = toml(
-        "commit", "string", "The full 40-hex commit to check out (a tag or branch is not a pin).",
-        '"b3ae4966b2567811880db10d9e040a775b99c7d7"', kind="git", default="", required="",
-        pattern=HEX40,
-        pattern_msg="must be a full 40-hex commit sha, got %r "
-        "(a tag or short sha is not a pin: `git rev-parse <tag>^{commit}`)",
-    )
-    ref: str = toml(
-        "ref", "string", "The tag or branch the commit belongs to, for people (informational).",
-        '"main"', kind="git", default="",
-    )
-    submodules: tuple[str, ...] = toml(
-        "submodules", "strings",
-        'Submodule paths to initialise, or ``["*"]`` for all, recursively.',
-        '["csrc/composable_kernel"]', kind="git", default=(),
-    )
-    sha256: str = toml(
-        "sdist.sha256", "string", "The archive's sha256, checked before anything is extracted.",
-        '"55d5103ed846da8b56e0797acf4bde07dee4b1c7e8907fcfc6699c203030c348"', kind="sdist",
-        default="", required="", pattern=HEX64,
-        pattern_msg="must be the archive's 64-hex sha256 (`sha256sum <file>`)",
-    )
-    path: str = toml(
-        "path", "string", "A local source tree, relative to the recipe file.",
-        '"../probes/hip-attention"', kind="path", default="",
-    )
-
-    @property
-    def pin(self) -> str:
-        return {"git": self.commit, "sdist": self.sha256}.get(self.kind, self.path)
-
-
-@dataclass(frozen=True)
-class Patch:
-    file: Path = toml(
-        "file", "string",
-        "The patch file, relative to the recipe file.",
-        '"../patches/flash-attn/0001-x.patch"', required="",
-    )
-    sha256: str = toml(
-        "sha256", "string",
-        "Its sha256; a mismatch is a recipe error, so a patch cannot change unnoticed.",
-        '"512ef016aab95c6f73c78e40b8546282e1307bc6e6c0a472bfbecb06ccf2c626"', required="",
-    )
-    reason: str = toml("reason", "string", "Why it exists.", '"drop AMD-only autotune keys"',
-                       required="")
-    when: tuple[tuple[str, tuple[str, ...]], ...] = toml(
-        "when", "conditions",
-        "Conditions, all of which must hold (empty: always). Keys: variant, source (an "
-        "alternative's name or default), arch, gpu_vendor (amd or nvidia), rocm (the plan's ROCm "
-        "major.minor); each value is a "
-        "string or a list of strings, any of which matches.",
-        '{ variant = "triton", gpu_vendor = "nvidia" }', default=(), choices=WHEN_KEYS,
-        noun="condition",
-    )
-    link: str = toml("link", "string", "The upstream issue or PR it works around.",
-                     '"https://github.com/ROCm/flash-attention/issues/1"', default="")
-
-
-@dataclass(frozen=True)
-class Download:
-    name: str = toml(
-        "name", "string", "A name for messages, the plan and the provenance.", '"aotriton"',
-        default="", required="", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
-        pattern_msg="must be a name of letters, digits, '.', '_' or '-', got %r",
-    )
-    url: str = toml(
-        "url", "string", "Where fetch downloads it (https://, http:// or file://).",
-        '"https://github.com/ROCm/aotriton/releases/download/0.11b/aotriton-0.11b-....tar.gz"',
-        default="", required="", pattern=r"^(https?|file)://",
-        pattern_msg="expected an https://, http:// or file:// URL, got %r",
-    )
-    sha256: str = toml(
-        "sha256", "string",
-        "Its sha256, checked before it is used; the download is cached under it. A recipe may "
-        "leave it out until it is known, but a plan that needs the download is "
-        "then refused.", '"c7f319dd7448cbbbab81889dd8a37d47dbc25ebcbd89760f09e6a0904e556393"',
-        default="", pattern=r"^([0-9a-f]{64})?$",
-        pattern_msg="must be the file's 64-hex sha256 (`sha256sum <file>`), got %r",
-    )
-    extract: bool = toml(
-        "extract", "boolean",
-        "Extract the archive (tar or zip, its single top directory stripped) and hand over "
-        "the directory; else the file itself.", "true", default=False,
-    )
-    env: str = toml(
-        "env", "string",
-        "The build variable that receives the path. Downloads naming the same variable are "
-        "extracted into one directory, in recipe order (a runtime and its kernel images).",
-        '"AOTRITON_INSTALLED_PREFIX"', default="", required="", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
-        pattern_msg="must name the variable that receives the path (e.g. "
-        "AOTRITON_INSTALLED_PREFIX), got %r",
-    )
-    when: tuple[tuple[str, tuple[str, ...]], ...] = toml(
-        "when", "conditions",
-        "Conditions, all of which must hold (empty: always), as for patches.",
-        '{ arch = "gfx942" }', default=(), choices=WHEN_KEYS, noun="condition",
-    )
-
-
-@dataclass(frozen=True)
-class Variant:
-    name: str
-    """The table's name in ``[variants.<name>]`` (selected with ``--variant <name>``)."""
-    description: str = toml("description", "string", "One line for ``rocmbuild recipes``.",
-                            '"Triton AMD backend"', default="")
-    env: tuple[tuple[str, str], ...] = toml(
-        "env", "env", "Environment added on top of build.env and arch.env.",
-        '{ FLASH_ATTENTION_TRITON_AMD_ENABLE = "TRUE" }', default=(), placeholders=True,
-    )
-    mem_per_job_gb: float | None = toml(
-        "mem_per_job_gb", "number", "Overrides build.mem_per_job_gb.", "0.5", default=None,
-        positive=True, default_text="build.mem_per_job_gb",
-    )
-    host_requires: tuple[str, ...] | None = toml(
-        "host_requires", "strings", "Overrides build.host_requires.", '["torch"]', default=None,
-        choices=HOST_REQUIREMENTS, noun="requirement", versioned=True,
-        default_text="build.host_requires",
-    )
-    host_requires_reason: str | None = toml(
-        "host_requires_reason", "string", "Overrides build.host_requires_reason.",
-        '"pure Python wheel: any torch that imports"', default=None,
-        default_text="build.host_requires_reason",
-    )
-    rocm_components: tuple[str, ...] | None = toml(
-        "rocm_components", "strings", "Overrides build.rocm_components (``[]``: none).", "[]",
-        default=None, choices=ROCM_COMPONENTS, noun="ROCm component",
-        default_text="build.rocm_components",
-    )
-    disk_gb: float | None = toml(
-        "disk_gb", "number", "Overrides build.disk_gb.", "1", default=None, positive=True,
-        default_text="build.disk_gb",
-    )
-    link_units_per_arch: int | None = toml(
-        "link_units_per_arch", "integer", "Overrides build.link_units_per_arch.", "930",
-        default=None, positive=True, default_text="build.link_units_per_arch",
-    )
-    runtime_env: tuple[tuple[str, str], ...] = toml(
-        "runtime_env", "env",
-        "Environment the built wheel needs at run time (e.g. the flash-attn Triton backend is "
-        "chosen by FLASH_ATTENTION_TRITON_AMD_ENABLE at import). Recorded in rocmbuild.json as "
-        "``runtime_env``; the validator sets it, and users must too.",
-        '{ FLASH_ATTENTION_TRITON_AMD_ENABLE = "TRUE" }', default=(), placeholders=True,
-    )
-    submodules: tuple[str, ...] | None = toml(
-        "submodules", "strings",
-        "Narrows the git source's ``submodules`` for this variant: a subset of them (``[]``: "
-        "none). A build of this variant then fetches only these, so a mirror without the "
-        "others still works.", "[]", default=None, default_text="source.submodules",
-    )
-    label_torch: bool | None = toml(
-        "label_torch", "boolean", "Overrides target.label_torch (a pure-Python variant is not "
-        "bound to one torch's ABI).", "false", default=None, default_text="target.label_torch",
-    )
-    build_requires: tuple[str, ...] | None = toml(
-        "build_requires", "strings", "Overrides build.build_requires.",
-        '["setuptools>=70.1,<80", "wheel"]', default=None, requirement=True,
-        default_text="build.build_requires",
-    )
-    depends: tuple[str, ...] | None = toml(
-        "depends", "strings", "Overrides build.depends (``[]``: none).", '["aiter"]',
-        default=None, default_text="build.depends", pattern=RECIPE_NAME,
-        pattern_msg=RECIPE_NAME_MSG,
-    )
-    build_requirements_file: str | None = toml(
-        "build_requirements_file", "string",
-        'Overrides build.build_requirements_file (``""``: none).',
-        '"requirements-build.txt"', default=None, default_text="build.build_requirements_file",
-        pattern=r"^(?!/)(?!.*(^|/)\.\.(/|$))", pattern_msg="must be a relative path inside "
-        "the source tree (no leading / and no ..), got %r",
-    )
-
-    unit_count: str | None = toml(
-        "unit_count", "string", "Overrides build.unit_count (``none``: not counted).", '"none"',
-        default=None, choices=UNIT_COUNTS, noun="unit count",
-        default_text="build.unit_count",
-    )
-    upstream_tests: tuple[str, ...] | None = toml(
-        "upstream_tests", "strings", "Overrides validate.upstream_tests for this variant.",
-        '["tests/test_flash_attn_triton_amd.py"]', default=None,
-        default_text="validate.upstream_tests",
-    )
-    upstream_env: tuple[tuple[str, str], ...] | None = toml(
-        "upstream_env", "env", "Overrides validate.upstream_env for this variant.",
-        '{ FLASH_ATTENTION_TRITON_AMD_ENABLE = "TRUE" }', default=None,
-        default_text="validate.upstream_env",
-    )
-
-
-_RELATIVE = r"^(?!/)(?!.*(^|/)\.\.(/|$))"
-_RELATIVE_MSG = "must be a relative path inside the source tree (no leading / and no ..), got %r"
-
-
-@dataclass(frozen=True)
-class Hipify:
-    """The [hipify] table: translate CUDA sources to HIP before the build (docs/hipify.md)."""
-
-    tool: str = toml(
-        "tool", "string",
-        "``torch``: ``torch.utils.hipify`` from the torch in the build's Python (the build "
-        "environment's when the recipe has one), run in a child process. ``perl``: "
-        "``hipify-perl`` from PATH, the ROCm root's bin or toolchain.json "
-        "(Debian 12 has none; in place only, CMakeLists.txt untouched). ``command``: run "
-        "``command`` (what ``build.hipify`` does).",
-        '"torch"', default="torch", choices=HIPIFY_TOOLS, noun="hipify tool",
-    )
-    command: tuple[str, ...] = toml(
-        "command", "strings",
-        "tool = \"command\": the command run in the patched tree (``python`` = the build "
-        "environment's, else this interpreter), e.g. PyTorch's tools/amd_build/build_amd.py.",
-        '["python", "tools/amd_build/build_amd.py"]', default=(), placeholders=True,
-    )
-    project_dir: str = toml(
-        "project_dir", "string",
-        "The directory translated, relative to the fetched tree; globs and the changed-file "
-        "list are relative to it.", '"csrc"', default="", default_text="the tree's top",
-        pattern=_RELATIVE, pattern_msg=_RELATIVE_MSG,
-    )
-    includes: tuple[str, ...] = toml(
-        "includes", "strings",
-        "Globs (fnmatch, relative to project_dir, ``*`` crosses ``/``) of the files translated; "
-        "of those, only C/C++/CUDA sources and headers (.cu .cuh .c .cc .cpp .h .hpp .in) and, "
-        "in place, CMakeLists.txt.", '["src/*", "CMakeLists.txt"]', default=("*",),
-    )
-    ignores: tuple[str, ...] = toml(
-        "ignores", "strings", "Globs of files left alone (they win over includes).",
-        '["third_party/*"]', default=(),
-    )
-    header_include_dirs: tuple[str, ...] = toml(
-        "header_include_dirs", "strings",
-        "Directories (relative to project_dir) whose headers are translated too and searched "
-        "when rewriting ``#include`` lines to the translated headers (tool = \"torch\", out of "
-        "place).", '["include"]', default=(),
-    )
-    out_of_place: bool = toml(
-        "out_of_place", "boolean",
-        "false: each file is rewritten in place (tool = \"torch\" also renames ``.cu`` files "
-        "``.hip``, the names its CMakeLists.txt rewrite gives them); true: translated copies "
-        "beside the originals, as torch's cpp_extension names them (``k.cu`` -> ``k.hip``, "
-        "``a.cpp`` -> ``a_hip.cpp``, ``h.cuh`` -> ``h_hip.cuh``), originals untouched.",
-        "true", default=False,
-    )
-    strict: bool = toml(
-        "strict", "boolean",
-        "Fail the build when a translated file still uses a CUDA API (``cuda*``, ``cu*``, "
-        "``CU*``, cuBLAS/cuRAND/... names, ``cuda*`` headers) that the tool could not map, "
-        "naming file, line and symbol; false: they are only logged.", "true", default=False,
-    )
-
-@dataclass(frozen=True)
-class Floor:
-    name: str
-    """The gfx arch (or sm_XY) in ``[validate.floor.<arch>]``."""
-    fwd_tflops: float | None = toml(
-        "fwd_tflops", "number", "Forward TFLOP/s every throughput shape must reach on this arch.",
-        "150", default=None, positive=True,
-    )
-    bwd_tflops: float | None = toml(
-        "bwd_tflops", "number", "Backward TFLOP/s every throughput shape must reach.", "60",
-        default=None, positive=True,
-    )
-    sdpa_fraction: float | None = toml(
-        "sdpa_fraction", "number", "Each shape and direction must reach this fraction of torch "
-        "SDPA's TFLOP/s on the same device in the same run.", "0.5", default=None, positive=True,
-    )
-
-
-OPTION_NAME = r"^[a-z][a-z0-9_]*$"
-"""The name in ``[options.<name>]``."""
-
-
-@dataclass(frozen=True)
-class Option:
-    """``[options.<name>]``: a typed, documented setting of the build that reaches it as one
-    environment variable, set with ``--opt <recipe>.<name>=<value>`` (docs/options.md)."""
-
-    name: str
-    """The table's name in ``[options.<name>]`` (lower case, digits and ``_``)."""
-    env: str = toml(
-        "env", "string", "The build variable that receives the value.", '"OPT_DIM"',
-        default="", required="", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
-        pattern_msg="must name an environment variable (e.g. OPT_DIM), got %r",
-    )
-    default: str = toml(
-        "default", "string", "The value when ``--opt`` does not set it (checked like one).",
-        '"32,64,128,256"', default="", required="",
-    )
-    help: str = toml(
-        "help", "string", "What it does, in one line (the hint of a usage error about it).",
-        '"head dimensions whose kernels are compiled (setup.py: OPT_DIM)"', default="",
-        required="", pattern=r".", pattern_msg="missing (one line saying what the option does)",
-    )
-    choices: tuple[str, ...] = toml(
-        "choices", "strings",
-        "The values allowed; a value is a ``,``-separated list of them (``128`` or "
-        "``64,128``, no repeats).", '["32", "64", "128", "256"]', default=(),
-        default_text="`[]`: any value matching `pattern`",
-    )
-    pattern: str = toml(
-        "pattern", "string", "A regular expression the whole value must match.",
-        '"^[A-Za-z0-9_*?]+$"', default="",
-    )
-    variants: tuple[str, ...] = toml(
-        "variants", "strings",
-        "The variants it applies to; another variant neither sets its variable nor accepts it "
-        "in ``--opt``.", '["ck"]', default=(), default_text="`[]`: every variant",
-    )
-
-    def problem(self, value: str) -> str | None:
-        """Why ``value`` is not allowed (None: it is)."""
-        if self.choices:
-            items = value.split(",")
-            bad = [i for i in items if i not in self.choices]
-            if bad or len(set(items)) != len(items) or not value:
-                return (f"{value!r} is not a ,-separated list of {', '.join(self.choices)}"
-                        + (" (repeated)" if not bad and value else ""))
-        if self.pattern and not re.fullmatch(self.pattern, value):
-            return f"{value!r} does not match {self.pattern!r}"
-        return None
-
+from rocmbuild.recipe.releases import LINE_ONLY, Release
+from rocmbuild.recipe.tables import Download, Floor, Hipify, Option, Patch, Source, Variant
 
 TABLES = {
     "package": "What the recipe builds.",
@@ -845,6 +314,15 @@ class Recipe:
         "Named build variants, chosen with ``--variant <name>``; each adds to or overrides "
         "[build].", "", item=Variant, factory=dict, item_msg="expected a table",
     )
+    releases: dict[str, Release] = toml(
+        "releases", "tables",
+        "Release lines (``[releases.<name>]``), declared newest first: each with its own "
+        "source pin, host ranges and build keys, which replace the top-level ones (build.env "
+        "adds to it). ``plan``, ``doctor`` and ``build`` take the newest line whose host ranges "
+        "this host satisfies; ``--release <name>`` forces one (docs/releases.md). Without "
+        "[releases] the top-level keys are the one line.", "", item=Release, factory=dict,
+        item_msg="expected a table ([releases.<name>] with the keys that differ)",
+    )
     offline: bool = toml(
         "build.offline", "boolean",
         "Run the build's commands without network: in a new network namespace "
@@ -908,3 +386,31 @@ class Recipe:
     )
     raw_sha256: str = ""
     """sha256 of the recipe file's bytes (provenance; not a TOML key)."""
+    release: str = ""
+    """The release line this recipe is on ("": none; ``on_line`` sets it; not a TOML key)."""
+
+    def on_line(self, name: str, variant: str | None = None) -> Recipe:
+        """This recipe as release line ``name`` builds it: each key the line sets replaces the
+        recipe's, except ``build.env``, whose variables go on top (the line's win). Variants
+        then apply on top of the result as they do without lines; ``variant`` (None: the
+        default) must be one the line builds."""
+        line = self.releases.get(name)
+        if line is None:
+            raise UsageError(
+                f"--release: {self.path.stem} has no release line {name!r}"
+                + suggest(name, self.releases, 0.5) if self.releases else
+                f"--release: {self.path.stem} has no release lines",
+                hint=f"lines (newest first): {', '.join(self.releases)}" if self.releases
+                else "leave --release out")
+        values = {f.name: getattr(line, f.name) for f in dataclasses.fields(line)
+                  if f.name not in LINE_ONLY and getattr(line, f.name) is not None}
+        if "env" in values:
+            values["env"] = tuple({**dict(self.env), **dict(values["env"])}.items())
+        out = dataclasses.replace(self, release=name, **values)
+        wanted = variant or out.default_variant
+        if line.offers is not None and wanted not in line.offers:
+            raise UsageError(f"--variant: {self.path.stem} line {name} does not build variant "
+                             f"{wanted!r}" + (f": {line.offers_reason}" if line.offers_reason
+                                              else ""),
+                             hint=f"variants of line {name}: {', '.join(line.offers)}")
+        return out

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rocmbuild.core.config import DATA_ROOT, REPO_ROOT
-from rocmbuild.recipe.model import Download, Hipify, Patch, Source
+from rocmbuild.recipe.tables import Download, Hipify, Patch, Source
 
 
 @dataclass(frozen=True)
@@ -209,6 +209,11 @@ class Plan:
     """The plans of the recipes in build.depends (the variant's), rendered by the caller for
     the same target (``render.dependency_target``); the pipeline builds them first. Their keys
     are part of this plan's JSON, so of its cache key."""
+    release: str = ""
+    """The recipe's release line ([releases.<name>]; "": the recipe has none)."""
+    release_why: str = ""
+    """Why that line: forced by --release, or the newest whose ranges the host satisfies
+    (messages; not in the cache key or the provenance)."""
     cache_key: str = ""
 
     @property
@@ -268,6 +273,8 @@ class Plan:
             "recipe": self.recipe,
             "recipe_path": str(display(self.recipe_path)),
             "recipe_sha256": self.recipe_sha256,
+            **({"release": self.release} if self.release else {}),
+            **({"release_why": self.release_why} if self.release_why else {}),
             "package": self.package,
             "variant": self.variant,
             "source_name": self.source_name,
@@ -317,6 +324,7 @@ class Plan:
         out = self.to_json()
         for volatile in ("jobs", "jobs_reason", "recipe_path", "host_requires_reason"):
             out.pop(volatile)
+        out.pop("release_why", None)
         if self.env_key:
             out["env"] = dict(self.env_key)
         return out

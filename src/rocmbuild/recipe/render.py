@@ -30,7 +30,8 @@ from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
 from rocmbuild.recipe.check import suggest
 from rocmbuild.recipe.depends import of as depends_of
-from rocmbuild.recipe.model import ROCM_LIBS, Download, Patch, Recipe, Source
+from rocmbuild.recipe.keys import ROCM_LIBS
+from rocmbuild.recipe.model import Recipe
 from rocmbuild.recipe.plan import (
     BuildEnvSpec,
     BuildHost,
@@ -41,6 +42,7 @@ from rocmbuild.recipe.plan import (
     ValidateSpec,
     uses_torch,
 )
+from rocmbuild.recipe.tables import Download, Patch, Source
 
 __all__ = ["Plan", "Target", "render", "uses_hip_compiler"]
 
@@ -63,6 +65,9 @@ class Target:
     """The nightly's resolved upstream (``follow = true``): a ``git`` pin replaces the source's
     commit, an ``sdist`` pin its url and sha256, so it enters the cache key like the recipe's
     own pin. ``recipe`` (or None) keeps the recipe's pin."""
+    release: str | None = None
+    """The release line ([releases.<name>]) to render: ``--release``, or the one
+    ``pipeline.planning`` picked for the host. Required when the recipe has lines."""
 
 
 def _fill(template: str, values: Mapping[str, str], where: str) -> str:
@@ -165,7 +170,12 @@ def render(recipe: Recipe, target: Target, host: Host,
     (``learned.load``); the one for this recipe, variant, archs and compiler replaces the
     recipe's mem_per_job_gb in MAX_JOBS (not in the cache key). ``depends``: the plans of the
     recipes ``depends_of`` names, in that order, rendered by the caller for
-    ``dependency_target(target)`` (``pipeline.plans`` loads and renders them)."""
+    ``dependency_target(target)`` (``pipeline.planning`` loads and renders them)."""
+    if (recipe.releases or target.release) and not recipe.release:
+        if not target.release:
+            raise UsageError(f"--release: {recipe.path.stem} has release lines; name one",
+                             hint=f"lines (newest first): {', '.join(recipe.releases)}")
+        recipe = recipe.on_line(target.release, target.variant)
     if target.variant and recipe.variants and target.variant not in recipe.variants:
         raise UsageError(
             f"--variant: {recipe.path.stem} has no variant {target.variant!r}",
@@ -316,6 +326,7 @@ def render(recipe: Recipe, target: Target, host: Host,
         recipe=recipe.path.stem,
         recipe_path=recipe.path,
         recipe_sha256=recipe.raw_sha256,
+        release=recipe.release,
         package=recipe.name,
         variant=variant_name,
         source_name=target.source,
@@ -377,8 +388,9 @@ def render(recipe: Recipe, target: Target, host: Host,
 
 def dependency_target(target: Target) -> Target:
     """What a dependency is built for: the same archs, ROCm version, GPU vendor and jobs; its
-    own default variant, source and options, no build tag or nightly pin."""
-    return replace(target, variant=None, source="default", options=(), pin=None, build_tag=None)
+    own default variant, source, options and release line, no build tag or nightly pin."""
+    return replace(target, variant=None, source="default", options=(), pin=None, build_tag=None,
+                   release=None)
 
 
 def _unit_count(recipe: Recipe, variant_name: str) -> str:
@@ -448,6 +460,7 @@ def _cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:
     for volatile in ("jobs", "jobs_reason", "recipe_path", "cache_key", "host_requires_reason",
                      "offline"):
         material.pop(volatile)
+    material.pop("release_why", None)  # why the line was picked: the line itself is hashed
     material.pop("unit_count", None)  # how plan --units counts: not an input of the wheel
     material["env"] = keyed_env
     material["rocm"].pop("version_from")

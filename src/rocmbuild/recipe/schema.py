@@ -17,28 +17,23 @@ from typing import Any
 
 from rocmbuild.core.hostenv import PASS_ENV
 from rocmbuild.recipe.check import Leaf, Tree, tree
-from rocmbuild.recipe.model import (
+from rocmbuild.recipe.keys import (
     PLACEHOLDERS,
     PLACEHOLDERS_DOC,
     SCHEMA_VERSION,
     SOURCE_KINDS,
-    TABLES,
-    Download,
-    Floor,
     Key,
-    Option,
-    Patch,
-    Recipe,
-    Source,
-    Variant,
     default_of,
     keys,
 )
+from rocmbuild.recipe.model import TABLES, Recipe
+from rocmbuild.recipe.releases import Release
+from rocmbuild.recipe.tables import Download, Floor, Option, Patch, Source, Variant
 
 DOCS = Path("docs/recipes.md")
 JSON_SCHEMA = Path("schemas/recipe.schema.json")
 _DEFS = {Source: "source", Variant: "variant", Patch: "patch", Download: "download",
-         Floor: "floor", Option: "option"}
+         Floor: "floor", Option: "option", Release: "release"}
 
 
 # ----------------------------------------------------------------------------- JSON Schema
@@ -63,8 +58,16 @@ def json_schema() -> dict[str, Any]:
             "download": _object(tree(Download), Download),
             "floor": _object(tree(Floor), Floor),
             "option": _object(tree(Option), Option),
+            "release": _release(),
         },
     }
+
+
+def _release() -> dict[str, Any]:
+    """A release line: the recipe's keys that a line may set; its source as [source]."""
+    out = _object(tree(Release), Release)
+    out["properties"]["source"].update(_kind_rules())
+    return out
 
 
 def placeholder_pattern() -> str:

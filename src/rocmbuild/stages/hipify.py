@@ -33,8 +33,8 @@ from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import BuildError, CommandFailed, ToolchainError
 from rocmbuild.core.run import run as sh
 from rocmbuild.host import compiler
-from rocmbuild.recipe.model import Hipify
 from rocmbuild.recipe.plan import Plan
+from rocmbuild.recipe.tables import Hipify
 from rocmbuild.stages.context import Context, build_child, need
 
 SOURCE_SUFFIXES = (".cu", ".cuh", ".c", ".cc", ".cpp", ".cxx", ".h", ".hpp", ".hxx", ".in",

@@ -162,6 +162,7 @@ def provenance(plan: Plan, ctx: Context, epoch: int, local: str) -> dict[str, An
         "recipe_sha256": plan.recipe_sha256,
         "package": plan.package,
         "variant": plan.variant,
+        **({"release": plan.release} if plan.release else {}),
         "archs": list(plan.archs),
         "gpu_vendor": plan.gpu_vendor,
         "rocm_version": plan.rocm.version,

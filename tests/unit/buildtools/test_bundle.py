@@ -17,7 +17,7 @@ from rocmbuild.core.errors import BuildError, RecipeError
 from rocmbuild.core.gfx import KNOWN_ARCHS
 from rocmbuild.publish.views import is_view_name, views_of
 from rocmbuild.recipe import load
-from rocmbuild.recipe.model import ROCM_LIBS
+from rocmbuild.recipe.keys import ROCM_LIBS
 from rocmbuild.recipe.plan import RocmRuntime
 from rocmbuild.stages.tag import _set_header, rocm_requirement
 

@@ -37,7 +37,7 @@ ninja: build stopped: subcommand failed.
 
 
 def ck(archs: str = "gfx942", host: Host = HOST) -> Plan:
-    return render(load(find_recipe("flash-attn")), Target(arch=archs), host)
+    return render(load(find_recipe("flash-attn")).on_line("2.8-fork"), Target(arch=archs), host)
 
 
 # --------------------------------------------------------------------------- detection

@@ -125,7 +125,7 @@ def test_recipe_names_never_leave_the_cache(tmp_path: Path) -> None:
 
 
 def test_plan_uses_the_measured_p95_and_keeps_its_cache_key(tmp_path: Path) -> None:
-    recipe = load(find_recipe("flash-attn"))
+    recipe = load(find_recipe("flash-attn")).on_line("2.8-fork")
     target = Target(arch="gfx942")
     before = render(recipe, target, HOST)
     units = _units(tmp_path / "u.jsonl", [1.0] * 18 + [9.1, 9.5])

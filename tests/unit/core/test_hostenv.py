@@ -20,11 +20,11 @@ from rocmbuild.recipe.load import find_recipe, load
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.recipe.render import Target, render
 from rocmbuild.stages.tag import local_label
-from tests.unit.recipe.test_render import HOST, ROCM_ROOT, ROCM_TORCH
+from tests.unit.recipe.test_render import HOST, ROCM_ROOT, ROCM_TORCH, on_fork
 
 
 def plan_of(recipe: str, host=HOST, **kw: object) -> Plan:
-    return render(load(find_recipe(recipe)), Target(**kw), host)  # type: ignore[arg-type]
+    return render(on_fork(load(find_recipe(recipe))), Target(**kw), host)  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------ host environment
@@ -69,7 +69,7 @@ def test_recipe_pass_env_reaches_the_plan(tmp_path: Path) -> None:
     recipe = tmp_path / "r.toml"
     recipe.write_text('schema_version = 1\n[package]\nname = "x"\n[source]\npath = "."\n'
                       '[build]\npass_env = ["MY_VAR", "VENDOR_*"]\n')
-    plan = render(load(recipe), Target(arch="gfx942"), HOST)
+    plan = render(on_fork(load(recipe)), Target(arch="gfx942"), HOST)
     assert plan.pass_env == ("MY_VAR", "VENDOR_*")
     assert plan.to_json()["pass_env"] == ["MY_VAR", "VENDOR_*"]
 

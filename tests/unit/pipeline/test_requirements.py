@@ -24,6 +24,7 @@ from rocmbuild.recipe.load import find_recipe, load
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.recipe.render import Target, render
 from tests.conftest import make_rocm_root
+from tests.unit.recipe.test_render import on_fork
 
 ROCM_TORCH = TorchInfo("2.5.1+rocm6.2", "6.2.41133-dd7f95766", None)
 
@@ -36,7 +37,7 @@ def host_for(root: Path, torch: TorchInfo = ROCM_TORCH) -> Host:
 
 
 def plan(recipe: str, h: Host, variant: str | None = None) -> Plan:
-    return render(load(find_recipe(recipe)), Target(arch="gfx942", variant=variant), h)
+    return render(on_fork(load(find_recipe(recipe))), Target(arch="gfx942", variant=variant), h)
 
 
 # --------------------------------------------------------------------------- the table
@@ -97,7 +98,7 @@ def test_components_are_looked_for_only_when_a_plan_needs_them(tmp_path: Path) -
     (want_components=False: None, "not looked for"); the recipes that need them ask for them.
     The ROCm root is a fixture tree (make_rocm_root): no real ROCm exists here."""
     root = make_rocm_root(tmp_path / "rocm")
-    fa = load(find_recipe("flash-attn"))
+    fa = load(find_recipe("flash-attn")).on_line("2.8-fork")
     assert render_mod.uses_rocm_components(fa, "ck")
     assert not render_mod.uses_rocm_components(fa, "triton")
     assert render_mod.uses_rocm_components(load(find_recipe("pytorch")))

@@ -11,7 +11,8 @@ import pytest
 from rocmbuild.core.errors import RecipeError
 from rocmbuild.recipe.check import Tree, tree
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.model import Patch, Recipe, Source, Variant
+from rocmbuild.recipe.model import Recipe
+from rocmbuild.recipe.tables import Patch, Source, Variant
 
 FIXTURES = sorted((Path(__file__).parents[2] / "recipes").glob("bad-*.toml"))
 

@@ -12,7 +12,7 @@ import pytest
 from rocmbuild.core.errors import RecipeError
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
-from rocmbuild.pipeline import plans
+from rocmbuild.pipeline import planning
 from rocmbuild.recipe import depends
 from rocmbuild.recipe.load import load
 from rocmbuild.recipe.render import Target, render
@@ -61,7 +61,7 @@ def test_the_plan_carries_the_dependency_and_its_key(tmp_path: Path) -> None:
                        '[options.level]\nenv = "LEVEL"\ndefault = "2"\nhelp = "x"\n'))
     target = Target(arch="gfx90a,gfx942", variant="v", options=(("level", "3"),),
                     rocm_version="6.4", build_tag="2")
-    plan = plans.plan(top, target, HOST)
+    plan = planning.plan(top, target, HOST)
     (dep,) = plan.depends
     # the same archs and ROCm; its own default variant, options and no build tag
     assert dep.archs == ("gfx90a", "gfx942") and dep.rocm.version == "6.4"
@@ -71,12 +71,12 @@ def test_the_plan_carries_the_dependency_and_its_key(tmp_path: Path) -> None:
         {"recipe": "dep", "variant": "first", "package": "dep", "cache_key": dep.cache_key}]
     assert plan.build_env is not None and plan.build_env.requires == ()  # made for the wheel
     # the variant that names none has none, and no build env
-    alone = plans.plan(top, Target(arch="gfx942", variant="none"), HOST)
+    alone = planning.plan(top, Target(arch="gfx942", variant="none"), HOST)
     assert alone.depends == () and alone.build_env is None and "depends" not in alone.to_json()
 
     # a change in the dependency's source changes its key and so the dependent's
     (tmp_path / "src-dep" / "setup.py").write_text("# changed\n")
-    again = plans.plan(top, target, HOST)
+    again = planning.plan(top, target, HOST)
     assert again.depends[0].cache_key != dep.cache_key
     assert again.cache_key != plan.cache_key
 
@@ -100,7 +100,7 @@ def test_the_recipe_path_comes_before_the_sibling(tmp_path: Path,
     _recipe(mine, "dep")
     monkeypatch.setenv("ROCMBUILD_RECIPE_PATH", str(mine))
     assert depends.find("dep", top) == mine / "dep.toml"
-    assert plans.plan(load(top), Target(arch="gfx942"), HOST).depends[0].recipe_path == \
+    assert planning.plan(load(top), Target(arch="gfx942"), HOST).depends[0].recipe_path == \
         mine / "dep.toml"
 
 

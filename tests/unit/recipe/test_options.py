@@ -22,7 +22,8 @@ from tests.unit.recipe.test_render import HOST
 
 
 def flash(**kw: object):  # type: ignore[no-untyped-def]
-    return render(load(find_recipe("flash-attn")), Target(arch="gfx942", **kw), HOST)  # type: ignore[arg-type]
+    recipe = load(find_recipe("flash-attn")).on_line("2.8-fork")
+    return render(recipe, Target(arch="gfx942", **kw), HOST)  # type: ignore[arg-type]
 
 
 def test_flash_attn_opt_dim_reaches_env_key_and_provenance() -> None:
@@ -117,7 +118,7 @@ def test_ck_fmha_probe_recipe_options() -> None:
     assert set(r.options) == {"directions", "opt_dim", "units"}
     assert r.unit_count == "ck-fmha" and r.backend == "cmake"
     # the same sdist, pinned the same, as flash-attn's pypi source
-    fa = load(find_recipe("flash-attn")).alternatives["pypi"]
+    fa = load(find_recipe("flash-attn")).on_line("2.8-fork").alternatives["pypi"]
     (sdist,) = r.downloads
     assert (sdist.url, sdist.sha256, sdist.env) == (fa.url, fa.sha256, "FLASH_ATTN_SDIST")
     plan = render(r, Target(arch="gfx942", options=(("directions", "fwd,bwd"),)), host)

@@ -16,6 +16,7 @@ from rocmbuild.host.toolchain import RocmRoot, TorchInfo
 from rocmbuild.recipe.load import find_recipe, load
 from rocmbuild.recipe.plan import BuildEnvSpec, uses_torch
 from rocmbuild.recipe.render import Target, render
+from tests.unit.recipe.test_render import on_fork
 
 CLANG = HipCompiler("/usr/bin/clang++-22", "clang", "22.0.0", "/opt/rocm-6.2.0", None, ())
 ROCM_TORCH = TorchInfo("2.5.1+rocm6.4", "6.4.43482-0f2d60242", None)
@@ -48,7 +49,7 @@ def test_uses_torch(host_requires: tuple[str, ...], python_requires: tuple[str, 
     ("hip-attention-probe", None, False), ("ck-fmha-probe", None, False),
 ])
 def test_shipped_recipes(recipe: str, variant: str | None, want: bool) -> None:
-    plan = render(load(find_recipe(recipe)), Target(arch="gfx942", variant=variant), HOST)
+    plan = render(on_fork(load(find_recipe(recipe))), Target(arch="gfx942", variant=variant), HOST)
     assert plan.uses_torch is want
     if want:  # as before: the host's ROCm torch is in the plan (and decides its key)
         assert plan.host.torch == ROCM_TORCH.version and plan.host.torch_kind == "rocm"
@@ -56,7 +57,8 @@ def test_shipped_recipes(recipe: str, variant: str | None, want: bool) -> None:
     # the build does not use torch: planned exactly as on a host without one
     assert (plan.host.torch, plan.host.torch_hip, plan.host.torch_kind) == (None, None, "none")
     assert plan.rocm.version == "6.2" and plan.rocm.version_kind == "rocm-root"  # not torch's
-    alone = render(load(find_recipe(recipe)), Target(arch="gfx942", variant=variant), NO_TORCH)
+    alone = render(on_fork(load(find_recipe(recipe))), Target(arch="gfx942", variant=variant),
+                   NO_TORCH)
     assert alone == plan and alone.cache_key == plan.cache_key
 
 
@@ -65,6 +67,6 @@ def test_hipify_with_torch_uses_torch(tmp_path: Path) -> None:
     recipe = tmp_path / "r.toml"
     recipe.write_text('schema_version = 1\n[package]\nname = "demo"\n[source]\npath = "src"\n'
                       '[hipify]\ntool = "torch"\n')
-    plan = render(load(recipe), Target(arch="gfx942"), HOST)
+    plan = render(on_fork(load(recipe)), Target(arch="gfx942"), HOST)
     assert plan.uses_torch and "torch" in plan.host_requires
     assert plan.host.torch == ROCM_TORCH.version and plan.rocm.version == "6.4"

@@ -22,7 +22,7 @@ DEBIAN = RocmRoot(Path("/usr"), "5.2.21153", "debian", False, "/usr")
 
 
 def test_flash_attn_triton_variant_fetches_no_submodule() -> None:
-    recipe = load(find_recipe("flash-attn"))
+    recipe = load(find_recipe("flash-attn")).on_line("2.8-fork")
     triton = render(recipe, Target(arch="gfx942", variant="triton"), HOST)
     ck = render(recipe, Target(arch="gfx942", variant="ck"), HOST)
     assert triton.source.submodules == () and triton.to_json()["source"]["submodules"] == []
@@ -41,7 +41,8 @@ def test_label_from_the_hip_root_the_compiler_uses() -> None:
     bare = render(recipe, Target(arch="gfx942"), replace(host, rocm_root=None))
     assert bare.rocm.version_kind == "recipe" and bare.local_version.startswith("rocm6.2.")
     # a Debian root is not used by a build that does not compile HIP (flash-attn Triton)
-    tri = render(load(find_recipe("flash-attn")), Target(arch="gfx942", variant="triton"),
+    tri = render(load(find_recipe("flash-attn")).on_line("2.8-fork"),
+                 Target(arch="gfx942", variant="triton"),
                  replace(HOST, rocm_root=DEBIAN))
     assert tri.rocm.version_kind == "recipe"
     assert render(recipe, Target(arch="gfx942", rocm_version="7.0"), host).rocm.version_kind \

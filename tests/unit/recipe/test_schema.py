@@ -15,7 +15,9 @@ from jsonschema import Draft202012Validator
 from rocmbuild.programs.kernelgate import ADAPTER_NAMES
 from rocmbuild.recipe import schema
 from rocmbuild.recipe.check import Leaf, Tree, tree
-from rocmbuild.recipe.model import TYPES, Patch, Recipe, Source, Variant, kernels, keys
+from rocmbuild.recipe.keys import TYPES, kernels, keys
+from rocmbuild.recipe.model import Recipe
+from rocmbuild.recipe.tables import Patch, Source, Variant
 
 REPO = Path(__file__).parents[3]
 RECIPES = sorted((REPO / "recipes").glob("*.toml"))

@@ -98,7 +98,7 @@ def test_build_tag_goes_into_the_name_and_wheel(tmp_path: Path) -> None:
 
 
 def test_render_checks_the_build_tag_and_keys_it() -> None:
-    recipe = load(find_recipe("flash-attn"))
+    recipe = load(find_recipe("flash-attn")).on_line("2.8-fork")
     base = render(recipe, Target(arch="gfx942"), HOST)
     tagged = render(recipe, Target(arch="gfx942", build_tag="1"), HOST)
     assert base.build_tag == "" and "build_tag" not in base.to_json()
@@ -108,7 +108,7 @@ def test_render_checks_the_build_tag_and_keys_it() -> None:
 
 
 def test_inputs_json_leaves_out_this_hosts_state() -> None:
-    recipe = load(find_recipe("flash-attn"))
+    recipe = load(find_recipe("flash-attn")).on_line("2.8-fork")
     few = render(recipe, Target(arch="gfx942", jobs=1), HOST).inputs_json()
     many = render(recipe, Target(arch="gfx942", jobs=9), HOST).inputs_json()
     assert few == many

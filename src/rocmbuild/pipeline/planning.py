@@ -1,0 +1,132 @@
+"""The one plan path: recipe + target + host + learned memory -> Plan (docs/architecture.md).
+
+``plan(recipe, target, host, learned)`` is what ``build``, ``plan``, ``doctor``, ``verify`` and
+every nightly cell render through, so they agree on the release line, MAX_JOBS and its reason,
+and the cache key. It does the two things ``recipe.render`` (pure: one recipe on one line) does
+not:
+
+- **The release line** (docs/releases.md). A recipe without ``[releases]`` renders as it is;
+  ``--release NAME`` (``Target.release``) renders that line. Otherwise the lines are tried newest
+  first (the order the recipe declares them): each is rendered and judged with
+  ``requirements.missing``, the same check ``preflight`` makes, without the ROCm components (a
+  line is picked by its ranges; a missing component of the picked line is preflight's to
+  report). The first line with nothing missing wins and the plan says why; when none fits, a
+  ToolchainError names what each line is missing, one line per line.
+- **Dependencies** (``build.depends``, docs/build-env.md): each recipe a plan depends on is
+  loaded by name, planned for ``render.dependency_target`` first (recursively, on its own line),
+  and passed to ``render``, which folds their cache keys into the dependent's.
+
+``learned`` gives the unit memory earlier builds of a recipe measured, by recipe name
+(``cache.learned.load``), so MAX_JOBS is the learned figure wherever a plan is made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from rocmbuild.cache.learned import LearnedMemory
+from rocmbuild.core.errors import RecipeError, ToolchainError
+from rocmbuild.host.detect import Host
+from rocmbuild.pipeline import requirements
+from rocmbuild.recipe import depends, load, render
+from rocmbuild.recipe.model import Recipe
+from rocmbuild.recipe.plan import Plan
+
+Learned = Callable[[str], Sequence[LearnedMemory]]
+"""The unit memory earlier builds of a recipe measured, by recipe name (``learned.load``)."""
+
+
+def nothing_learned(name: str) -> Sequence[LearnedMemory]:
+    return ()
+
+
+def _on(recipe: Recipe, release: str | None) -> Recipe:
+    return recipe.on_line(release) if release and recipe.releases else recipe
+
+
+def candidates(recipe: Recipe, release: str | None) -> list[Recipe]:
+    """The recipe on each line a plan may use: the forced one, every line, or (no lines) the
+    recipe itself. For what must be detected before the line is known (the HIP compiler, the
+    ROCm components): what any candidate needs."""
+    if release or not recipe.releases:
+        return [_on(recipe, release)]
+    return [recipe.on_line(name) for name in recipe.releases]
+
+
+def _direct(recipe: Recipe, variant: str | None) -> list[Recipe]:
+    """The recipes ``recipe`` (on its line) names in its depends for ``variant``, loaded
+    (load.load checked the names and that they lead to no cycle)."""
+    out = []
+    for name in depends.of(recipe, variant):
+        found = depends.find(name, recipe.path)
+        if found is None:  # load.load found it: it went away since
+            raise RecipeError([f"{recipe.path.name}: build.depends: recipe {name!r} not found"],
+                              hint="it was there when the recipe loaded: check the recipe path")
+        out.append(load.load(found))
+    return out
+
+
+def dependencies(recipe: Recipe, target: render.Target) -> list[tuple[Recipe, render.Target]]:
+    """Every recipe ``recipe`` (on ``target``'s line, or any line) depends on, recursively, each
+    with the target it is rendered for, in build order."""
+    dep_target = render.dependency_target(target)
+    return [pair for line in candidates(recipe, target.release)
+            for dep in _direct(line, target.variant)
+            for pair in (*dependencies(dep, dep_target), (dep, dep_target))]
+
+
+def wants(recipe: Recipe, target: render.Target) -> tuple[bool, bool]:
+    """(HIP compiler, ROCm components): whether host detection must look for them, for any line
+    this target may use or a recipe it depends on."""
+    every = [*((r, target) for r in candidates(recipe, target.release)),
+             *dependencies(recipe, target)]
+    return (any(render.uses_hip_compiler(r, t.variant) for r, t in every),
+            any(render.uses_rocm_components(r, t.variant) for r, t in every))
+
+
+def _render(recipe: Recipe, target: render.Target, host: Host, learned: Learned) -> Plan:
+    """``render.render`` of ``recipe`` on ``target.release`` with its dependencies' plans."""
+    deps = [plan(dep, render.dependency_target(target), host, learned)
+            for dep in _direct(_on(recipe, target.release), target.variant)]
+    return render.render(recipe, target, host, learned(recipe.path.stem), deps)
+
+
+def _unavailable(recipe: Recipe, name: str, target: render.Target) -> str | None:
+    """Why line ``name`` cannot give this target at all (a variant it does not build, a source
+    it does not have), whatever the host."""
+    line, on = recipe.releases[name], recipe.on_line(name)
+    variant = target.variant or on.default_variant
+    if line.offers is not None and variant not in line.offers:
+        return (f"does not build variant {variant!r}"
+                + (f" ({line.offers_reason})" if line.offers_reason else ""))
+    if target.source != "default" and target.source not in on.alternatives:
+        return f"has no source {target.source!r}"
+    return None
+
+
+def plan(recipe: Recipe, target: render.Target, host: Host,
+         learned: Learned = nothing_learned) -> Plan:
+    """The plan of the line this host gets, with its dependencies (the module's docstring)."""
+    if not recipe.releases or target.release:
+        out = _render(recipe, target, host, learned)
+        return replace(out, release_why=f"forced by --release {target.release}") \
+            if target.release else out
+    passed: list[str] = []
+    for name in recipe.releases:
+        why = _unavailable(recipe, name, target)
+        if why is None:
+            candidate = _render(recipe, replace(target, release=name), host, learned)
+            lacking = requirements.missing(replace(candidate, rocm_components=()), host)
+            if not lacking:
+                ranges = ", ".join(candidate.host_requires) or "no host ranges"
+                return replace(candidate, release_why=(
+                    f"newest line whose ranges this host satisfies: {ranges}"
+                    + (f" (newer: {'; '.join(passed)})" if passed else "")))
+            why = "needs " + "; and ".join(lacking)
+        passed.append(f"{name} {why}")
+    raise ToolchainError(
+        f"{recipe.path.stem}: no release line fits this host:\n"
+        + "\n".join(f"  {p}" for p in passed),
+        hint="install what one line needs, or force one with --release NAME (lines, newest "
+        f"first: {', '.join(recipe.releases)})")

@@ -1,0 +1,157 @@
+"""Release lines ([releases.<name>]): which line a host gets (``pipeline.planning.plan``), forcing
+one, and a host that fits none. The hosts are Host values built here: a ROCm root and a ROCm
+torch cannot exist on this machine, so they are written as fields (paths that are not read)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from rocmbuild.core.errors import ToolchainError, UsageError
+from rocmbuild.host.detect import Host
+from rocmbuild.host.toolchain import RocmRoot, TorchInfo
+from rocmbuild.pipeline import planning
+from rocmbuild.recipe.load import find_recipe, load
+from rocmbuild.recipe.model import Recipe
+from rocmbuild.recipe.render import Target, render
+
+BASE = Host(python="3.11", python_tag="cp311", platform="linux",
+            torch=TorchInfo("", None, None), rocm_root=None, compiler=None,
+            cpus=16, memory_bytes=64 * 2**30, memory_source="MemAvailable")
+
+
+def host(rocm: str, torch: str, hip: str | None = None) -> Host:
+    """A host with ROCm ``rocm`` under /opt/rocm-<rocm> and a ROCm torch ``torch`` built with
+    HIP ``hip`` (default: the ROCm version; from ROCm 10 the two differ)."""
+    hip = hip or rocm
+    return replace(BASE, rocm_root=RocmRoot(Path(f"/opt/rocm-{rocm}"), rocm, "rocm", True,
+                                            "ROCM_PATH"),
+                   torch=TorchInfo(f"{torch}+rocm{'.'.join(rocm.split('.')[:2])}",
+                                   f"{hip}.12345-abcdef", None))
+
+
+HOSTS = {
+    "rocm6.2-torch2.5": host("6.2.4", "2.5.1"),
+    "rocm7.0-torch2.9": host("7.0.2", "2.9.1"),
+    "rocm7.2-torch2.13": host("7.2.0", "2.13.0"),
+    "rocm7.14-torch2.14": host("7.14.0", "2.14.0"),
+    "rocm10.1-torch2.15": host("10.1.0", "2.15.0", hip="7.16.0"),
+}
+
+
+def flash() -> Recipe:
+    return load(find_recipe("flash-attn"))
+
+
+@pytest.mark.parametrize(("name", "line"), [
+    ("rocm6.2-torch2.5", "2.8-fork"),
+    ("rocm7.0-torch2.9", "2.8-fork"),
+    ("rocm7.14-torch2.14", "main"),
+])
+def test_the_newest_line_whose_ranges_the_host_satisfies(name: str, line: str) -> None:
+    plan = planning.plan(flash(), Target(arch="gfx942"), HOSTS[name])
+    assert plan.release == line
+    assert plan.release_why.startswith("newest line whose ranges this host satisfies: ")
+    assert ", ".join(plan.host_requires) in plan.release_why
+    if line == "2.8-fork":  # main was tried first and named with what it lacks
+        assert "(newer: main needs a ROCm torch >=2.14 (found torch " in plan.release_why
+    else:
+        assert plan.source.commit.startswith("0251105a") and "newer" not in plan.release_why
+
+
+@pytest.mark.parametrize("name", ["rocm7.2-torch2.13", "rocm10.1-torch2.15"])
+def test_a_host_that_fits_no_line_gets_one_line_per_line(name: str) -> None:
+    with pytest.raises(ToolchainError) as info:
+        planning.plan(flash(), Target(arch="gfx942"), HOSTS[name])
+    first, *per_line = info.value.message.splitlines()
+    assert first == "flash-attn: no release line fits this host:"
+    assert [p.split()[0] for p in per_line] == ["main", "2.8-fork"]
+    assert all(" needs " in p for p in per_line)
+    # the wording of requirements.missing, with the recipe's reason for the bounds
+    assert "a ROCm SDK >=6.0,<7.1 with hipcc (found ROCm" in per_line[1]
+    assert "--release NAME" in (info.value.hint or "")
+
+
+def test_a_line_without_the_variant_is_passed_over_with_its_reason() -> None:
+    """main builds ck only: --variant triton on a torch 2.14 host gets the fork's line, whose
+    Triton variant needs only a torch."""
+    plan = planning.plan(flash(), Target(arch="gfx942", variant="triton"),
+                      HOSTS["rocm7.14-torch2.14"])
+    assert plan.release == "2.8-fork" and plan.variant == "triton"
+    assert "main does not build variant 'triton' (on main the Triton backend" \
+        in plan.release_why
+
+
+def test_release_forces_a_line_whatever_the_host() -> None:
+    plan = planning.plan(flash(), Target(arch="gfx942", release="main"), HOSTS["rocm6.2-torch2.5"])
+    assert plan.release == "main" and plan.release_why == "forced by --release main"
+    assert plan.host_requires == ("rocm-torch>=2.14", "rocm-sdk>=7.0,<8")
+
+
+def test_the_line_is_in_the_cache_key_and_the_reason_is_not() -> None:
+    recipe, h = flash(), HOSTS["rocm7.0-torch2.9"]
+    picked = planning.plan(recipe, Target(arch="gfx942"), h)
+    forced = planning.plan(recipe, Target(arch="gfx942", release="2.8-fork"), h)
+    main = planning.plan(recipe, Target(arch="gfx942", release="main"), h)
+    assert picked.release_why != forced.release_why
+    assert picked.cache_key == forced.cache_key != main.cache_key
+    assert picked.inputs_json()["release"] == "2.8-fork"
+    assert "release_why" not in picked.inputs_json()  # provenance: the same bytes anywhere
+
+
+def test_unknown_release_is_a_usage_error_listing_the_lines() -> None:
+    with pytest.raises(UsageError, match="has no release line 'mian' \\(did you mean main") as e:
+        planning.plan(flash(), Target(arch="gfx942", release="mian"), HOSTS["rocm6.2-torch2.5"])
+    assert e.value.hint == "lines (newest first): main, 2.8-fork"
+
+
+def test_forcing_a_variant_the_line_does_not_build() -> None:
+    with pytest.raises(UsageError, match="line main does not build variant 'triton': on main"):
+        planning.plan(flash(), Target(arch="gfx942", variant="triton", release="main"), BASE)
+
+
+def test_a_source_the_line_lacks() -> None:
+    """--source pypi is the 2.8 sdist: a 2.8-fork source; main has no alternatives."""
+    plan = planning.plan(flash(), Target(arch="gfx942", source="pypi"), HOSTS["rocm7.0-torch2.9"])
+    assert plan.release == "2.8-fork" and plan.source.kind == "sdist"
+    assert "main has no source 'pypi'" in plan.release_why
+
+
+def test_recipe_without_lines_renders_as_before() -> None:
+    recipe, h = load(find_recipe("pytorch")), HOSTS["rocm6.2-torch2.5"]
+    target = Target(arch="gfx942")
+    assert planning.plan(recipe, target, h) == render(recipe, target, h)
+    with pytest.raises(UsageError, match="--release: pytorch has no release lines"):
+        planning.plan(recipe, Target(arch="gfx942", release="2.9"), h)
+
+
+def test_render_alone_needs_the_line_named() -> None:
+    with pytest.raises(UsageError, match="flash-attn has release lines; name one"):
+        render(flash(), Target(arch="gfx942"), BASE)
+
+
+def test_line_keys_replace_and_env_adds(tmp_path: Path) -> None:
+    f = tmp_path / "demo.toml"
+    f.write_text("""schema_version = 1
+[package]
+name = "demo"
+[source]
+sdist = { url = "https://example.invalid/demo-1.0.tar.gz", sha256 = "%s" }
+[build]
+env = { A = "1", B = "2" }
+host_requires = ["torch>=2.0"]
+rocm_components = ["hip"]
+[releases.new.build]
+env = { B = "20", C = "30" }
+host_requires = ["torch>=2.14"]
+[releases.old]
+""" % ("0" * 64))
+    recipe = load(f)
+    new = recipe.on_line("new")
+    assert dict(new.env) == {"A": "1", "B": "20", "C": "30"}
+    assert new.host_requires == ("torch>=2.14",) and new.rocm_components == ("hip",)
+    assert recipe.on_line("old").host_requires == ("torch>=2.0",)
+    torch = replace(BASE, torch=TorchInfo("2.9.0+cpu", None, None))
+    assert planning.plan(recipe, Target(arch="gfx942"), torch).release == "old"
