@@ -123,7 +123,7 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
         recipe = load.load(load.find_recipe(cell.recipe))
         h = host.detect(want_compiler=render.uses_hip_compiler(recipe, cell.variant),
                         dists=recipe.python_requires)
-        plan = detect.render_cell(cell, pin, h, build_tag)
+        plan = detect.render_cell(cell, pin, h, ws.cache, build_tag)
         ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
                       wheel_dir=ws.wheels, host=h)
         result = pipeline.build(plan, ctx, validate=True)

@@ -33,6 +33,7 @@ from rocmbuild.core.errors import NotReproduced, RecipeError, ToolchainError, Us
 from rocmbuild.core.run import run as sh
 from rocmbuild.host import detect as hostmod
 from rocmbuild.pipeline import build as pipeline
+from rocmbuild.pipeline import planning
 from rocmbuild.recipe import load, render
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.stages.context import Context
@@ -127,9 +128,10 @@ def provenance(path: Path) -> tuple[WheelInfo, dict[str, Any]]:
 
 
 def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
-             hip_compiler: str | None) -> tuple[Plan, hostmod.Host]:
+             hip_compiler: str | None, cache: Path) -> tuple[Plan, hostmod.Host]:
     """The recipe named in the provenance (or ``recipe``), checked against its recorded hash,
-    rendered for this host with the wheel's variant, source, archs, ROCm label and build tag."""
+    planned for this host (``planning.plan_for``, with what ``cache`` learned of its units) with
+    the wheel's variant, source, archs, ROCm label and build tag."""
     path = load.find_recipe(recipe or prov["recipe"])  # a plain name: the search path only
     rec = load.load(path)
     if rec.raw_sha256 != prov.get("recipe_sha256"):
@@ -168,7 +170,7 @@ def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
             else None),
         want_compiler=render.uses_hip_compiler(rec, target.variant),
         dists=rec.python_requires)
-    return render.render(rec, target, host), host
+    return planning.plan_for(rec, target, host, cache), host
 
 
 def _first_difference(here: object, there: object, where: str = "") -> str | None:
@@ -286,7 +288,7 @@ def verify(wheel: Path, cache: Path, recipe: str | None = None, rocm_path: str |
            hip_compiler: str | None = None) -> Verification:
     """Rebuild ``wheel`` from its provenance in a temporary workspace and compare."""
     info, prov = provenance(wheel)
-    plan, host = plan_for(prov, recipe, rocm_path, hip_compiler)
+    plan, host = plan_for(prov, recipe, rocm_path, hip_compiler, cache)
     check_inputs(plan, prov, __version__)
     log.info(f"rebuilding {info.filename} from {plan.recipe} ({plan.variant}, "
              f"{', '.join(plan.archs)}) @ {plan.pin} in a temporary workspace")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocmbuild.cache.learned import LearnedMemory
 from rocmbuild.core.config import DATA_ROOT, REPO_ROOT
 from rocmbuild.recipe.model import Download, Hipify, Patch, Source
 
@@ -205,7 +206,22 @@ class Plan:
     """For unit_count "ninja": the cmake backend's configure command (``{stage_dir}`` to fill),
     which ``plan --units`` runs in the fetched tree. Not in the cache key or the JSON (the
     cmake backend's first command is the same)."""
+    learned: LearnedMemory | None = None
+    """The measured unit memory MAX_JOBS was planned from (``cache.learned.pick``); None: the
+    recipe's ``mem_per_job_gb``. Not in the JSON or the cache key (``jobs_reason`` says it)."""
     cache_key: str = ""
+
+    @property
+    def job_mem_gb(self) -> float:
+        """Memory per compile job as MAX_JOBS was planned: the learned figure when the units
+        were measured, else the recipe's ``mem_per_job_gb`` (what a Slurm cell asks for, x
+        jobs)."""
+        return self.learned.per_job_gb() if self.learned else self.mem_per_job_gb
+
+    @property
+    def job_mem_from(self) -> str:
+        """Where ``job_mem_gb`` came from: ``learned`` or ``recipe``."""
+        return "learned" if self.learned else "recipe"
 
     @property
     def uses_torch(self) -> bool:

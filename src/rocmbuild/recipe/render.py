@@ -160,7 +160,7 @@ def resolve_options(recipe: Recipe, variant: str, given: tuple[tuple[str, str], 
 
 def render(recipe: Recipe, target: Target, host: Host,
            learned: Sequence[LearnedMemory] = ()) -> Plan:
-    """The plan. ``learned``: measured unit memory loaded by the command layer
+    """The plan. ``learned``: measured unit memory loaded by ``pipeline.planning.plan_for``
     (``learned.load``); the one for this recipe, variant, archs and compiler replaces the
     recipe's mem_per_job_gb in MAX_JOBS (not in the cache key)."""
     if target.variant and recipe.variants and target.variant not in recipe.variants:
@@ -360,6 +360,7 @@ def render(recipe: Recipe, target: Target, host: Host,
         options=chosen,
         unit_count=unit_count,
         unit_configure=cmake_configure(recipe, values) if unit_count == "ninja" else (),
+        learned=measured,
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
 
