@@ -146,8 +146,9 @@ class Rendered:
 
 def rendered_from_args(args: argparse.Namespace, host_file: str | None = None) -> Rendered:
     """The recipe, the Target from the flags, and the Host detected here (or read from
-    ``host_file``), rendered with the unit memory earlier builds measured (``learned.load``
-    from the cache)."""
+    ``host_file``), planned by ``planning.plan_for``: with the unit memory earlier builds
+    measured, from the cache a controller may share with its nodes."""
+    from rocmbuild.core import config
     from rocmbuild.host import detect as hostmod
     from rocmbuild.pipeline import planning
     from rocmbuild.recipe import load, render
@@ -173,11 +174,6 @@ def rendered_from_args(args: argparse.Namespace, host_file: str | None = None) -
             hip_compiler=options.resolve("hip_compiler", args.hip_compiler),
             want_compiler=want_compiler, want_components=want_components,
             dists=recipe.python_requires)
-    # What earlier builds measured (learned.py), from the cache a controller may share with
-    # its nodes: MAX_JOBS from the units' p95 instead of the recipe's guess.
-    from rocmbuild.cache import learned
-    from rocmbuild.core import config
-
     ws = config.workspace(getattr(args, "workdir", None), getattr(args, "cache_dir", None))
-    return Rendered(recipe, planning.plan(recipe, target, host, lambda name: learned.load(
-        ws.cache, name)), host, want_compiler, want_components)
+    return Rendered(recipe, planning.plan_for(recipe, target, host, ws.cache), host,
+                    want_compiler, want_components)

@@ -37,8 +37,8 @@ def register(sub: common.Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
+    from rocmbuild.core import config, log, options
     from rocmbuild.core import gfx as arch
-    from rocmbuild.core import log, options
     from rocmbuild.core.errors import ToolchainError
     from rocmbuild.pipeline import doctor
 
@@ -54,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
                              variant=options.resolve("variant", args.variant),
                              release=options.resolve("release", args.release),
                              hip_compiler=options.resolve("hip_compiler", args.hip_compiler),
-                             index=options.resolve("index", args.index))
+                             index=options.resolve("index", args.index),
+                             cache=config.workspace(args.workdir, args.cache_dir).cache)
     if args.json:
         common.print_json(report.to_json())
     else:

@@ -87,15 +87,18 @@ def _other(args: argparse.Namespace) -> int:
             "cell": p.cell_plan.cell.id,
             "decision": "error" if p.error else p.cell_plan.decision.value,
             "reasons": list(p.cell_plan.reasons), "pin": p.cell_plan.pin.to_json(),
-            "cache_key": p.cell_plan.cache_key, "build_tag": p.build_tag} for p in planned])
+            "cache_key": p.cell_plan.cache_key, "build_tag": p.build_tag,
+            **(nightly_run.jobs_json(p.plan) if p.plan else {})} for p in planned])
         return 0
     for p in planned:
         cp = p.cell_plan
         pin = cp.pin.value[:12] if cp.pin.kind != "recipe" else "recipe"
         decision = "ERROR" if p.error else cp.decision.value.upper()
+        jobs = (f"  MAX_JOBS {p.plan.jobs} x {p.plan.job_mem_gb:.3g} GiB "
+                f"({p.plan.job_mem_from})" if p.plan else "")
         log.out.print(escape(f"{cp.cell.id}  {decision}  "
                              f"{cp.pin.kind}:{pin}  key {cp.cache_key[:12]}"
-                             f"{f' tag {p.build_tag}' if p.build_tag else ''}  "
+                             f"{f' tag {p.build_tag}' if p.build_tag else ''}{jobs}  "
                              f"{'; '.join(cp.reasons)}"), highlight=False, soft_wrap=True)
     return 0
 

@@ -124,7 +124,7 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
         recipe = load.load(load.find_recipe(cell.recipe))
         wanted = planning.wants(recipe, render.Target(variant=cell.variant))
         h = host.detect(want_compiler=wanted[0], dists=recipe.python_requires)
-        plan = detect.render_cell(cell, pin, h, build_tag)
+        plan = detect.render_cell(cell, pin, h, ws.cache, build_tag)
         ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
                       wheel_dir=ws.wheels, host=h)
         result = pipeline.build(plan, ctx, validate=True)

@@ -200,12 +200,15 @@ def facts(plan: Plan) -> Facts:
                  tuple(sorted(tool.items())))
 
 
-def render_cell(cell: Cell, pin: Pin, host: Host, build_tag: str | None = None) -> Plan:
+def render_cell(cell: Cell, pin: Pin, host: Host, cache: Path,
+                build_tag: str | None = None) -> Plan:
+    """The cell's plan (``planning.plan_for``: MAX_JOBS from the units ``cache`` learned, as
+    `rocmbuild plan` has it)."""
     recipe = load.load(load.find_recipe(cell.recipe))
     target = render.Target(arch=cell.arch, variant=cell.variant, source=cell.source,
                            pin=pin if pin.kind != "recipe" else None, build_tag=build_tag,
                            options=cell.options)
-    return planning.plan(recipe, target, host)
+    return planning.plan_for(recipe, target, host, cache)
 
 
 def _tag(before: Mapping[str, Any] | None) -> str | None:
@@ -213,19 +216,19 @@ def _tag(before: Mapping[str, Any] | None) -> str | None:
     return tag if isinstance(tag, str) and re.fullmatch(r"[1-9]\d{0,8}", tag) else None
 
 
-def next_build_tag(cell: Cell, pin: Pin, host: Host, before: Mapping[str, Any] | None
-                   ) -> tuple[Plan, str | None]:
+def next_build_tag(cell: Cell, pin: Pin, host: Host, before: Mapping[str, Any] | None,
+                   cache: Path) -> tuple[Plan, str | None]:
     """The plan and its build tag. Upstream's version often stays the same across commits (and
     a changed patch or recipe gives new bytes under the same version), but an index is
     immutable by name, version and build tag: so when a cell's inputs differ from the previous
     run's (its key changed), the wheel gets the next build tag (1, 2, ...; pip prefers the
     highest among equal versions). Unchanged inputs keep the tag, and so the key."""
     tag = _tag(before)
-    plan = render_cell(cell, pin, host, tag)
+    plan = render_cell(cell, pin, host, cache, tag)
     old_key = before.get("cache_key") if before else None
     if isinstance(old_key, str) and old_key != plan.cache_key:
         tag = str(int(tag or 0) + 1)
-        plan = render_cell(cell, pin, host, tag)
+        plan = render_cell(cell, pin, host, cache, tag)
     return plan, tag
 
 
@@ -313,7 +316,7 @@ def plan_cells(cells: Sequence[Cell], host: Host, ws: Workspace, index: str, sta
             recipe = load.load(load.find_recipe(cell.recipe))
             pin = resolve(cell, recipe, pypi, get)
             before = previous.get(cell.id)
-            plan, tag = next_build_tag(cell, pin, host, before)
+            plan, tag = next_build_tag(cell, pin, host, before, ws.cache)
             f = facts(plan)
             out.append(Planned(decide(cell, pin, plan, f, ws, index, stage, before), plan, f,
                                tag))

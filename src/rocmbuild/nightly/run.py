@@ -41,6 +41,7 @@ from rocmbuild.nightly.slurm import SlurmExecutor, SlurmSettings
 from rocmbuild.pipeline import planning
 from rocmbuild.publish import api as pub
 from rocmbuild.recipe import load, render
+from rocmbuild.recipe.plan import Plan
 
 
 class Executor(Protocol):
@@ -84,6 +85,13 @@ def plan(cfg: NightlyConfig, only: Sequence[str] = (), exclude_run: str = "",
                              previous, get)
 
 
+def jobs_json(plan: Plan) -> dict[str, Any]:
+    """MAX_JOBS as the cell's plan has it, and the memory per job it was planned with (learned
+    when the units were measured, else the recipe's): what a Slurm cell asks for, x jobs."""
+    return {"jobs": plan.jobs, "jobs_reason": plan.jobs_reason,
+            "mem_per_job_gb": round(plan.job_mem_gb, 3), "mem_from": plan.job_mem_from}
+
+
 def manifest(cfg: NightlyConfig, rid: str, started: float,
              planned: Sequence[detect.Planned]) -> dict[str, Any]:
     cells = []
@@ -99,6 +107,7 @@ def manifest(cfg: NightlyConfig, rid: str, started: float,
             "decision": p.cell_plan.decision.value,
             "reasons": list(p.cell_plan.reasons),
             "facts": p.facts.to_json() if p.facts else None,
+            **(jobs_json(p.plan) if p.plan else {}),
             **({"error": p.error} if p.error else {}),
         })
     return {"run": rid, "started": _iso(started), "config": str(cfg.path),
@@ -119,7 +128,7 @@ def tasks(cfg: NightlyConfig, run_dir: Path, planned: Sequence[detect.Planned]) 
                 str(ws.cache), "nightly", "--config", str(cfg.path), "--run-dir", str(run_dir),
                 "--cell", c.id)
         out.append(Task(c.id, argv, d / cellmod.RESULT, d / cellmod.LOG, cpus=p.plan.jobs,
-                        mem_bytes=int(p.plan.jobs * p.plan.mem_per_job_gb * (1 << 30)),
+                        mem_bytes=int(p.plan.jobs * p.plan.job_mem_gb * (1 << 30)),
                         gpus=1 if cfg.executor.gpu_partition else 0, time_s=c.timeout_s))
     return out
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from rocmbuild.core import config, jobs, log
 from rocmbuild.core import gfx as archmod
-from rocmbuild.core import jobs, log
 from rocmbuild.core.errors import RocmbuildError
 from rocmbuild.core.jobs import GiB
 from rocmbuild.core.run import no_network
@@ -84,10 +84,11 @@ class Report:
 
 
 def _recipe_plan(name: str, archs: Sequence[str], variant: str | None, h: Host,
-                 release: str | None = None) -> Plan:
-    """The recipe rendered for these archs (those it supports; else its first supported one),
-    so doctor judges exactly what `rocmbuild build` would: same Plan, same requirement check."""
-    from rocmbuild.pipeline.planning import plan
+                 cache: Path, release: str | None = None) -> Plan:
+    """The recipe planned for these archs (those it supports; else its first supported one),
+    so doctor judges exactly what `rocmbuild build` would: same Plan (``planning.plan_for``,
+    MAX_JOBS from the units ``cache`` learned), same requirement check."""
+    from rocmbuild.pipeline import planning
     from rocmbuild.recipe.load import find_recipe, load
     from rocmbuild.recipe.render import Target
 
@@ -95,7 +96,8 @@ def _recipe_plan(name: str, archs: Sequence[str], variant: str | None, h: Host,
     wanted = [a for a in archs if not recipe.supported_archs
               or a.split(":")[0] in recipe.supported_archs]
     arch = ",".join(wanted or recipe.supported_archs[:1] or DEFAULT_ARCHS[:1])
-    return plan(recipe, Target(arch=arch, variant=variant, release=release), h)
+    return planning.plan_for(recipe, Target(arch=arch, variant=variant, release=release), h,
+                             cache)
 
 
 def _under(root: Path, p: str | Path) -> Path:
@@ -164,9 +166,11 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
              release: str | None = None, hip_compiler: str | None = None,
              site_paths: Sequence[str] | None = None, user: str | None = None,
              workdir: Path | None = None, env: dict[str, str] | None = None,
-             index: str | None = None) -> Report:
+             index: str | None = None, cache: Path | None = None) -> Report:
     """Run every check. ``user`` (fixture tests) names the user whose groups and device access
-    are computed from the fixture's /etc/group and file modes instead of this process's."""
+    are computed from the fixture's /etc/group and file modes instead of this process's.
+    ``cache``: where builds recorded their units' memory (the recipe's MAX_JOBS; default the
+    workspace's cache, as `build` finds it)."""
     env = dict(os.environ if env is None else env)
     root = Path(root)
     real = root == Path("/") and user is None
@@ -266,15 +270,17 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
     add(tcheck)
 
     # recipe: memory, disk and host requirements, exactly as `rocmbuild build` checks them
-    mem_per_job, disk_gb = DEFAULT_MEM_PER_JOB_GB, DEFAULT_DISK_GB
+    disk_gb = DEFAULT_DISK_GB
+    plan: Plan | None = None
     if recipe:
         log.step(f"checking what recipe {recipe} needs from this host")
         try:
-            plan = _recipe_plan(recipe, archs, variant, h, release)
+            plan = _recipe_plan(recipe, archs, variant, h, cache if cache is not None
+                                else config.workspace(None, None).cache, release)
         except RocmbuildError as exc:
             add(Check("recipe", "fail", exc.message, exc.hint))
         else:
-            mem_per_job, disk_gb = plan.mem_per_job_gb, plan.disk_gb
+            disk_gb = plan.disk_gb
             checks.extend(_component_checks(plan, h))
             mismatch = requirements.torch_sdk_mismatch(plan, h)
             if mismatch:
@@ -300,17 +306,7 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
     else:
         add(Check("disk", "fail", f"{free:.1f} GiB free at {where}, the build needs ~{disk_gb:g} "
                   "GiB", "free space, or point --workdir / ROCMBUILD_WORKDIR at a bigger disk"))
-    jp = jobs.plan(mem_per_job, None, cpus=h.cpus, usable_bytes=h.memory_bytes,
-                   source=h.memory_source,
-                   cpus_source=h.cpus_source)
-    if jp.usable_bytes >= mem_per_job * GiB:
-        add(Check("memory", "ok", f"MAX_JOBS={jp.jobs}: {jp.reason}",
-                  data={"jobs": jp.jobs, "mem_per_job_gb": mem_per_job}))
-    else:
-        add(Check("memory", "warn", f"{jp.usable_bytes / GiB:.1f} GiB usable, less than one "
-                  f"compile job's ~{mem_per_job:g} GiB: the build may be OOM-killed",
-                  "close other programs, add swap, or build on a bigger host",
-                  data={"jobs": jp.jobs, "mem_per_job_gb": mem_per_job}))
+    add(_memory_check(plan, h))
 
     # HIP_PLATFORM trap
     hp = env.get("HIP_PLATFORM")
@@ -335,6 +331,25 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
                   "allow unprivileged user namespaces (user.max_user_namespaces > 0) or build "
                   "as root; ROCMBUILD_OFFLINE=require turns the fallback into an error"))
     return Report(archs, recipe, checks, h)
+
+
+def _memory_check(plan: Plan | None, h: Host) -> Check:
+    """MAX_JOBS as the recipe's plan has it (learned or recipe memory per job, the plan's
+    reason and key); without a recipe, for DEFAULT_MEM_PER_JOB_GB."""
+    if plan is not None:
+        n, why, per_job = plan.jobs, plan.jobs_reason, plan.job_mem_gb
+        data: dict[str, Any] = {"jobs": n, "jobs_reason": why, "mem_per_job_gb": per_job,
+                                "mem_from": plan.job_mem_from, "cache_key": plan.cache_key}
+    else:
+        jp = jobs.plan(DEFAULT_MEM_PER_JOB_GB, None, cpus=h.cpus, usable_bytes=h.memory_bytes,
+                       source=h.memory_source, cpus_source=h.cpus_source)
+        n, why, per_job = jp.jobs, jp.reason, DEFAULT_MEM_PER_JOB_GB
+        data = {"jobs": n, "jobs_reason": why, "mem_per_job_gb": per_job, "mem_from": "default"}
+    if h.memory_bytes >= per_job * GiB:
+        return Check("memory", "ok", f"MAX_JOBS={n}: {why}", data=data)
+    return Check("memory", "warn", f"{h.memory_bytes / GiB:.1f} GiB usable, less than one "
+                 f"compile job's ~{per_job:.3g} GiB: the build may be OOM-killed",
+                 "close other programs, add swap, or build on a bigger host", data=data)
 
 
 def _view_check(index: str, gpus: Sequence[dict[str, str]]) -> Check:

@@ -16,15 +16,22 @@ not:
   loaded by name, planned for ``render.dependency_target`` first (recursively, on its own line),
   and passed to ``render``, which folds their cache keys into the dependent's.
 
-``learned`` gives the unit memory earlier builds of a recipe measured, by recipe name
-(``cache.learned.load``), so MAX_JOBS is the learned figure wherever a plan is made.
+``learned`` gives the unit memory earlier builds of a recipe measured, by recipe name;
+``plan_for`` reads it from a workspace's cache (``cache.learned.load``), so MAX_JOBS is the
+learned figure wherever a plan is made. The plan carries the figure it used (``Plan.learned``,
+None: the recipe's ``mem_per_job_gb``); ``Plan.job_mem_gb`` is the memory per compile job MAX_JOBS
+was planned with, which the Slurm executor asks for (x jobs). Learning never changes the key.
+How each caller finds its Host (flags, a saved host file, a fixture root, the wheel's compiler)
+stays with the caller; the recipe is passed loaded, because detecting the host needs it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 
+from rocmbuild.cache import learned as learned_store
 from rocmbuild.cache.learned import LearnedMemory
 from rocmbuild.core.errors import RecipeError, ToolchainError
 from rocmbuild.host.detect import Host
@@ -130,3 +137,10 @@ def plan(recipe: Recipe, target: render.Target, host: Host,
         + "\n".join(f"  {p}" for p in passed),
         hint="install what one line needs, or force one with --release NAME (lines, newest "
         f"first: {', '.join(recipe.releases)})")
+
+
+def plan_for(recipe: Recipe, target: render.Target, host: Host, cache: Path) -> Plan:
+    """``plan`` with the units earlier builds measured, read from ``cache``
+    (``<cache>/learned/<recipe>/``; they apply when they match the variant, archs and
+    compiler, else the recipe's ``mem_per_job_gb`` does)."""
+    return plan(recipe, target, host, lambda name: learned_store.load(cache, name))

@@ -128,9 +128,10 @@ def provenance(path: Path) -> tuple[WheelInfo, dict[str, Any]]:
 
 
 def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
-             hip_compiler: str | None) -> tuple[Plan, hostmod.Host]:
+             hip_compiler: str | None, cache: Path) -> tuple[Plan, hostmod.Host]:
     """The recipe named in the provenance (or ``recipe``), checked against its recorded hash,
-    rendered for this host with the wheel's variant, source, archs, ROCm label and build tag."""
+    planned for this host (``planning.plan_for``, with what ``cache`` learned of its units) with
+    the wheel's variant, source, archs, ROCm label and build tag."""
     path = load.find_recipe(recipe or prov["recipe"])  # a plain name: the search path only
     rec = load.load(path)
     if rec.raw_sha256 != prov.get("recipe_sha256"):
@@ -170,7 +171,7 @@ def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
             else None),
         want_compiler=planning.wants(rec, target)[0],
         dists=rec.python_requires)
-    return planning.plan(rec, target, host), host
+    return planning.plan_for(rec, target, host, cache), host
 
 
 def _first_difference(here: object, there: object, where: str = "") -> str | None:
@@ -288,7 +289,7 @@ def verify(wheel: Path, cache: Path, recipe: str | None = None, rocm_path: str |
            hip_compiler: str | None = None) -> Verification:
     """Rebuild ``wheel`` from its provenance in a temporary workspace and compare."""
     info, prov = provenance(wheel)
-    plan, host = plan_for(prov, recipe, rocm_path, hip_compiler)
+    plan, host = plan_for(prov, recipe, rocm_path, hip_compiler, cache)
     check_inputs(plan, prov, __version__)
     log.info(f"rebuilding {info.filename} from {plan.recipe} ({plan.variant}, "
              f"{', '.join(plan.archs)}) @ {plan.pin} in a temporary workspace")

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocmbuild.cache.learned import LearnedMemory
 from rocmbuild.core.config import DATA_ROOT, REPO_ROOT
 from rocmbuild.recipe.tables import Download, Hipify, Patch, Source
 
@@ -214,7 +215,22 @@ class Plan:
     release_why: str = ""
     """Why that line: forced by --release, or the newest whose ranges the host satisfies
     (messages; not in the cache key or the provenance)."""
+    learned: LearnedMemory | None = None
+    """The measured unit memory MAX_JOBS was planned from (``cache.learned.pick``); None: the
+    recipe's ``mem_per_job_gb``. Not in the JSON or the cache key (``jobs_reason`` says it)."""
     cache_key: str = ""
+
+    @property
+    def job_mem_gb(self) -> float:
+        """Memory per compile job as MAX_JOBS was planned: the learned figure when the units
+        were measured, else the recipe's ``mem_per_job_gb`` (what a Slurm cell asks for, x
+        jobs)."""
+        return self.learned.per_job_gb() if self.learned else self.mem_per_job_gb
+
+    @property
+    def job_mem_from(self) -> str:
+        """Where ``job_mem_gb`` came from: ``learned`` or ``recipe``."""
+        return "learned" if self.learned else "recipe"
 
     @property
     def uses_torch(self) -> bool:

@@ -166,7 +166,7 @@ def resolve_options(recipe: Recipe, variant: str, given: tuple[tuple[str, str], 
 
 def render(recipe: Recipe, target: Target, host: Host,
            learned: Sequence[LearnedMemory] = (), depends: Sequence[Plan] = ()) -> Plan:
-    """The plan. ``learned``: measured unit memory loaded by the command layer
+    """The plan. ``learned``: measured unit memory loaded by ``pipeline.planning``
     (``learned.load``); the one for this recipe, variant, archs and compiler replaces the
     recipe's mem_per_job_gb in MAX_JOBS (not in the cache key). ``depends``: the plans of the
     recipes ``depends_of`` names, in that order, rendered by the caller for
@@ -382,6 +382,7 @@ def render(recipe: Recipe, target: Target, host: Host,
         unit_count=unit_count,
         unit_configure=cmake_configure(recipe, values) if unit_count == "ninja" else (),
         depends=tuple(depends),
+        learned=measured,
     )
     return replace(plan, cache_key=_cache_key(plan, keyed_env))
 
