@@ -27,7 +27,7 @@ from rocmbuild.nightly.config import NightlyConfig
 from rocmbuild.nightly.model import Cell, CellOutcome, End, Pin
 from rocmbuild.pipeline import build as pipeline
 from rocmbuild.publish import api as pub
-from rocmbuild.recipe import load, render
+from rocmbuild.recipe import load, render, search
 from rocmbuild.stages.context import Context
 
 RESULT = "result.json"
@@ -120,7 +120,7 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
     rel_log = str(Path("cells") / cell_id / LOG)
     ctx: Context | None = None
     try:
-        recipe = load.load(load.find_recipe(cell.recipe))
+        recipe = load.load(search.find_recipe(cell.recipe))
         h = host.detect(want_compiler=render.uses_hip_compiler(recipe, cell.variant),
                         dists=recipe.python_requires)
         plan = detect.render_cell(cell, pin, h, build_tag)

@@ -33,7 +33,7 @@ from rocmbuild.host.detect import Host
 from rocmbuild.nightly.model import RUN_ID, Cell, CellPlan, Decision, Pin
 from rocmbuild.publish.static_index import StaticIndex
 from rocmbuild.publish.target import parse_index, redact
-from rocmbuild.recipe import load, render
+from rocmbuild.recipe import load, render, search
 from rocmbuild.recipe.model import Recipe
 from rocmbuild.recipe.plan import Plan
 
@@ -200,7 +200,7 @@ def facts(plan: Plan) -> Facts:
 
 
 def render_cell(cell: Cell, pin: Pin, host: Host, build_tag: str | None = None) -> Plan:
-    recipe = load.load(load.find_recipe(cell.recipe))
+    recipe = load.load(search.find_recipe(cell.recipe))
     target = render.Target(arch=cell.arch, variant=cell.variant, source=cell.source,
                            pin=pin if pin.kind != "recipe" else None, build_tag=build_tag,
                            options=cell.options)
@@ -309,7 +309,7 @@ def plan_cells(cells: Sequence[Cell], host: Host, ws: Workspace, index: str, sta
     out: list[Planned] = []
     for cell in cells:
         try:
-            recipe = load.load(load.find_recipe(cell.recipe))
+            recipe = load.load(search.find_recipe(cell.recipe))
             pin = resolve(cell, recipe, pypi, get)
             before = previous.get(cell.id)
             plan, tag = next_build_tag(cell, pin, host, before)

@@ -33,7 +33,7 @@ from rocmbuild.core.errors import NotReproduced, RecipeError, ToolchainError, Us
 from rocmbuild.core.run import run as sh
 from rocmbuild.host import detect as hostmod
 from rocmbuild.pipeline import build as pipeline
-from rocmbuild.recipe import load, render
+from rocmbuild.recipe import load, render, search
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.stages.context import Context
 
@@ -130,7 +130,7 @@ def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
              hip_compiler: str | None) -> tuple[Plan, hostmod.Host]:
     """The recipe named in the provenance (or ``recipe``), checked against its recorded hash,
     rendered for this host with the wheel's variant, source, archs, ROCm label and build tag."""
-    path = load.find_recipe(recipe or prov["recipe"])  # a plain name: the search path only
+    path = search.find_recipe(recipe or prov["recipe"])  # a plain name: the search path only
     rec = load.load(path)
     if rec.raw_sha256 != prov.get("recipe_sha256"):
         raise RecipeError(

@@ -3,6 +3,7 @@
 Each problem is one line: ``<file>: <key.path>: <what> (did you mean X?)``. The keys, their types
 and defaults come from the model's field metadata (``recipe.model``) through ``recipe.check``;
 this module reads the file and adds the rules that relate keys to each other or to files.
+Finding a recipe by name, and listing them, is ``recipe.search``'s.
 """
 
 from __future__ import annotations
@@ -11,12 +12,10 @@ import hashlib
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.core import config
-from rocmbuild.core.errors import RecipeError, UsageError
+from rocmbuild.core.errors import RecipeError
 from rocmbuild.core.gfx import KNOWN_ARCHS
 from rocmbuild.core.pep508 import simple_requirement
 from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree
@@ -37,52 +36,6 @@ from rocmbuild.recipe.model import (
 )
 
 
-def find_recipe(name: str) -> Path:
-    """A recipe by name (searched in config.recipe_dirs()) or by path."""
-    p = Path(name)
-    is_dir = UsageError(f"recipe {name}: is a directory, not a recipe file",
-                        hint=f"name the .toml file inside it, e.g. {p / 'recipe.toml'}")
-    if _names_a_path(name):
-        if p.is_dir():
-            raise is_dir
-        if not p.exists():
-            raise UsageError(f"recipe file {name} not found", hint="check the path")
-        if not p.is_file():
-            raise UsageError(f"recipe {name}: not a regular file", hint="give a .toml file")
-        return p
-    for d in config.recipe_dirs():
-        cand = d / f"{name}.toml"
-        if cand.is_file():
-            return cand
-    if p.is_dir():  # a bare name that is no recipe but a directory here
-        raise is_dir
-    names = available()
-    raise UsageError(
-        f"unknown recipe {name!r}" + suggest(name, names),
-        hint="available: " + (", ".join(names) or "none") + " (`rocmbuild recipes`)",
-    )
-
-
-def _names_a_path(name: str) -> bool:
-    return Path(name).suffix == ".toml" or "/" in name or name in (".", "..")
-
-
-def search_inputs(name: str, found: Path) -> tuple[list[Path], list[Path]]:
-    """What ``find_recipe(name)`` depended on besides the file ``found``: the candidates it
-    looked at before it (absent then) and the directories that had to exist (``--recipes``,
-    and for a name ROCMBUILD_RECIPE_PATH's). ``rocmbuild.commands.quickhit`` checks both again."""
-    if _names_a_path(name):
-        return [], list(config.flag_recipe_dirs())
-    dirs = config.recipe_dirs()
-    before: list[Path] = []
-    for d in dirs:
-        cand = d / f"{name}.toml"
-        if cand == found:
-            break
-        before.append(cand)
-    return before, dirs[:-1]
-
-
 def files_read(recipe: Recipe) -> tuple[Path, ...] | None:
     """The files loading ``recipe`` read: the recipe and its patches; None when it has a local
     source (a path, or a git repository on this machine), whose content only the full render and
@@ -91,14 +44,6 @@ def files_read(recipe: Recipe) -> tuple[Path, ...] | None:
         if src.kind == "path" or (src.kind == "git" and src.url.startswith("/")):
             return None
     return (recipe.path.absolute(), *(p.file for p in recipe.patches))
-
-
-def available() -> list[str]:
-    names: list[str] = []
-    for d in config.recipe_dirs():
-        if d.is_dir():
-            names += [p.stem for p in sorted(d.glob("*.toml")) if p.stem not in names]
-    return names
 
 
 def _display(path: Path) -> Path:
@@ -495,44 +440,3 @@ def _downloads(c: Checker, items: Any, valid: dict[str, Callable[[str], bool]]
         # Placeholders for missing required keys: those were reported, and load raises.
         out.append(Download(**{"name": "", "url": "", "env": "", **values}))
     return tuple(out)
-
-
-@dataclass(frozen=True)
-class RecipeInfo:
-    """One line of ``rocmbuild recipes``."""
-
-    name: str
-    package: str
-    description: str
-    default_variant: str
-    variants: dict[str, str]
-    """Variant name -> description."""
-    sources: tuple[str, ...]
-    archs: tuple[str, ...]
-    path: str
-    options: dict[str, str] = field(default_factory=dict)
-    """Option name -> its default (``--opt <recipe>.<name>=...``)."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "sources": list(self.sources), "archs": list(self.archs)}
-
-
-def list_recipes() -> list[RecipeInfo]:
-    """Every available recipe, loaded (a bad one raises RecipeError)."""
-    out = []
-    for name in available():
-        recipe = load(find_recipe(name))
-        out.append(
-            RecipeInfo(
-                name=name,
-                package=recipe.name,
-                description=recipe.description,
-                default_variant=recipe.default_variant,
-                variants={v.name: v.description for v in recipe.variants.values()},
-                sources=("default", *recipe.alternatives),
-                archs=recipe.supported_archs,
-                path=str(recipe.path),
-                options={n: o.default for n, o in recipe.options.items()},
-            )
-        )
-    return out
