@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rocmbuild.artifacts import audit
+from rocmbuild.artifacts import audit, elf
 from rocmbuild.core.errors import ToolchainError
 from rocmbuild.core.run import run
 from rocmbuild.host.compiler import detect, hip_env
@@ -33,8 +33,8 @@ PAGE = 4096
 
 def real_bundles(obj: Path) -> list[bytes]:
     data = obj.read_bytes()
-    sec = next(s for s in audit.elf_sections(data) if s.name == ".hip_fatbin")
-    found = list(audit.bundles_in(data, sec.offset, sec.offset + sec.size))
+    sec = next(s for s in elf.elf_sections(data) if s.name == ".hip_fatbin")
+    found = list(elf.bundles_in(data, sec.offset, sec.offset + sec.size))
     starts = [b.offset for b in found] + [sec.offset + sec.size]
     return [data[a:b].rstrip(b"\0") for a, b in zip(starts, starts[1:], strict=False)]
 

@@ -31,7 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from rocmbuild.nightly.model import Task  # noqa: E402
-from rocmbuild.nightly.slurm import SlurmExecutor, SlurmSettings  # noqa: E402
+from rocmbuild.nightly.slurm.executor import SlurmExecutor  # noqa: E402
+from rocmbuild.nightly.slurm.settings import SlurmSettings  # noqa: E402
 from tests.integration import slurm_cluster  # noqa: E402
 
 CELL = """

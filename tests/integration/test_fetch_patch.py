@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from rocmbuild.core.errors import FetchError, PatchError
-from rocmbuild.stages import fetch
+from rocmbuild.sources.archive import extract
+from rocmbuild.sources.download import download
+from rocmbuild.sources.git import git_checkout, git_epoch, mirror_path
 
 
 def make_tar(members: dict[str, bytes]) -> bytes:
@@ -67,11 +69,11 @@ GOOD_SHA = hashlib.sha256(GOOD).hexdigest()
 
 def test_download_verify_extract_and_reuse(server: Server, tmp_path: Path) -> None:
     server.routes["/demo-1.0.tar.gz"] = (200, GOOD, {})
-    archive = fetch.download(f"{server.url}/demo-1.0.tar.gz", GOOD_SHA, tmp_path / "cache")
+    archive = download(f"{server.url}/demo-1.0.tar.gz", GOOD_SHA, tmp_path / "cache")
     assert archive.read_bytes() == GOOD
-    tree = fetch.extract(archive, tmp_path / "src")
+    tree = extract(archive, tmp_path / "src")
     assert (tree / "setup.py").read_text() == "print('hi')\n"
-    fetch.download(f"{server.url}/demo-1.0.tar.gz", GOOD_SHA, tmp_path / "cache")
+    download(f"{server.url}/demo-1.0.tar.gz", GOOD_SHA, tmp_path / "cache")
     assert server.hits["/demo-1.0.tar.gz"] == 1, "a verified cached file is not fetched again"
 
 
@@ -79,27 +81,27 @@ def test_sha_mismatch_names_both_hashes_and_keeps_nothing(server: Server, tmp_pa
     server.routes["/demo-1.0.tar.gz"] = (200, GOOD, {})
     want = "0" * 64
     with pytest.raises(FetchError, match=f"pins {want}, the download is {GOOD_SHA}"):
-        fetch.download(f"{server.url}/demo-1.0.tar.gz", want, tmp_path / "cache")
+        download(f"{server.url}/demo-1.0.tar.gz", want, tmp_path / "cache")
     assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
 
 
 def test_server_errors_retried_three_times(server: Server, tmp_path: Path) -> None:
     server.routes["/flaky.tar.gz"] = (503, b"busy", {})
     with pytest.raises(FetchError, match="failed 3 times; last error: HTTP 503"):
-        fetch.download(f"{server.url}/flaky.tar.gz", GOOD_SHA, tmp_path / "cache")
+        download(f"{server.url}/flaky.tar.gz", GOOD_SHA, tmp_path / "cache")
     assert server.hits["/flaky.tar.gz"] == 3
 
 
 def test_not_found_is_not_retried(server: Server, tmp_path: Path) -> None:
     with pytest.raises(FetchError, match="HTTP 404"):
-        fetch.download(f"{server.url}/missing.tar.gz", GOOD_SHA, tmp_path / "cache")
+        download(f"{server.url}/missing.tar.gz", GOOD_SHA, tmp_path / "cache")
     assert server.hits["/missing.tar.gz"] == 1
 
 
 def test_truncated_download_never_lands_in_cache(server: Server, tmp_path: Path) -> None:
     server.routes["/short.tar.gz"] = (200, GOOD[:100], {"Content-Length": str(len(GOOD))})
     with pytest.raises(FetchError):
-        fetch.download(f"{server.url}/short.tar.gz", GOOD_SHA, tmp_path / "cache")
+        download(f"{server.url}/short.tar.gz", GOOD_SHA, tmp_path / "cache")
     assert not [p for p in (tmp_path / "cache").rglob("*") if p.is_file()]
 
 
@@ -108,7 +110,7 @@ def test_unsafe_archive_is_refused(tmp_path: Path) -> None:
     bad.write_bytes(make_tar({"demo/../../escape.txt": b"x"}))
     (tmp_path / "src").mkdir()
     with pytest.raises(FetchError, match="unsafe member refused"):
-        fetch.extract(bad, tmp_path / "src" / "tree")
+        extract(bad, tmp_path / "src" / "tree")
     assert not (tmp_path / "escape.txt").exists()
 
 
@@ -149,21 +151,21 @@ def test_git_checkout_pinned_commit_with_submodule(
     repo, pinned = repo_with_submodule
     url = f"file://{repo}"
     dest = tmp_path / "out"
-    fetch.git_checkout(
+    git_checkout(
         url, pinned, ("csrc/composable_kernel",), tmp_path / "cache", dest, tmp_path / "fetch.log"
     )
     assert (dest / "setup.py").read_text() == "v1\n"
     assert (dest / "csrc/composable_kernel/kernel.hpp").read_text() == "// ck\n"
     # second checkout comes from the mirror
     dest2 = tmp_path / "out2"
-    fetch.git_checkout(url, pinned, (), tmp_path / "cache", dest2, tmp_path / "fetch.log")
+    git_checkout(url, pinned, (), tmp_path / "cache", dest2, tmp_path / "fetch.log")
     assert (dest2 / "setup.py").read_text() == "v1\n"
 
 
 def test_git_unknown_commit(tmp_path: Path, repo_with_submodule: tuple[Path, str]) -> None:
     repo, _ = repo_with_submodule
     with pytest.raises(FetchError, match="commit 0{40} not found"):
-        fetch.git_checkout(
+        git_checkout(
             f"file://{repo}",
             "0" * 40,
             (),
@@ -225,7 +227,7 @@ def test_git_clone_of_a_missing_repo_is_not_retried_and_leaves_nothing(
     monkeypatch.setenv("ROCMBUILD_RETRY_BACKOFF", "0.01")
     url = f"file://{tmp_path / 'no-such-repo'}"
     with pytest.raises(FetchError, match=r"git clone .*: fatal: .*no-such-repo") as info:
-        fetch.git_checkout(url, "0" * 40, (), tmp_path / "cache", tmp_path / "o",
+        git_checkout(url, "0" * 40, (), tmp_path / "cache", tmp_path / "o",
                            tmp_path / "fetch.log")
     assert "network" not in (info.value.hint or "")
     assert (tmp_path / "fetch.log").read_text().count("git clone --mirror") == 1
@@ -248,8 +250,8 @@ def test_git_epoch_is_the_pinned_commits_committer_time(tmp_path: Path) -> None:
         if n == "1":
             pinned = git("rev-parse", "HEAD", cwd=repo)
     dest = tmp_path / "out"
-    fetch.git_checkout(f"file://{repo}", pinned, (), tmp_path / "cache", dest,
+    git_checkout(f"file://{repo}", pinned, (), tmp_path / "cache", dest,
                        tmp_path / "fetch.log")
     assert not (dest / ".git").exists()  # the build tree is plain; the mirror knows the commit
-    mirror = fetch.mirror_path(f"file://{repo}", tmp_path / "cache")
-    assert fetch.git_epoch(mirror, pinned, tmp_path / "fetch.log") == 1600000000
+    mirror = mirror_path(f"file://{repo}", tmp_path / "cache")
+    assert git_epoch(mirror, pinned, tmp_path / "fetch.log") == 1600000000

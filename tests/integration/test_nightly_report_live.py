@@ -19,7 +19,8 @@ from urllib.parse import unquote, urljoin
 import pytest
 from PIL import Image
 
-from rocmbuild.nightly import report as rep
+from rocmbuild.nightly.report.webhook import post_json
+from rocmbuild.nightly.report.write import write
 from tests.nightly_runs import GIT, three_nights, write_logs
 
 TOKEN = "s3cr3t-T0KEN-abc"
@@ -76,9 +77,9 @@ def test_webhook_failure_recovery_quiet(tmp_path: Path, hook: Hook,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     reports = tmp_path / "reports"
     n1, n2, n3 = three_nights()
-    quiet = rep.write(reports, n1, notify_url=hook.url)  # the first night: all green
+    quiet = write(reports, n1, notify_url=hook.url)  # the first night: all green
     assert quiet.event is None and not quiet.notified and hook.posts == []
-    fail = rep.write(reports, n2, notify_url=hook.url)
+    fail = write(reports, n2, notify_url=hook.url)
     assert fail.event == "failure" and fail.notified and len(hook.posts) == 1
     post = hook.posts[0]
     assert post["path"] == f"/hooks/{TOKEN}?t={TOKEN}" and post["type"] == "application/json"
@@ -88,7 +89,7 @@ def test_webhook_failure_recovery_quiet(tmp_path: Path, hook: Hook,
         {"cell": GIT, "was": "success", "now": "failed"}]
     assert Path(body["summary"]).read_text().startswith(f"# rocmbuild nightly {n2.run_id}")
     assert body["page"] == str(reports / "index.html") and body["text"].endswith(GIT)
-    rec = rep.write(reports, n3, notify_url=hook.url)
+    rec = write(reports, n3, notify_url=hook.url)
     assert rec.event == "recovery" and rec.notified and len(hook.posts) == 2
     assert hook.posts[1]["json"]["recovered"] == [GIT]
     assert json.loads(rec.report.read_text())["notes"] == []  # sent: nothing to note
@@ -99,10 +100,10 @@ def test_webhook_that_fails_is_a_warning_in_the_report(
         tmp_path: Path, hook: Hook, capsys: pytest.CaptureFixture[str]) -> None:
     reports = tmp_path / "reports"
     n1, n2, _ = three_nights()
-    rep.write(reports, n1)
+    write(reports, n1)
     hook.code = 500
     url = hook.url.replace("http://", f"http://user:{TOKEN}@")  # basic auth from the URL
-    files = rep.write(reports, n2, notify_url=url)
+    files = write(reports, n2, notify_url=url)
     assert files.event == "failure" and not files.notified and len(hook.posts) == 1
     assert hook.posts[0]["auth"].startswith("Basic ")
     note = "nightly notify: the webhook POST failed: HTTP 500 Internal Server Error"
@@ -113,7 +114,7 @@ def test_webhook_that_fails_is_a_warning_in_the_report(
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    gone = rep.write(reports, n2, notify_url=f"http://127.0.0.1:{port}/hooks/{TOKEN}")
+    gone = write(reports, n2, notify_url=f"http://127.0.0.1:{port}/hooks/{TOKEN}")
     assert not gone.notified and "Connection refused" in gone.warnings[0]
     no_token_under(reports, *capsys.readouterr())
 
@@ -121,10 +122,10 @@ def test_webhook_that_fails_is_a_warning_in_the_report(
 def test_webhook_timeout_and_bad_scheme(hook: Hook) -> None:
     hook.delay = 1.0
     t0 = time.monotonic()
-    why = rep.post_json(hook.url, {"event": "failure"}, timeout=0.3)
+    why = post_json(hook.url, {"event": "failure"}, timeout=0.3)
     assert why is not None and time.monotonic() - t0 < 0.9
     assert why.startswith("nightly notify: the webhook POST failed: ") and TOKEN not in why
-    bad = rep.post_json(f"file:///tmp/{TOKEN}", {})
+    bad = post_json(f"file:///tmp/{TOKEN}", {})
     assert bad is not None and "not http(s)" in bad and TOKEN not in bad
 
 
@@ -138,7 +139,7 @@ def test_history_page_in_chromium(tmp_path: Path, chromium: Any) -> None:
     reports = tmp_path / "reports"
     for night in three_nights():
         write_logs(reports, night)
-        files = rep.write(reports, night)
+        files = write(reports, night)
     png = tmp_path / "page.png"
     dom = chromium(files.page, png, "1100,1500")
     assert "<table id=\"runs\">" in dom and "<table id=\"cells\">" in dom

@@ -198,12 +198,12 @@ def test_flash_attn_triton_from_a_local_git_repository_builds_offline(
     """The recipe's git source pointed at a local repository holding the pinned sdist's files
     (made here, committed): fetch checks it out without .git, the build runs in the network
     namespace, and the wheel records it."""
-    from rocmbuild.stages import fetch
+    from rocmbuild.sources.download import download
 
     cache = tmp_path / "cache"
     cache.mkdir()
     (cache / "downloads").symlink_to(download_cache)
-    archive = fetch.download(SDIST_URL, SDIST_SHA, cache)
+    archive = download(SDIST_URL, SDIST_SHA, cache)
     with tarfile.open(archive) as tf:
         tf.extractall(tmp_path / "x", filter="data")
     repo = tmp_path / "x" / "flash_attn-2.8.3.post1"

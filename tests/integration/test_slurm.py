@@ -19,7 +19,10 @@ import pytest
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core.errors import CommandFailed, UsageError
 from rocmbuild.nightly.model import End, Task
-from rocmbuild.nightly.slurm import SLURM_JSON, SlurmExecutor, SlurmSettings, jobcomp_records
+from rocmbuild.nightly.slurm.executor import SlurmExecutor
+from rocmbuild.nightly.slurm.settings import SlurmSettings
+from rocmbuild.nightly.slurm.status import jobcomp_records
+from rocmbuild.nightly.slurm.submission import SLURM_JSON
 from tests.integration import slurm_cluster
 
 SECRET = "ROCMBUILD_TEST_SLURM_TOKEN"

@@ -235,11 +235,11 @@ def _stage_ctx(tmp_path: Path, wheel: Path):
     from rocmbuild.artifacts.results import Artifacts
     from rocmbuild.core import config
     from rocmbuild.host import detect as host
-    from rocmbuild.recipe import load, render
+    from rocmbuild.recipe import load, render, search
     from rocmbuild.stages.context import Context
 
     here = host.detect(want_compiler=False)
-    plan = render.render(load.load(load.find_recipe("flash-attn")),
+    plan = render.render(load.load(search.find_recipe("flash-attn")),
                          render.Target(arch="gfx942", variant="triton", source="pypi"), here)
     ws = config.workspace(str(tmp_path / "work"), str(tmp_path / "cache"))
     ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key, wheel_dir=ws.wheels,

@@ -14,8 +14,8 @@ from rocmbuild.commands import recipes as recipes_cmd
 from rocmbuild.core import gfx as arch
 from rocmbuild.core import options
 from rocmbuild.core.errors import INTERNAL_ERROR_EXIT, FetchError, RecipeError, UsageError
-from rocmbuild.recipe import load
-from rocmbuild.stages.fetch import extract
+from rocmbuild.recipe import load, search
+from rocmbuild.sources.archive import extract
 
 RECIPE = ('schema_version = 1\n[package]\nname = "demo"\n[source]\nsdist = { url = '
           '"https://example.invalid/d.tar.gz", sha256 = "' + "0" * 64 + '" }\n')
@@ -77,7 +77,7 @@ def test_recipe_bom_is_accepted_and_directory_named(tmp_path: Path) -> None:
     f.write_bytes(b"\xef\xbb\xbf" + RECIPE.encode())
     assert load.load(f).name == "demo"
     with pytest.raises(UsageError, match="is a directory"):
-        load.find_recipe(str(tmp_path))
+        search.find_recipe(str(tmp_path))
 
 
 def test_recipe_name_wins_over_a_directory_of_that_name(monkeypatch: pytest.MonkeyPatch,
@@ -85,7 +85,7 @@ def test_recipe_name_wins_over_a_directory_of_that_name(monkeypatch: pytest.Monk
     """`rocmbuild flash-attn` inside a directory holding a flash-attn clone builds the recipe."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "flash-attn").mkdir()
-    assert load.find_recipe("flash-attn").name == "flash-attn.toml"
+    assert search.find_recipe("flash-attn").name == "flash-attn.toml"
 
 
 @pytest.mark.parametrize("name, kind, link, why", [

@@ -36,8 +36,8 @@ from pathlib import Path, PurePosixPath
 
 from wheel.wheelfile import WheelFile
 
-from rocmbuild.artifacts.audit import ELF_MAGIC, needed_libraries
 from rocmbuild.artifacts.buildfacts import Bundle, BundledFile
+from rocmbuild.artifacts.elf import ELF_MAGIC, needed_libraries
 from rocmbuild.core import fsutil, log, options
 from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import BuildError, ToolchainError

@@ -79,12 +79,12 @@ def run(args: argparse.Namespace) -> int:
 def _remember(args: argparse.Namespace, rendered: common.Rendered, ws: Workspace,
               wheel_dir: Path) -> None:
     """The memo that lets the same command line be served by ``commands.quickhit`` next time."""
-    from rocmbuild.recipe import load
+    from rocmbuild.recipe import load, search
 
     files = load.files_read(rendered.recipe)
     if files is None:
         return
-    absent, dirs = load.search_inputs(args.recipe, rendered.recipe.path)
+    absent, dirs = search.search_inputs(args.recipe, rendered.recipe.path)
     quickhit.remember(
         getattr(args, "quick_inputs", None), cache_key=rendered.plan.cache_key, ws=ws,
         wheel_dir=wheel_dir, files=files, absent=absent, dirs=dirs, host=rendered.host,

@@ -151,9 +151,9 @@ def rendered_from_args(args: argparse.Namespace, host_file: str | None = None) -
     from rocmbuild.core import config
     from rocmbuild.host import detect as hostmod
     from rocmbuild.pipeline import planning
-    from rocmbuild.recipe import load, render
+    from rocmbuild.recipe import load, render, search
 
-    recipe = load.load(load.find_recipe(args.recipe))
+    recipe = load.load(search.find_recipe(args.recipe))
     target = render.Target(
         arch=options.resolve("arch", args.arch, "native"),
         variant=options.resolve("variant", args.variant),

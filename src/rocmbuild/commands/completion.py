@@ -34,9 +34,9 @@ def register(sub: common.Subparsers) -> None:
 
 def run(sub: argparse._SubParsersAction, args: argparse.Namespace) -> int:  # type: ignore[type-arg]
     if args.recipe_names:
-        from rocmbuild.recipe import load
+        from rocmbuild.recipe import search
 
-        sys.stdout.write("".join(f"{n}\n" for n in load.available()))
+        sys.stdout.write("".join(f"{n}\n" for n in search.available()))
         return 0
     if args.shell is None:
         from rocmbuild.core.errors import UsageError

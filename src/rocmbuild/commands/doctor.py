@@ -43,9 +43,9 @@ def run(args: argparse.Namespace) -> int:
     from rocmbuild.pipeline import doctor
 
     if args.recipe:  # a recipe that does not exist is a usage error, before any check runs
-        from rocmbuild.recipe import load
+        from rocmbuild.recipe import search
 
-        load.find_recipe(args.recipe)
+        search.find_recipe(args.recipe)
     spec = options.resolve("arch", args.arch)
     archs: list[str] | None = None
     if spec:

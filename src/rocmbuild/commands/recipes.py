@@ -17,9 +17,9 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from rocmbuild.core import log
-    from rocmbuild.recipe import load
+    from rocmbuild.recipe import search
 
-    infos = load.list_recipes()
+    infos = search.list_recipes()
     if args.json:
         common.print_json([i.to_json() for i in infos])
         return 0

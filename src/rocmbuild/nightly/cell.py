@@ -28,7 +28,7 @@ from rocmbuild.nightly.model import Cell, CellOutcome, End, Pin
 from rocmbuild.pipeline import build as pipeline
 from rocmbuild.pipeline import planning
 from rocmbuild.publish import api as pub
-from rocmbuild.recipe import load, render
+from rocmbuild.recipe import load, render, search
 from rocmbuild.stages.context import Context
 
 RESULT = "result.json"
@@ -121,7 +121,7 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
     rel_log = str(Path("cells") / cell_id / LOG)
     ctx: Context | None = None
     try:
-        recipe = load.load(load.find_recipe(cell.recipe))
+        recipe = load.load(search.find_recipe(cell.recipe))
         wanted = planning.wants(recipe, render.Target(variant=cell.variant))
         h = host.detect(want_compiler=wanted[0], dists=recipe.python_requires)
         plan = detect.render_cell(cell, pin, h, ws.cache, build_tag)

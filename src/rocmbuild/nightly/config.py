@@ -19,7 +19,7 @@ from rocmbuild.core.errors import UsageError
 from rocmbuild.nightly.model import CELL_ID, Cell
 
 if TYPE_CHECKING:
-    from rocmbuild.nightly.slurm import SlurmSettings
+    from rocmbuild.nightly.slurm.settings import SlurmSettings
 
 # Nothing of rocmbuild.publish at import time (it is heavy): a second nightly must be refused
 # within a second, and the command takes the lock after reading only this module.
@@ -120,7 +120,7 @@ class _Reader:
     def known(self, data: Mapping[str, Any], section: str, where: str) -> None:
         allowed = _KEYS[section]
         if section == "executor":
-            from rocmbuild.nightly.slurm import SETTING_KEYS
+            from rocmbuild.nightly.slurm.settings import SETTING_KEYS
 
             allowed = (*allowed, *SETTING_KEYS)
         for k in data:
@@ -349,7 +349,7 @@ def load(path: Path) -> NightlyConfig:
     if kind not in ("local", "slurm"):
         raise r.fail("executor.kind", f"{kind!r} is not local or slurm",
                      hint='kind = "local" runs the cells here; "slurm" submits an sbatch array')
-    from rocmbuild.nightly.slurm import settings_from_table
+    from rocmbuild.nightly.slurm.settings import settings_from_table
 
     slurm = settings_from_table({k: v for k, v in ex.items() if k != "kind"},
                                 f"{path.name}: executor", base)

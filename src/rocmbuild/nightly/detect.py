@@ -34,7 +34,7 @@ from rocmbuild.nightly.model import RUN_ID, Cell, CellPlan, Decision, Pin
 from rocmbuild.pipeline import planning
 from rocmbuild.publish.static_index import StaticIndex
 from rocmbuild.publish.target import parse_index, redact
-from rocmbuild.recipe import load, readers, render
+from rocmbuild.recipe import load, readers, render, search
 from rocmbuild.recipe.model import Recipe
 from rocmbuild.recipe.plan import Plan
 
@@ -204,7 +204,7 @@ def render_cell(cell: Cell, pin: Pin, host: Host, cache: Path,
                 build_tag: str | None = None) -> Plan:
     """The cell's plan (``planning.plan_for``: MAX_JOBS from the units ``cache`` learned, as
     `rocmbuild plan` has it)."""
-    recipe = load.load(load.find_recipe(cell.recipe))
+    recipe = load.load(search.find_recipe(cell.recipe))
     target = render.Target(arch=cell.arch, variant=cell.variant, source=cell.source,
                            pin=pin if pin.kind != "recipe" else None, build_tag=build_tag,
                            options=cell.options)
@@ -313,7 +313,7 @@ def plan_cells(cells: Sequence[Cell], host: Host, ws: Workspace, index: str, sta
     out: list[Planned] = []
     for cell in cells:
         try:
-            recipe = load.load(load.find_recipe(cell.recipe))
+            recipe = load.load(search.find_recipe(cell.recipe))
             pin = resolve(cell, recipe, pypi, get)
             before = previous.get(cell.id)
             plan, tag = next_build_tag(cell, pin, host, before, ws.cache)

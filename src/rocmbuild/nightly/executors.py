@@ -1,6 +1,6 @@
 """Executors run one ``Task`` per cell and hand back a ``CellOutcome`` each. ``Local`` runs them
 here, one after another (each build plans its own parallelism from the whole machine). The Slurm
-executor (``nightly/slurm.py``) has the same shape: ``run(tasks) -> list[CellOutcome]``.
+executor (``nightly/slurm/executor.py``) has the same shape: ``run(tasks) -> list[CellOutcome]``.
 """
 
 from __future__ import annotations

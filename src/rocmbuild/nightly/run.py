@@ -36,11 +36,12 @@ from rocmbuild.nightly.model import (
     RunReport,
     Task,
 )
-from rocmbuild.nightly.report import write as report_write
-from rocmbuild.nightly.slurm import SlurmExecutor, SlurmSettings
+from rocmbuild.nightly.report.write import write as report_write
+from rocmbuild.nightly.slurm.executor import SlurmExecutor
+from rocmbuild.nightly.slurm.settings import SlurmSettings
 from rocmbuild.pipeline import planning
 from rocmbuild.publish import api as pub
-from rocmbuild.recipe import load, render
+from rocmbuild.recipe import load, render, search
 from rocmbuild.recipe.plan import Plan
 
 
@@ -69,7 +70,7 @@ def detect_host(cells: Sequence[Cell]) -> host.Host:
     """This machine, once for every cell (the compiler is searched when any cell needs it)."""
     want, dists = False, list[str]()
     for c in cells:
-        recipe = load.load(load.find_recipe(c.recipe))
+        recipe = load.load(search.find_recipe(c.recipe))
         want = want or planning.wants(recipe, render.Target(variant=c.variant))[0]
         dists.extend(recipe.python_requires)
     return host.detect(want_compiler=want, dists=dict.fromkeys(dists))

@@ -89,8 +89,9 @@ def _recipe_plan(name: str, archs: Sequence[str], variant: str | None, h: Host,
     so doctor judges exactly what `rocmbuild build` would: same Plan (``planning.plan_for``,
     MAX_JOBS from the units ``cache`` learned), same requirement check."""
     from rocmbuild.pipeline import planning
-    from rocmbuild.recipe.load import find_recipe, load
+    from rocmbuild.recipe.load import load
     from rocmbuild.recipe.render import Target
+    from rocmbuild.recipe.search import find_recipe
 
     recipe = load(find_recipe(name))
     wanted = [a for a in archs if not recipe.supported_archs
@@ -392,12 +393,12 @@ def _component_checks(plan: Plan, h: Host) -> list[Check]:
 
 def _recipe_dists() -> list[str]:
     """Every shipped or configured recipe's python_requires, so a saved host can be judged."""
-    from rocmbuild.recipe import load
+    from rocmbuild.recipe import load, search
 
     names: list[str] = []
-    for name in load.available():
+    for name in search.available():
         try:
-            names += load.load(load.find_recipe(name)).python_requires
+            names += load.load(search.find_recipe(name)).python_requires
         except RocmbuildError:
             continue  # a broken recipe is reported when it is asked for
     return names

@@ -34,7 +34,7 @@ from rocmbuild.core.run import run as sh
 from rocmbuild.host import detect as hostmod
 from rocmbuild.pipeline import build as pipeline
 from rocmbuild.pipeline import planning
-from rocmbuild.recipe import load, render
+from rocmbuild.recipe import load, render, search
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.stages.context import Context
 
@@ -132,7 +132,7 @@ def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
     """The recipe named in the provenance (or ``recipe``), checked against its recorded hash,
     planned for this host (``planning.plan_for``, with what ``cache`` learned of its units) with
     the wheel's variant, source, archs, ROCm label and build tag."""
-    path = load.find_recipe(recipe or prov["recipe"])  # a plain name: the search path only
+    path = search.find_recipe(recipe or prov["recipe"])  # a plain name: the search path only
     rec = load.load(path)
     if rec.raw_sha256 != prov.get("recipe_sha256"):
         raise RecipeError(

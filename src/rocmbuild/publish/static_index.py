@@ -18,7 +18,7 @@ touched pages are written to temp files, fsynced and renamed into place, the ind
 The commit is one ``rename(2)`` of the stage symlink, so a reader sees the old tree or the new
 one, never a mix, and a kill -9 at any step leaves the served tree byte-identical. Leftovers of a
 killed transaction (unreferenced generations, temp files) are removed by the next one, under the
-lock.
+lock. Writing into the new generation (the links, the page merge) is ``generation``'s.
 
 Each project's ``index.json`` is the source of truth for its page; the root ``index.json`` keeps
 ``_latest`` / ``_files`` per project (PEP 691 reserves ``_`` keys for private use) so adding one
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import json
 import os
 import re
 import secrets
@@ -53,6 +52,7 @@ from rocmbuild.publish.checks import (
     check_project_name,
     read_wheel_for_publish,
 )
+from rocmbuild.publish.generation import link_or_copy, link_tree, read_json, write, write_pages
 from rocmbuild.publish.pages import FileEntry
 
 GENERATIONS = ".generations"
@@ -160,18 +160,11 @@ class StaticIndex:
             p.name for p in self.root.iterdir() if p.is_symlink() and not p.name.startswith(".")
         )
 
-    def _read_json(self, path: Path) -> dict[str, Any] | None:
-        try:
-            data: dict[str, Any] = json.loads(path.read_bytes())
-        except FileNotFoundError:
-            return None
-        return data
-
     def project_files(self, stage: str, project: str) -> list[FileEntry]:
         gen = self.live(stage)
         if gen is None:
             return []
-        data = self._read_json(gen / "simple" / project / "index.json")
+        data = read_json(gen / "simple" / project / "index.json")
         return list(data["files"]) if data else []
 
     def same_release(self, w: WheelInfo) -> list[tuple[str, str, str]]:
@@ -250,7 +243,7 @@ class StaticIndex:
                 view_files.setdefault(view, {}).setdefault(w.name, []).append(
                     pages.view_entry(entry))
         self._step("files-written")
-        self._write_pages(new, stage, new_files, view_files)
+        write_pages(new, stage, new_files, view_files, self._step)
         self._commit(stage, live, new)
 
     def _begin(self, stage: str, base: Path | None) -> Path:
@@ -259,7 +252,7 @@ class StaticIndex:
         stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%S")
         new = gens / f"{stage}-{stamp}-{secrets.token_hex(4)}"
         if base is not None:
-            _link_tree(base, new)
+            link_tree(base, new)
         (new / "files").mkdir(parents=True, exist_ok=True)
         (new / "simple").mkdir(exist_ok=True)
         self._step("generation-linked")
@@ -278,50 +271,6 @@ class StaticIndex:
         self._step("swapped")
         if live is not None:
             shutil.rmtree(live)
-
-    def _write_pages(self, gen: Path, stage: str, new_files: dict[str, list[FileEntry]],
-                     view_files: dict[str, dict[str, list[FileEntry]]]) -> None:
-        """Merge ``new_files`` (per project) into the project pages of ``gen`` and the root, and
-        ``view_files`` (per view, per project) into each view's pages."""
-        for view, files in sorted(view_files.items()):
-            (gen / view / "simple").mkdir(parents=True, exist_ok=True)
-            self._write_simple(gen / view / "simple", f"{stage} / {view}", files,
-                               path=f"{stage}/{view}/simple/")
-        live_views = sorted(p.name for p in gen.iterdir()
-                            if p.is_dir() and views.is_view_name(p.name))
-        self._write_simple(gen / "simple", stage, new_files, live_views, steps=True,
-                           path=f"{stage}/simple/")
-
-    def _write_simple(self, simple: Path, stage: str, new_files: dict[str, list[FileEntry]],
-                      view_names: list[str] | None = None, steps: bool = False,
-                      path: str | None = None) -> None:
-        """Merge ``new_files`` into the project pages and the root page under ``simple``."""
-        root_data = self._read_json(simple / "index.json") or pages.root_json([])
-        root_by_name = {p["name"]: p for p in root_data["projects"]}
-        for project, entries in sorted(new_files.items()):
-            pdir = simple / project
-            pdir.mkdir(exist_ok=True)
-            old = self._read_json(pdir / "index.json")
-            files = list(old["files"]) if old else []
-            files.extend(entries)
-            files.sort(key=lambda f: (pages.version_of(f["filename"]), f["filename"]))
-            pj = pages.project_json(project, files)
-            # JSON first, HTML second; both are new inodes (temp + rename), never edited in place
-            _write(pdir / "index.json", pages.dump(pj))
-            _write(pdir / "index.html", pages.render_project_html(project, stage, files))
-            root_by_name[project] = {
-                "name": project,
-                "_latest": pj["versions"][-1],
-                "_files": len(files),
-            }
-        if steps:
-            self._step("project-pages-written")
-        projects = [root_by_name[n] for n in sorted(root_by_name)]
-        _write(simple / "index.json", pages.dump(pages.root_json(projects)))
-        _write(simple / "index.html", pages.render_root_html(stage, projects, view_names or [],
-                                                                   path=path))
-        if steps:
-            self._step("root-written")
 
     def _plan(self, stage: str, wheels: Sequence[WheelInfo]) -> tuple[Change, list[WheelInfo]]:
         """Check immutability against every stage; split into new and already-present."""
@@ -380,7 +329,7 @@ class StaticIndex:
 
         def put(w: WheelInfo, files: Path) -> None:
             fsutil.copy_atomic(w.path, files / w.filename, sync_dir=False)
-            _write(files / f"{w.filename}.metadata", w.metadata)
+            write(files / f"{w.filename}.metadata", w.metadata)
 
         with self._locked_clean():
             change, todo = self._plan(stage, wheels)  # re-checked under the lock
@@ -444,7 +393,7 @@ class StaticIndex:
 
                 def put(w: WheelInfo, files: Path) -> None:
                     for fn in (w.filename, f"{w.filename}.metadata"):
-                        _link_or_copy(src_gen / "files" / fn, files / fn)
+                        link_or_copy(src_gen / "files" / fn, files / fn)
 
                 self._transact(dst, todo, put)
             return change
@@ -460,7 +409,7 @@ class StaticIndex:
             if live is None:
                 raise PublishError(f"stage {stage!r} does not exist in {self.root}")
             old_times: dict[str, str] = {}
-            root_data = self._read_json(live / "simple" / "index.json") or {"projects": []}
+            root_data = read_json(live / "simple" / "index.json") or {"projects": []}
             for p in root_data["projects"]:
                 for f in self.project_files(stage, p["name"]):
                     old_times[f["filename"]] = f["upload-time"]
@@ -469,7 +418,7 @@ class StaticIndex:
 
             def put(w: WheelInfo, files: Path) -> None:
                 for fn in (w.filename, f"{w.filename}.metadata"):
-                    _link_or_copy(live / "files" / fn, files / fn)
+                    link_or_copy(live / "files" / fn, files / fn)
 
             self._transact(
                 stage,
@@ -479,28 +428,6 @@ class StaticIndex:
                 upload_time=lambda w: old_times.get(w.filename, now),
             )
         return time.perf_counter() - t0
-
-
-def _write(path: Path, data: bytes) -> None:
-    # the directories of a new generation are fsynced once, in _commit
-    fsutil.write_atomic(path, data, sync_dir=False)
-
-
-def _link_or_copy(src: Path, dst: Path) -> None:
-    """Into a new (not yet live) generation: a hard link, or a copy where links fail."""
-    try:
-        os.link(src, dst)
-    except OSError:
-        fsutil.copy_atomic(src, dst, sync_dir=False)
-
-
-def _link_tree(src: Path, dst: Path) -> None:
-    """Mirror ``src`` into ``dst`` with hard links (falls back to copies)."""
-    for dirpath, _dirs, filenames in os.walk(src):
-        rel = Path(dirpath).relative_to(src)
-        (dst / rel).mkdir(parents=True, exist_ok=True)
-        for fn in filenames:
-            _link_or_copy(Path(dirpath) / fn, dst / rel / fn)
 
 
 _STAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from rocmbuild.artifacts import audit
+from rocmbuild.artifacts import audit, elf
 from rocmbuild.core.errors import AuditError
 
 from .conftest import make_wheel
@@ -133,9 +133,9 @@ def test_linked_so_bundles_come_from_hipfatbinsegment(objs):
     """In a linked .so, .hipFatBinSegment's HIPF wrappers point at each TU's bundle; the audit
     follows them (no probing) and they agree with probing every page of .hip_fatbin."""
     data = objs["multi.so"].read_bytes()
-    secs = {s.name: s for s in audit.elf_sections(data)}
+    secs = {s.name: s for s in elf.elf_sections(data)}
     fat, seg = secs[".hip_fatbin"], secs[".hipFatBinSegment"]
-    starts = audit._wrapper_starts(data, seg, fat)
+    starts = elf._wrapper_starts(data, seg, fat)
     assert starts is not None and len(starts) == 2
-    probed = [b.offset for b in audit.bundles_in(data, fat.offset, fat.offset + fat.size)]
+    probed = [b.offset for b in elf.bundles_in(data, fat.offset, fat.offset + fat.size)]
     assert starts == probed

@@ -11,6 +11,7 @@ import pytest
 import zstandard
 
 from rocmbuild.artifacts import audit
+from rocmbuild.artifacts.elf import BUNDLE_MAGIC, device_target
 from rocmbuild.core.errors import AuditError, UsageError
 
 HOST = "host-x86_64-unknown-linux--"
@@ -18,7 +19,7 @@ HOST = "host-x86_64-unknown-linux--"
 
 def plain_bundle(targets: list[str], payload: bytes = b"\x7fELF" + b"\0" * 60) -> bytes:
     ids = [HOST] + [f"hipv4-amdgcn-amd-amdhsa--{t}" for t in targets]
-    head = len(audit.BUNDLE_MAGIC) + 8 + sum(24 + len(i) for i in ids)
+    head = len(BUNDLE_MAGIC) + 8 + sum(24 + len(i) for i in ids)
     off = -(-head // 4096) * 4096
     table, blobs = b"", b""
     for i in ids:
@@ -26,7 +27,7 @@ def plain_bundle(targets: list[str], payload: bytes = b"\x7fELF" + b"\0" * 60) -
         table += struct.pack("<QQQ", off + len(blobs) if size else off, size, len(i)) + i.encode()
         if size:
             blobs += payload
-    header = audit.BUNDLE_MAGIC + struct.pack("<Q", len(ids)) + table
+    header = BUNDLE_MAGIC + struct.pack("<Q", len(ids)) + table
     return header + b"\0" * (off - len(header)) + blobs
 
 
@@ -74,7 +75,7 @@ def elf(sections: dict[str, bytes]) -> bytes:
     ("hip-nvptx64-nvidia-cuda--sm_80", None),
 ])
 def test_device_target(eid, want):
-    assert audit.device_target(eid) == want
+    assert device_target(eid) == want
 
 
 @pytest.mark.parametrize(("found", "wanted", "ok"), [
@@ -105,7 +106,7 @@ def test_ccob_versions_in_elf(tmp_path, version, method):
 
 def test_raw_bundle_file_and_stray_magic(tmp_path):
     # a payload that contains the magic (not on a page boundary) must not count as a bundle
-    payload = b"\x7fELF" + b"x" * 100 + audit.BUNDLE_MAGIC + b"\0" * 64
+    payload = b"\x7fELF" + b"x" * 100 + BUNDLE_MAGIC + b"\0" * 64
     fat = plain_bundle(["gfx942"], payload=payload)
     f = tmp_path / "k.hipfb"
     f.write_bytes(fat)
@@ -133,7 +134,7 @@ def test_empty_fatbin_is_host_without_device_code(tmp_path):
     (pad(b"CCOB" + struct.pack("<HHIIQ", 9, 1, 100, 100, 0)), "unknown CCOB version 9"),
     (pad(b"CCOB" + struct.pack("<HHIIQ", 2, 1, 64, 100, 0) + b"junk" * 10), "does not decompress"),
     (pad(b"CCOB" + struct.pack("<HHIIQ", 2, 1, 10**9, 100, 0)), "runs past the section"),
-    (audit.BUNDLE_MAGIC + struct.pack("<Q", 1) + struct.pack("<QQQ", 0, 0, 999), "truncated"),
+    (BUNDLE_MAGIC + struct.pack("<Q", 1) + struct.pack("<QQQ", 0, 0, 999), "truncated"),
 ])
 def test_corrupt_bundles_raise_audit_error(tmp_path, blob, msg):
     f = tmp_path / "bad.so"

@@ -14,9 +14,10 @@ from rocmbuild.buildtools import buildenv
 from rocmbuild.core.errors import BuildError
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
-from rocmbuild.recipe.load import find_recipe, load
+from rocmbuild.recipe.load import load
 from rocmbuild.recipe.plan import BuildEnvSpec
 from rocmbuild.recipe.render import Target, _cache_key, render
+from rocmbuild.recipe.search import find_recipe
 
 HOST = Host(python="3.11", python_tag="cp311", platform="linux",
             torch=TorchInfo("2.13.0+cpu", None, None), rocm_root=None, compiler=None,

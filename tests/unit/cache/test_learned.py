@@ -15,8 +15,9 @@ from rocmbuild.cache import learned
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
 from rocmbuild.programs.launchers.memlog import output_of, record
-from rocmbuild.recipe.load import find_recipe, load
+from rocmbuild.recipe.load import load
 from rocmbuild.recipe.render import Target, render
+from rocmbuild.recipe.search import find_recipe
 
 GiB = 1024**3
 HOST = Host(python="3.11", python_tag="cp311", platform="linux",

@@ -16,9 +16,10 @@ from rocmbuild.artifacts.buildfacts import TorchBuild
 from rocmbuild.core import gfx as arch
 from rocmbuild.core import hostenv, run
 from rocmbuild.core.errors import BuildError
-from rocmbuild.recipe.load import find_recipe, load
+from rocmbuild.recipe.load import load
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.recipe.render import Target, render
+from rocmbuild.recipe.search import find_recipe
 from rocmbuild.stages.tag import local_label
 from tests.unit.recipe.test_render import HOST, ROCM_ROOT, ROCM_TORCH, on_fork
 

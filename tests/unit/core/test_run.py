@@ -13,7 +13,7 @@ import pytest
 
 from rocmbuild.core.errors import CommandFailed
 from rocmbuild.core.run import last_cause
-from rocmbuild.stages.fetch import classify
+from rocmbuild.sources.retry import classify
 
 GIT_MISSING = """fatal: '/tmp/x/nope.git' does not appear to be a git repository
 fatal: Could not read from remote repository.

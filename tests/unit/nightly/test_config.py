@@ -36,7 +36,7 @@ def test_sample_config_loads_and_expands() -> None:
 def test_executor_table_is_the_slurm_settings(tmp_path: Path) -> None:
     """One place defines [executor]'s keys (slurm.SETTING_KEYS): the config checker takes them
     all and hands them to slurm.settings_from_table; any other key is one unknown-key line."""
-    from rocmbuild.nightly.slurm import SETTING_KEYS
+    from rocmbuild.nightly.slurm.settings import SETTING_KEYS
 
     p = tmp_path / "nightly.toml"
     head = '[[matrix]]\nrecipes = ["x"]\narchs = ["gfx942"]\n[publish]\nindex = "i"\n'

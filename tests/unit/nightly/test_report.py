@@ -16,17 +16,25 @@ import pytest
 
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core.errors import RocmbuildError
-from rocmbuild.nightly import report as rep
+from rocmbuild.nightly.model import RunReport
+from rocmbuild.nightly.report.chart import Point, chart_svg
+from rocmbuild.nightly.report.fmt import duration, size
+from rocmbuild.nightly.report.history import MAX_REPORT_BYTES, parse_report
+from rocmbuild.nightly.report.page import render_page
+from rocmbuild.nightly.report.prom import render_prom
+from rocmbuild.nightly.report.summary import render_summary
+from rocmbuild.nightly.report.webhook import notification
+from rocmbuild.nightly.report.write import ReportFiles, write
 from tests.nightly_runs import FA, GIT, PROBE, night, outcome, three_nights, write_logs
 
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-def write_nights(reports: Path, nights: list[rep.RunReport], **kw: object) -> rep.ReportFiles:
+def write_nights(reports: Path, nights: list[RunReport], **kw: object) -> ReportFiles:
     files = None
     for r in nights:
         write_logs(reports, r)
-        files = rep.write(reports, r, **kw)  # type: ignore[arg-type]
+        files = write(reports, r, **kw)  # type: ignore[arg-type]
     assert files is not None
     return files
 
@@ -36,8 +44,8 @@ def write_nights(reports: Path, nights: list[rep.RunReport], **kw: object) -> re
 
 def test_summary_is_a_table_of_cells_and_deterministic() -> None:
     r = three_nights()[1]
-    md = rep.render_summary(r)
-    assert md == rep.render_summary(replace(r))
+    md = render_summary(r)
+    assert md == render_summary(replace(r))
     assert md.startswith(f"# rocmbuild nightly {r.run_id}: FAILED\n")
     rows = [line for line in md.splitlines() if line.startswith("| ")]
     assert rows[0].startswith("| cell | status | end | duration | peak memory | disk | wheel | "
@@ -58,7 +66,7 @@ def test_summary_is_a_table_of_cells_and_deterministic() -> None:
 def test_summary_escapes_table_breakers_and_drops_unsafe_log_links() -> None:
     r = night(5, outcome(FA, wheel="a|b\nc.whl", log="../../etc/passwd",
                          reason="line one\nline | two"))
-    md = rep.render_summary(r)
+    md = render_summary(r)
     row = next(line for line in md.splitlines() if line.startswith(f"| {FA}"))
     assert "a\\|b c.whl" in row and row.endswith("| - |")  # no link out of the run dir
     assert f"- {FA}: success: line one line | two" in md
@@ -66,8 +74,8 @@ def test_summary_escapes_table_breakers_and_drops_unsafe_log_links() -> None:
 
 
 def test_units() -> None:
-    assert [rep.duration(s) for s in (12.34, 185, 7500)] == ["12.3 s", "3m 05s", "2h 05m"]
-    assert [rep.size(n) for n in (None, 512, 1536, 3 << 30)] == ["-", "512 B", "1.5 KiB",
+    assert [duration(s) for s in (12.34, 185, 7500)] == ["12.3 s", "3m 05s", "2h 05m"]
+    assert [size(n) for n in (None, 512, 1536, 3 << 30)] == ["-", "512 B", "1.5 KiB",
                                                                  "3.0 GiB"]
 
 
@@ -75,10 +83,10 @@ def test_units() -> None:
 
 
 def test_chart_has_axes_labels_lines_and_red_failures() -> None:
-    pts = [rep.Point(0, "2026-11-01", 900.0, 175.0, False),
-           rep.Point(1, "2026-11-02", 1.5, None, True),
-           rep.Point(2, "2026-11-03", 840.0, 190.25, False)]
-    svg = rep.chart_svg("x<&>", pts, 3)
+    pts = [Point(0, "2026-11-01", 900.0, 175.0, False),
+           Point(1, "2026-11-02", 1.5, None, True),
+           Point(2, "2026-11-03", 840.0, 190.25, False)]
+    svg = chart_svg("x<&>", pts, 3)
     root = ET.fromstring(svg)  # well-formed, and the cell id is escaped
     assert root.get("aria-label") == "duration and TFLOP/s of x<&> over time"
     texts = [t.text for t in root.iter(f"{SVG}text")]
@@ -92,7 +100,7 @@ def test_chart_has_axes_labels_lines_and_red_failures() -> None:
 
 
 def test_chart_without_tflops_says_so() -> None:
-    svg = rep.chart_svg(PROBE, [rep.Point(0, "2026-11-01", 60.0, None, False)], 1)
+    svg = chart_svg(PROBE, [Point(0, "2026-11-01", 60.0, None, False)], 1)
     ET.fromstring(svg)
     assert "no value in these runs" in svg and "duration (s)" in svg
 
@@ -103,7 +111,7 @@ def test_page_with_two_runs_a_day_and_no_number() -> None:
     a = night(1, outcome(FA))
     b = replace(night(1, outcome(FA, tflops=float("nan"))), run_id="20261101T140000Z",
                 started="2026-11-01T14:00:00Z")
-    page = rep.render_page([b, a])
+    page = render_page([b, a])
     svgs = re.findall(r"<svg .*?</svg>", page)
     assert len(svgs) == 1
     root = ET.fromstring(svgs[0])
@@ -130,8 +138,8 @@ def parse_prom(text: str) -> dict[tuple[str, str], float]:
 
 def test_prom_parses_and_carries_history() -> None:
     nights = three_nights()
-    text = rep.render_prom(list(reversed(nights)))
-    assert text.endswith("\n") and text == rep.render_prom(list(reversed(nights)))
+    text = render_prom(list(reversed(nights)))
+    assert text.endswith("\n") and text == render_prom(list(reversed(nights)))
     m = parse_prom(text)
     p = "rocmbuild_nightly_"
     day1, day3 = 1793502600, 1793675400  # 2026-11-01 and -03 at 03:10 UTC
@@ -146,7 +154,7 @@ def test_prom_parses_and_carries_history() -> None:
     assert m[(f"{p}cell_last_success_timestamp_seconds", PROBE)] == day3 - 86400
     assert m[(f"{p}run_success", "")] == 1 and m[(f"{p}last_run_timestamp_seconds", "")] == day3
     # night 2 alone: the failed cell is 0 and keeps night 1's last success
-    m2 = parse_prom(rep.render_prom([nights[1], nights[0]]))
+    m2 = parse_prom(render_prom([nights[1], nights[0]]))
     assert m2[(f"{p}cell_success", GIT)] == 0 and m2[(f"{p}run_success", "")] == 0
     assert m2[(f"{p}cell_last_success_timestamp_seconds", GIT)] == day1
     assert m2[(f"{p}freed_bytes", "")] == 3 << 30
@@ -154,7 +162,7 @@ def test_prom_parses_and_carries_history() -> None:
 
 def test_prom_escapes_label_values() -> None:
     odd = 'a"b\\c\nd'
-    text = rep.render_prom([night(4, outcome(odd))])
+    text = render_prom([night(4, outcome(odd))])
     assert 'cell="a\\"b\\\\c\\nd"' in text
     m = parse_prom(text)
     assert m[("rocmbuild_nightly_cell_success", odd)] == 1
@@ -168,20 +176,20 @@ def test_prom_escapes_label_values() -> None:
 
 def test_notification_failure_recovery_and_quiet(tmp_path: Path) -> None:
     n1, n2, n3 = three_nights()
-    assert rep.notification([n1], tmp_path) is None  # all green: quiet
-    fail = rep.notification([n2, n1], tmp_path)
+    assert notification([n1], tmp_path) is None  # all green: quiet
+    fail = notification([n2, n1], tmp_path)
     assert fail is not None and fail["event"] == "failure" and fail["failed"] == [GIT]
     assert fail["changed"] == [{"cell": GIT, "was": "success", "now": "failed"}]
     assert fail["summary"] == str(tmp_path / n2.run_id / "summary.md")
-    rec = rep.notification([n3, n2, n1], tmp_path)
+    rec = notification([n3, n2, n1], tmp_path)
     assert rec is not None and rec["event"] == "recovery" and rec["recovered"] == [GIT]
     assert rec["changed"] == [{"cell": GIT, "was": "failed", "now": "success"}]
     # still failing: a failure to report, but no change of state
-    again = rep.notification([replace(n2, run_id="20261104T020000Z"), n2, n1], tmp_path)
+    again = notification([replace(n2, run_id="20261104T020000Z"), n2, n1], tmp_path)
     assert again is not None and again["event"] == "failure" and again["changed"] == []
     # the last build failed, later nights skipped it (none), now it builds: a recovery
     skip = night(9, outcome(GIT, Status.SKIPPED))
-    assert rep.notification([n3, skip, n2], tmp_path)["recovered"] == [GIT]  # type: ignore
+    assert notification([n3, skip, n2], tmp_path)["recovered"] == [GIT]  # type: ignore
 
 
 # ----------------------------------------------------------------------------- write()
@@ -192,8 +200,8 @@ def test_write_three_nights(tmp_path: Path) -> None:
     files = write_nights(reports, three_nights())
     assert files.runs == 3 and files.event == "recovery" and not files.notified
     n3 = three_nights()[2]
-    assert rep.parse_report(json.loads(files.report.read_text())) == n3  # round trip
-    assert files.summary.read_text() == rep.render_summary(n3)
+    assert parse_report(json.loads(files.report.read_text())) == n3  # round trip
+    assert files.summary.read_text() == render_summary(n3)
     page = files.page.read_text()
     runs = [n.run_id for n in reversed(three_nights())]
     assert [page.index(f">{r}</a>") for r in runs] == sorted(page.index(f">{r}</a>")
@@ -204,7 +212,7 @@ def test_write_three_nights(tmp_path: Path) -> None:
     for r in runs:
         assert f'href="{r}/summary.md"' in page
         assert f'href="{r}/cells/{GIT}/log.txt"' in page
-    assert files.prom.read_text() == rep.render_prom(list(reversed(three_nights())))
+    assert files.prom.read_text() == render_prom(list(reversed(three_nights())))
     assert not [p for p in reports.rglob(".tmp-*")]  # atomic writes leave nothing behind
 
 
@@ -214,9 +222,9 @@ def test_write_is_deterministic_and_history_is_bounded(tmp_path: Path) -> None:
     for x, y in ((fa.page, fb.page), (fa.prom, fb.prom), (fa.report, fb.report),
                  (fa.summary, fb.summary)):
         assert x.read_bytes() == y.read_bytes(), x.name
-    again = rep.write(a, three_nights()[2])  # rewriting the same run changes nothing
+    again = write(a, three_nights()[2])  # rewriting the same run changes nothing
     assert again.page.read_bytes() == fb.page.read_bytes()
-    two = rep.write(a, three_nights()[2], history=2)
+    two = write(a, three_nights()[2], history=2)
     assert two.runs == 2 and "20261101T020000Z" not in two.page.read_text()
 
 
@@ -232,7 +240,7 @@ def test_hostile_history_is_skipped_with_warnings(tmp_path: Path,
     outside.write_text(json.dumps(replace(n1, run_id=rid["linked"]).to_json()))
     bad = {
         "broken": b"{not json",
-        "huge": b" " * (rep.MAX_REPORT_BYTES + 1) + b"{}",
+        "huge": b" " * (MAX_REPORT_BYTES + 1) + b"{}",
         "notobj": b"[1, 2]",
         "badcell": json.dumps({**n1.to_json(), "run": rid["badcell"],
                                "cells": [{**n1.outcomes[0].to_json(),
@@ -257,7 +265,7 @@ def test_hostile_history_is_skipped_with_warnings(tmp_path: Path,
     (reports / evil.run_id).mkdir()
     (reports / evil.run_id / "report.json").write_text(json.dumps(evil.to_json()))
     n3_later = replace(n3, run_id="20261105T020000Z", started="2026-11-05T02:00:00Z")
-    files = rep.write(reports, n3_later)  # the warnings are printed (rich markup escaped)
+    files = write(reports, n3_later)  # the warnings are printed (rich markup escaped)
     assert "cell id '[/bold] ../x' is not a cell id" in capsys.readouterr().err
     by_dir = {v: k for k, v in rid.items()}
     skipped = sorted(by_dir[w.split("/reports/")[1].split("/")[0]] for w in files.warnings)
@@ -272,14 +280,14 @@ def test_hostile_history_is_skipped_with_warnings(tmp_path: Path,
 
 def test_bad_run_id_or_time_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(RocmbuildError, match="run id '../x' cannot be a directory name"):
-        rep.write(tmp_path, replace(night(1), run_id="../x"))
+        write(tmp_path, replace(night(1), run_id="../x"))
     with pytest.raises(RocmbuildError, match="started 'yesterday' is not an ISO 8601 time"):
-        rep.write(tmp_path, replace(night(1), started="yesterday"))
+        write(tmp_path, replace(night(1), started="yesterday"))
     assert list(tmp_path.iterdir()) == []
 
 
 def test_unwritable_reports_dir_is_one_line_error(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(RocmbuildError) as exc:
-        rep.write(tmp_path / "file" / "reports", night(1))
+        write(tmp_path / "file" / "reports", night(1))
     assert "is a file, not a directory" in str(exc.value) and exc.value.hint

@@ -15,22 +15,11 @@ import pytest
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core.errors import ToolchainError, UsageError
 from rocmbuild.nightly.model import End, Task
-from rocmbuild.nightly.slurm import (
-    SLURM_JSON,
-    SlurmExecutor,
-    SlurmSettings,
-    SubmittedCell,
-    TaskRecord,
-    batch_script,
-    load_submission,
-    outcome,
-    parse_sacct,
-    parse_scontrol,
-    read_result,
-    settings_from_table,
-    shape_of,
-    task_ids,
-)
+from rocmbuild.nightly.slurm.executor import SlurmExecutor, batch_script
+from rocmbuild.nightly.slurm.outcome import outcome, read_result
+from rocmbuild.nightly.slurm.settings import SlurmSettings, settings_from_table, shape_of
+from rocmbuild.nightly.slurm.status import TaskRecord, parse_sacct, parse_scontrol, task_ids
+from rocmbuild.nightly.slurm.submission import SLURM_JSON, SubmittedCell, load_submission
 
 PENDING_CANCELLED = (
     "JobId=1 ArrayJobId=1 ArrayTaskId=0-2 JobName=wrap UserId=root(0) JobState=CANCELLED "

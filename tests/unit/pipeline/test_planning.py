@@ -13,9 +13,10 @@ from rocmbuild.core.errors import ToolchainError, UsageError
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import RocmRoot, TorchInfo
 from rocmbuild.pipeline import planning
-from rocmbuild.recipe.load import find_recipe, load
+from rocmbuild.recipe.load import load
 from rocmbuild.recipe.model import Recipe
 from rocmbuild.recipe.render import Target, render
+from rocmbuild.recipe.search import find_recipe
 
 BASE = Host(python="3.11", python_tag="cp311", platform="linux",
             torch=TorchInfo("", None, None), rocm_root=None, compiler=None,

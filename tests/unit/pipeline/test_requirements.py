@@ -20,9 +20,10 @@ from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
 from rocmbuild.pipeline import requirements
 from rocmbuild.recipe import render as render_mod
-from rocmbuild.recipe.load import find_recipe, load
+from rocmbuild.recipe.load import load
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.recipe.render import Target, render
+from rocmbuild.recipe.search import find_recipe
 from tests.conftest import make_rocm_root
 from tests.unit.recipe.test_render import on_fork
 

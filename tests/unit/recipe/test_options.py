@@ -15,8 +15,9 @@ from rocmbuild.commands.common import parse_opts
 from rocmbuild.core.errors import RecipeError, UsageError
 from rocmbuild.host.compiler import HipCompiler
 from rocmbuild.pipeline import units
-from rocmbuild.recipe.load import find_recipe, load
+from rocmbuild.recipe.load import load
 from rocmbuild.recipe.render import Target, render
+from rocmbuild.recipe.search import find_recipe
 from tests.conftest import REPO
 from tests.unit.recipe.test_render import HOST
 

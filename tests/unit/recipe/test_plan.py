@@ -13,9 +13,10 @@ import pytest
 from rocmbuild.host.compiler import HipCompiler
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import RocmRoot, TorchInfo
-from rocmbuild.recipe.load import find_recipe, load
+from rocmbuild.recipe.load import load
 from rocmbuild.recipe.plan import BuildEnvSpec, uses_torch
 from rocmbuild.recipe.render import Target, render
+from rocmbuild.recipe.search import find_recipe
 from tests.unit.recipe.test_render import on_fork
 
 CLANG = HipCompiler("/usr/bin/clang++-22", "clang", "22.0.0", "/opt/rocm-6.2.0", None, ())

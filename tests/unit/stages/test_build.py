@@ -11,10 +11,11 @@ import pytest
 from rocmbuild.core.errors import FetchError, RecipeError
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
-from rocmbuild.recipe.load import find_recipe, load
+from rocmbuild.recipe.load import load
 from rocmbuild.recipe.render import Target, render
+from rocmbuild.recipe.search import find_recipe
+from rocmbuild.sources.git import resolve_url
 from rocmbuild.stages.build import network_host
-from rocmbuild.stages.fetch import resolve_url
 
 HOST = Host(python="3.11", python_tag="cp311", platform="linux",
             torch=TorchInfo("2.13.0+cpu", None, None), rocm_root=None, compiler=None,

@@ -20,10 +20,11 @@ from rocmbuild.artifacts.wheel import read_wheel
 from rocmbuild.cache import store as cache
 from rocmbuild.core.errors import NotReproduced, UsageError
 from rocmbuild.pipeline.verify import _first_difference, compare, require_reproduced
-from rocmbuild.recipe.load import find_recipe, load
+from rocmbuild.recipe.load import load
 from rocmbuild.recipe.render import Target, render
+from rocmbuild.recipe.search import find_recipe
+from rocmbuild.sources.archive import extract_dated
 from rocmbuild.stages.context import ZIP_EPOCH, source_date_epoch
-from rocmbuild.stages.fetch import extract_dated
 from rocmbuild.stages.tag import retag
 from tests.unit.recipe.test_render import HOST
 

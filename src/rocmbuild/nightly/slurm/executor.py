@@ -1,0 +1,250 @@
+"""The Slurm executor: the cells of a nightly as ``sbatch --array`` jobs, one task per cell.
+
+``SlurmExecutor(settings, run_dir)``:
+
+- ``submit(tasks)``: groups the tasks by resource shape (cpus, memory, GPUs, time), writes one
+  batch script per group (``<run_dir>/slurm/array<k>.sh``: the array task id picks the cell, whose
+  ``python -m rocmbuild ...`` argv it execs with output to the cell's log) and submits each with
+  ``sbatch --parsable --array=0-N``. The job ids and which task is which cell go to
+  ``<run_dir>/slurm.json`` (a ``Submission``), so ``collect`` works from a later process.
+- ``wait(submission)``: polls ``squeue`` until every task has ended, with a progress line.
+- ``collect(run_dir)``: per task the state and exit code from ``scontrol -o show job`` (when
+  slurmctld no longer knows the job: ``sacct`` where accounting exists, then the cluster's
+  jobcomp/filetxt file), and the task's ``result.json``
+  (untrusted: it must parse into a CellOutcome of that cell). Slurm's ends (COMPLETED, FAILED,
+  CANCELLED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, ...) map to ``End``; the reason says which and
+  why. The overhead per cell (submit -> start, end -> collected) is written back to slurm.json.
+- ``run(tasks)``: submit, wait, collect.
+
+The environment goes to the tasks with ``--export=ALL``; the scripts hold argv and paths only.
+Beside it in this package: ``settings`` (nightly.toml's [executor], a task's shape),
+``submission`` (slurm.json), ``status`` (what Slurm says of each task) and ``outcome`` (a
+cell's outcome from that and the task's result.json).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rocmbuild.core import log, run
+from rocmbuild.core.errors import CommandFailed, ToolchainError, UsageError
+from rocmbuild.core.fsutil import write_atomic
+from rocmbuild.nightly.model import CELL_ID, CellOutcome, Task
+from rocmbuild.nightly.slurm.outcome import outcome, read_result
+from rocmbuild.nightly.slurm.settings import Shape, SlurmSettings, shape_of
+from rocmbuild.nightly.slurm.status import TERMINAL, TaskRecord, job_records, squeue_states
+from rocmbuild.nightly.slurm.submission import (
+    SLURM_JSON,
+    ArrayJob,
+    Submission,
+    SubmittedCell,
+    load_submission,
+)
+
+_HINT_TOOLS = ("install Slurm's client commands on this machine (Debian: slurm-client) and "
+               "point SLURM_CONF at the cluster's slurm.conf, or use --executor local")
+
+
+@dataclass(frozen=True)
+class CellTiming:
+    """Slurm's overhead for one cell, in seconds (Slurm's clock has 1 s steps)."""
+
+    cell_id: str
+    state: str
+    submit_to_start_s: float | None
+    end_to_collected_s: float | None
+
+
+class SlurmExecutor:
+    """Runs a nightly's tasks as Slurm array jobs (see the module's doc)."""
+
+    def __init__(self, settings: SlurmSettings, run_dir: Path) -> None:
+        self.settings = settings
+        self.run_dir = run_dir
+        self.timings: list[CellTiming] = []
+        """Filled by ``collect``."""
+
+    # -- submit ----------------------------------------------------------------------------
+
+    def submit(self, tasks: Sequence[Task]) -> Submission:
+        """Write the batch scripts, submit one array per resource shape, write slurm.json."""
+        _need("sbatch")
+        run_dir = self.run_dir.resolve()
+        chdir = self.settings.shared_dir.resolve() if self.settings.shared_dir else run_dir
+        if self.settings.shared_dir is not None and not run_dir.is_relative_to(chdir):
+            raise UsageError(
+                f"the run directory {run_dir} is not under the Slurm shared_dir {chdir}",
+                hint="put the nightly's reports dir (and workspace, cache) under shared_dir: "
+                     "the nodes read and write them there")
+        groups: dict[Shape, list[Task]] = {}
+        seen: set[str] = set()
+        for task in tasks:
+            if not CELL_ID.fullmatch(task.cell_id) or task.cell_id in seen:
+                raise UsageError(f"Slurm executor: bad or repeated cell id {task.cell_id!r}",
+                                 hint="cell ids are unique, [a-z0-9][a-z0-9._-]*")
+            seen.add(task.cell_id)
+            for p in (task.result, task.log):
+                if not p.resolve().is_relative_to(run_dir):
+                    raise UsageError(f"Slurm executor: {p} of cell {task.cell_id} is not under "
+                                     f"the run directory {run_dir}",
+                                     hint="a cell's result.json and log live in the run dir")
+            groups.setdefault(shape_of(task, self.settings), []).append(task)
+        (run_dir / "slurm").mkdir(parents=True, exist_ok=True)
+        submitted = time.time()
+        jobs: list[ArrayJob] = []
+        cells: list[SubmittedCell] = []
+        for k, (shape, group) in enumerate(groups.items()):
+            script = run_dir / "slurm" / f"array{k}.sh"
+            write_atomic(script, batch_script(group))
+            for t in group:
+                t.log.parent.mkdir(parents=True, exist_ok=True)
+                t.result.parent.mkdir(parents=True, exist_ok=True)
+                t.result.unlink(missing_ok=True)  # a stale one must not pass for this run's
+            argv = ["sbatch", "--parsable", f"--array=0-{len(group) - 1}",
+                    f"--job-name={self.settings.job_name}", "--export=ALL",
+                    f"--chdir={chdir}", f"--output={run_dir}/slurm/array{k}-%A_%a.out",
+                    *shape.sbatch_args(self.settings), *self.settings.extra_args, str(script)]
+            try:
+                job_id = _sbatch(argv)
+            except CommandFailed:
+                if jobs:  # no half-submitted night: what went in already is taken back
+                    run.run(["scancel", *(j.job_id for j in jobs)], check=False, timeout=60)
+                raise
+            log.info(f"slurm: submitted job {job_id}: {len(group)} cells, "
+                     + " ".join(shape.sbatch_args(self.settings)))
+            jobs.append(ArrayJob(job_id, script.relative_to(run_dir).as_posix(), shape,
+                                 tuple(t.cell_id for t in group)))
+            cells += [SubmittedCell(t.cell_id, job_id, i,
+                                    t.result.resolve().relative_to(run_dir).as_posix(),
+                                    t.log.resolve().relative_to(run_dir).as_posix())
+                      for i, t in enumerate(group)]
+        order = {t.cell_id: i for i, t in enumerate(tasks)}
+        sub = Submission(submitted, tuple(jobs),
+                         tuple(sorted(cells, key=lambda c: order[c.cell_id])))
+        write_atomic(run_dir / SLURM_JSON, json.dumps(sub.to_json(), indent=1) + "\n")
+        return sub
+
+    # -- wait ------------------------------------------------------------------------------
+
+    def wait(self, submission: Submission, timeout_s: float | None = None) -> None:
+        """Poll squeue until every task of the submission has ended (or Slurm forgot it)."""
+        _need("squeue")
+        total = len(submission.cells)
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        last = ""
+        while True:
+            counts = {"pending": 0, "running": 0, "done": 0}
+            for job in submission.jobs:
+                states = squeue_states(job.job_id)
+                if not states:  # purged (or nothing listed): ended long ago
+                    counts["done"] += len(job.cells)
+                    continue
+                for state, n in states.items():
+                    key = ("done" if state in TERMINAL
+                           else "pending" if state == "PENDING" else "running")
+                    counts[key] += n
+            line = (f"slurm: {total} tasks: {counts['pending']} pending, "
+                    f"{counts['running']} running, {counts['done']} done")
+            if line != last:
+                log.info(line)
+                last = line
+            if counts["done"] >= total and counts["pending"] == counts["running"] == 0:
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                raise CommandFailed(f"Slurm tasks still running after {timeout_s:g}s: {line}",
+                                    hint="collect later with `nightly --collect RUN`")
+            time.sleep(self.settings.poll_s)
+
+    # -- collect ---------------------------------------------------------------------------
+
+    def collect(self, run_dir: Path | None = None, wait: bool = True) -> list[CellOutcome]:
+        """The outcome of every cell of the submission in ``run_dir`` (default: this
+        executor's), after waiting for the tasks to end (``wait``; else a task still pending or
+        running is an error)."""
+        run_dir = (run_dir or self.run_dir).resolve()
+        sub = load_submission(run_dir)
+        if wait:
+            self.wait(sub)
+        _need("scontrol")
+        records: dict[tuple[str, int], TaskRecord] = {}
+        for job in sub.jobs:
+            for r in job_records(job.job_id):
+                records[(r.job_id, r.task_index)] = r
+        collected = time.time()
+        outcomes: list[CellOutcome] = []
+        self.timings = []
+        for c in sub.cells:
+            rec = records.get((c.job_id, c.task_index))
+            if rec is not None and rec.state not in TERMINAL:
+                raise UsageError(
+                    f"Slurm task {c.job_id}_{c.task_index} (cell {c.cell_id}) is {rec.state}",
+                    hint="wait for the array to end (squeue), then collect again")
+            result, problem = read_result(run_dir / c.result, c.cell_id)
+            outcomes.append(outcome(c, rec, result, problem))
+            self.timings.append(CellTiming(
+                c.cell_id, rec.state if rec else "UNKNOWN",
+                None if rec is None or rec.start is None
+                else round(max(0.0, rec.start - sub.submitted), 3),
+                None if rec is None or rec.end is None
+                else round(max(0.0, collected - rec.end), 3)))
+        data = sub.to_json()
+        data["collected"] = collected
+        data["tasks"] = [{"cell": t.cell_id, "state": t.state,
+                          "submit_to_start_s": t.submit_to_start_s,
+                          "end_to_collected_s": t.end_to_collected_s} for t in self.timings]
+        write_atomic(run_dir / SLURM_JSON, json.dumps(data, indent=1) + "\n")
+        return outcomes
+
+    def run(self, tasks: Sequence[Task]) -> list[CellOutcome]:
+        """Submit, wait for and collect ``tasks``; outcomes in the tasks' order."""
+        if not tasks:
+            return []
+        self.wait(self.submit(tasks))
+        return self.collect(self.run_dir, wait=False)
+
+
+# -- the batch script ---------------------------------------------------------------------
+
+def batch_script(tasks: Sequence[Task]) -> str:
+    """The array's batch script: array task i execs task i's argv, output to its log."""
+    lines = [
+        "#!/bin/bash",
+        "# Generated by rocmbuild nightly (Slurm executor). The array task id picks the cell;",
+        "# the environment comes with sbatch --export, nothing secret is written here.",
+        'case "${SLURM_ARRAY_TASK_ID:-}" in',
+    ]
+    for i, t in enumerate(tasks):
+        lines.append(f"  {i})  # {t.cell_id}")
+        lines.append(f"    exec {run.quote(t.argv)} >{shlex.quote(str(t.log.resolve()))} 2>&1 ;;")
+    lines += [
+        '  *) echo "rocmbuild: no cell for array task ${SLURM_ARRAY_TASK_ID:-?}" >&2; exit 2 ;;',
+        "esac",
+        "",
+    ]
+    return "\n".join(lines)
+
+# -- Slurm's answers ----------------------------------------------------------------------
+
+def _sbatch(argv: Sequence[str]) -> str:
+    """Submit; the job id sbatch --parsable printed (``12`` or ``12;cluster``)."""
+    res = run.run(argv, capture=True, timeout=120, hint=(
+        "read sbatch's message: a partition, account or resource request the cluster does not "
+        "accept (set them in nightly.toml's [executor])"))
+    lines = res.output.strip().splitlines()
+    job_id = lines[-1].split(";")[0].strip() if lines else ""
+    if not job_id.isdigit():
+        raise CommandFailed(f"sbatch printed no job id: {res.output.strip()[:200]!r}",
+                            hint="check that this sbatch is Slurm's (it must know --parsable)")
+    return job_id
+
+
+def _need(tool: str) -> None:
+    if shutil.which(tool) is None:
+        raise ToolchainError(f"{tool}: command not found (the Slurm executor needs it)",
+                             hint=_HINT_TOOLS)

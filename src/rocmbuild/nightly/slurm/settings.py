@@ -1,0 +1,143 @@
+"""The Slurm executor's settings: ``[executor]`` of nightly.toml when ``kind = "slurm"``, read
+and checked (``settings_from_table``), and the resources one task asks for (``shape_of``: cpus,
+memory, GPUs, time, partition), which group the tasks into arrays."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rocmbuild.core.errors import UsageError
+from rocmbuild.nightly.model import Task
+
+
+@dataclass(frozen=True)
+class SlurmSettings:
+    """``[executor]`` of nightly.toml when ``kind = "slurm"``."""
+
+    partition: str | None = None
+    """Partition for cells without GPUs (None: the cluster's default)."""
+    gpu_partition: str | None = None
+    """Partition for cells that need GPUs (validation); None: ``partition``."""
+    account: str | None = None
+    """``--account``, where the site charges jobs to one."""
+    extra_args: tuple[str, ...] = ()
+    """More sbatch arguments, as they are (``--qos=normal``, ``--constraint=mi300x``)."""
+    max_time_s: int | None = None
+    """The partition's time limit: no task asks for more, whatever its cell's timeout."""
+    shared_dir: Path | None = None
+    """A path every node sees (the run directory, workspace and cache live under it); tasks
+    start in it."""
+    poll_s: float = 2.0
+    """How often ``wait`` asks squeue."""
+    job_name: str = "rocmbuild-nightly"
+
+
+SETTING_KEYS = ("partition", "gpu_partition", "account", "sbatch_args", "time", "shared_dir",
+                "poll", "job_name")
+"""The keys of nightly.toml's ``[executor]`` table that ``settings_from_table`` reads."""
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
+_SPAN = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
+_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def settings_from_table(table: Mapping[str, Any], where: str, base: Path) -> SlurmSettings:
+    """SlurmSettings from nightly.toml's ``[executor]`` table (``where`` names it in errors,
+    e.g. ``nightly.toml: executor``; a relative ``shared_dir`` is taken from ``base``, the
+    config file's directory). Keys not in SETTING_KEYS are left to the caller."""
+    def bad(key: str, what: str, hint: str) -> UsageError:
+        return UsageError(f"{where}.{key}: {what}", hint=hint)
+
+    def name(key: str) -> str | None:
+        v = table.get(key)
+        if v is None:
+            return None
+        if not isinstance(v, str) or not _NAME.fullmatch(v):
+            raise bad(key, f"{str(v)[:60]!r} is not a Slurm name",
+                      "letters, digits and . _ : + - (a partition, account or job name)")
+        return v
+
+    def span(key: str) -> float | None:
+        v = table.get(key)
+        if v is None:
+            return None
+        m = _SPAN.fullmatch(v.strip()) if isinstance(v, str) else None
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            secs = float(v)
+        elif m:
+            secs = float(m.group(1)) * _UNIT[m.group(2)]
+        else:
+            raise bad(key, f"{str(v)[:60]!r} is not a duration",
+                      'seconds, or a number with s, m, h or d: "90m", "12h"')
+        if not 0 < secs <= 366 * 86400:
+            raise bad(key, f"{v!r} is out of range", "more than 0 s, at most a year")
+        return secs
+
+    args = table.get("sbatch_args", [])
+    if not isinstance(args, list) or not all(isinstance(a, str) and a.startswith("-")
+                                             for a in args):
+        raise bad("sbatch_args", "must be a list of sbatch options",
+                  'e.g. sbatch_args = ["--qos=normal", "--constraint=mi300x"]')
+    taken = [a for a in args if a.split("=")[0] in (
+        "--array", "-a", "--parsable", "--output", "-o", "--chdir", "-D", "--wrap",
+        "--export")]
+    if taken:
+        raise bad("sbatch_args", f"{taken[0].split('=')[0]} is the executor's own",
+                  "the executor sets --array, --output, --chdir and --export itself")
+    shared = table.get("shared_dir")
+    if shared is not None and (not isinstance(shared, str) or not shared.strip()):
+        raise bad("shared_dir", "must be a path", "a directory every node mounts")
+    limit, poll = span("time"), span("poll")
+    return SlurmSettings(
+        partition=name("partition"), gpu_partition=name("gpu_partition"),
+        account=name("account"), extra_args=tuple(args),
+        max_time_s=None if limit is None else math.ceil(limit),
+        shared_dir=None if shared is None else base / Path(shared).expanduser(),
+        poll_s=2.0 if poll is None else poll,
+        job_name=name("job_name") or SlurmSettings.job_name,
+    )
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What one array asks for, per task."""
+
+    cpus: int
+    mem_mb: int
+    """0: no ``--mem`` (the partition's default)."""
+    gpus: int
+    time_min: int
+    partition: str | None
+
+    def sbatch_args(self, settings: SlurmSettings) -> list[str]:
+        args = [f"--cpus-per-task={self.cpus}", f"--time={self.time_min}"]
+        if self.mem_mb:
+            args.append(f"--mem={self.mem_mb}M")
+        if self.gpus:
+            args.append(f"--gres=gpu:{self.gpus}")
+        if self.partition:
+            args.append(f"--partition={self.partition}")
+        if settings.account:
+            args.append(f"--account={settings.account}")
+        return args
+
+
+def shape_of(task: Task, settings: SlurmSettings) -> Shape:
+    """The resources a task asks for: ``--cpus-per-task`` = cpus, ``--mem`` = its memory in MiB
+    (rounded up), ``--gres=gpu:N`` on the GPU partition when it needs GPUs, ``--time`` = its
+    timeout in minutes (rounded up, at most ``max_time_s``)."""
+    time_s = task.time_s if settings.max_time_s is None else min(task.time_s,
+                                                                 settings.max_time_s)
+    gpus = max(0, task.gpus)
+    return Shape(
+        cpus=max(1, task.cpus),
+        mem_mb=math.ceil(max(0, task.mem_bytes) / (1 << 20)),
+        gpus=gpus,
+        time_min=max(1, math.ceil(time_s / 60)),
+        partition=(settings.gpu_partition or settings.partition) if gpus else settings.partition,
+    )

@@ -1,0 +1,107 @@
+"""``<run_dir>/slurm.json``: what the Slurm executor submitted (the array jobs, which task is
+which cell), written by ``submit`` and read back, untrusted, by ``load_submission`` so that
+``collect`` works from a later process."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rocmbuild.core.errors import UsageError
+from rocmbuild.nightly.model import CELL_ID
+from rocmbuild.nightly.slurm.settings import Shape
+
+SLURM_JSON = "slurm.json"
+
+
+@dataclass(frozen=True)
+class SubmittedCell:
+    cell_id: str
+    job_id: str
+    """The array job's id."""
+    task_index: int
+    """``SLURM_ARRAY_TASK_ID`` of the cell's task; the task's own id is ``<job_id>_<index>``."""
+    result: str
+    """The cell's result.json, relative to the run directory."""
+    log: str
+    """The cell's log, relative to the run directory."""
+
+
+@dataclass(frozen=True)
+class ArrayJob:
+    job_id: str
+    script: str
+    """The batch script, relative to the run directory."""
+    shape: Shape
+    cells: tuple[str, ...]
+    """Cell ids by array task index."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What ``submit`` did: written to ``<run_dir>/slurm.json``."""
+
+    submitted: float
+    """Unix time just before the first sbatch."""
+    jobs: tuple[ArrayJob, ...]
+    cells: tuple[SubmittedCell, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "submitted": self.submitted,
+            "jobs": [{"job_id": j.job_id, "script": j.script, "cells": list(j.cells),
+                      "cpus": j.shape.cpus, "mem_mb": j.shape.mem_mb, "gpus": j.shape.gpus,
+                      "time_min": j.shape.time_min, "partition": j.shape.partition}
+                     for j in self.jobs],
+            "cells": [{"cell": c.cell_id, "job_id": c.job_id, "task": c.task_index,
+                       "result": c.result, "log": c.log} for c in self.cells],
+        }
+
+def load_submission(run_dir: Path) -> Submission:
+    """``<run_dir>/slurm.json``, checked: job ids are numbers, cell ids cell ids, paths inside
+    the run directory."""
+    path = run_dir / SLURM_JSON
+    bad = f"{path}: not a Slurm submission of rocmbuild nightly"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no such file: this run was not submitted to Slurm",
+                         hint="collect a run that ran with --executor slurm") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"{bad} ({type(exc).__name__})",
+                         hint="was it edited? resubmit the run") from None
+    try:
+        jobs = tuple(ArrayJob(
+            _digits(j["job_id"]), _inside(run_dir, j["script"]),
+            Shape(int(j["cpus"]), int(j["mem_mb"]), int(j["gpus"]), int(j["time_min"]),
+                  None if j.get("partition") is None else str(j["partition"])),
+            tuple(_cell(x) for x in j["cells"])) for j in data["jobs"])
+        cells = tuple(SubmittedCell(_cell(c["cell"]), _digits(c["job_id"]), int(c["task"]),
+                                    _inside(run_dir, c["result"]), _inside(run_dir, c["log"]))
+                      for c in data["cells"])
+        submitted = float(data["submitted"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UsageError(f"{bad}: {str(exc)[:200]}",
+                         hint="was it edited? resubmit the run") from None
+    return Submission(submitted, jobs, cells)
+
+
+def _digits(v: object) -> str:
+    if not isinstance(v, str) or not v.isdigit():
+        raise ValueError(f"job id {str(v)[:40]!r} is not a number")
+    return v
+
+
+def _cell(v: object) -> str:
+    if not isinstance(v, str) or not CELL_ID.fullmatch(v):
+        raise ValueError(f"cell id {str(v)[:40]!r}")
+    return v
+
+
+def _inside(run_dir: Path, v: object) -> str:
+    if not isinstance(v, str) or not v or Path(v).is_absolute() or ".." in Path(v).parts:
+        raise ValueError(f"path {str(v)[:80]!r} is not inside the run directory")
+    return v
