@@ -5,7 +5,8 @@ preflight -> [cache hit? deliver] -> resource preflight -> fetch -> patch -> env
           -> [validate] -> store in cache -> deliver to the wheel dir
 
 A hit is verified (entry.json's shape, the wheel's sha256; a bad entry is discarded and
-rebuilt) and delivered as a copy. The entry records the validation outcome: a wheel that fails
+rebuilt) and delivered as a copy, by ``pipeline.deliver`` (the memo's short path serves its hits
+through the same function). The entry records the validation outcome: a wheel that fails
 validation (the stage copies it to broken/ and raises) is kept in the cache recorded as failed;
 a later ``build`` of it fails with exit 8 naming the report (it is not delivered), and a later
 ``build --validate`` re-validates it and records the new outcome.
@@ -13,7 +14,6 @@ a later ``build`` of it fails with exit 8 naming the report (it is not delivered
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import os
 import time
@@ -36,7 +36,7 @@ from rocmbuild.core.errors import (
     ValidationError,
 )
 from rocmbuild.core.log import escape
-from rocmbuild.pipeline import requirements
+from rocmbuild.pipeline import deliver, requirements
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.stages.context import Context, need
 
@@ -117,14 +117,10 @@ class BuildResult:
 def build(plan: Plan, ctx: Context, validate: bool = False) -> BuildResult:
     start = time.monotonic()
     requirements.preflight(plan, ctx.host)
-    with contextlib.ExitStack() as held:
-        try:
-            held.enter_context(cache.key_locks(ctx.ws.cache, plan.cache_key))
-        except OSError as exc:
-            lock_path = ctx.ws.cache / "locks" / f"{plan.cache_key}.lock"
-            raise cache.os_error(lock_path, "cannot take the build lock", exc,
-                                 hint="check that the cache directory (--cache-dir / "
-                                 "ROCMBUILD_CACHE_DIR) is a writable directory") from exc
+    with deliver.held(ctx.ws, plan.cache_key, ctx.wheel_dir, look=not ctx.force,
+                      failed_too=validate) as hit:
+        if hit is not None:
+            return _hit(plan, ctx, start, hit, validate)
         return _build_locked(plan, ctx, start, validate)
 
 
@@ -195,61 +191,32 @@ def _best_effort(record: Callable[[], object]) -> None:
         log.warn(f"{escape(exc.message)} (the validation outcome is not recorded)")
 
 
-def _broken_copy(ctx: Context, entry: cache.Entry) -> Path | None:
-    """``broken/<wheel>`` when it holds the same bytes as the entry (validation failed on them,
-    e.g. a standalone ``rocmbuild validate`` of the delivered wheel)."""
-    p = ctx.ws.broken / entry.wheel.name
-    try:
-        if p.is_file() and not p.is_symlink() and p.stat().st_size == entry.size \
-                and sha256_file(p) == entry.sha256:
-            return p
-    except OSError:
-        pass
-    return None
-
-
-def _hit(plan: Plan, ctx: Context, start: float, hit: cache.Entry, validate: bool
+def _hit(plan: Plan, ctx: Context, start: float, hit: deliver.Hit, validate: bool
          ) -> BuildResult:
-    root = ctx.ws.cache
-    broken = _broken_copy(ctx, hit)  # hashed once: same bytes in broken/ mean a failed record
-    if hit.validation.status != "failed" and broken is not None:
-        hit = cache.record_validation(root, hit, cache.Validation(
-            "failed", hit.validation.report, time.time()))
-    if hit.validation.status == "failed" and not validate:
-        if broken is None:  # keep publish's broken/ check able to refuse it
-            cache.copy_to(hit, ctx.ws.broken / hit.wheel.name)
-        raise ValidationError(
-            f"{hit.wheel.name}: the cached wheel failed validation"
-            + (f" (report {hit.validation.report})" if hit.validation.report else "")
-            + f"; not delivered, a copy is in {ctx.ws.broken}",
-            hint="fix the cause, then re-validate it with `rocmbuild build ... --validate`, "
-            "or rebuild it with --force")
-    delivered = cache.deliver(hit, ctx.wheel_dir)
-    cache.touch(hit)  # its last use, for `cache prune`
+    """A hit ``deliver.held`` served; with ``validate``, validated again and the outcome
+    recorded."""
+    root, entry, delivered = ctx.ws.cache, hit.entry, hit.wheel
     results: dict[str, StageResult] = {}
     if validate:
         ctx.artifacts = Artifacts(wheel=delivered)
         try:
             results, record = _validate(plan, ctx)
         except ValidationError:
-            _best_effort(lambda: cache.record_validation(root, hit, cache.Validation(
+            _best_effort(lambda: cache.record_validation(root, entry, cache.Validation(
                 "failed", _report(plan, ctx), time.time())))
             delivered.unlink(missing_ok=True)  # our copy: not handed back (broken/ has one)
             raise
-        hit = cache.record_validation(root, hit, record)
-        stale = _broken_copy(ctx, hit)
-        if stale is not None:  # the same bytes passed now (the host was fixed): not broken
+        entry = cache.record_validation(root, entry, record)
+        stale = ctx.ws.broken / entry.wheel.name
+        if cache.same_bytes(stale, entry):  # the same bytes passed now (the host was fixed)
             stale.unlink(missing_ok=True)
-    log.info(cache.hit_line(hit))
-    return BuildResult(Status.CACHED, delivered, hit.sha256, time.monotonic() - start,
-                       plan, results, hit.validation.status)
+    log.info(cache.hit_line(entry))
+    return BuildResult(Status.CACHED, delivered, entry.sha256, time.monotonic() - start,
+                       plan, results, entry.validation.status)
 
 
 def _build_locked(plan: Plan, ctx: Context, start: float, validate: bool) -> BuildResult:
-    if not ctx.force:
-        hit = cache.lookup(ctx.ws.cache, plan.cache_key)
-        if hit is not None:
-            return _hit(plan, ctx, start, hit, validate)
+    """A miss (or ``--force``), with the key's locks held: build, store, deliver."""
     total = len(STAGES) if validate else len(BUILD_STAGES)
     # a build, not a hit: room for it (disk, memory, compile cache dir, link line), in seconds
     from rocmbuild.buildtools import preflight
