@@ -14,13 +14,12 @@ a later ``build`` of it fails with exit 8 naming the report (it is not delivered
 
 from __future__ import annotations
 
-import importlib
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rocmbuild.artifacts.results import Artifacts, CompileStats, StageResult, Status
 from rocmbuild.cache import store as cache
@@ -40,48 +39,87 @@ from rocmbuild.pipeline import deliver, requirements
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.stages.context import Context, need
 
-if TYPE_CHECKING:
-    from types import ModuleType
 
-Stage = Callable[[Plan, Context], StageResult]
+@dataclass(frozen=True)
+class Stage:
+    """One step of the pipeline: its name (log lines, timings, result keys), its entry point
+    and the error class an OSError inside it becomes (a file in the way, no permission, a full
+    disk in the workdir, its logs, the cache's git mirrors and downloads)."""
 
-
-def _stage(name: str) -> ModuleType:
-    """``rocmbuild.stages.<name>``, imported when first needed: a cache hit imports no stage
-    (and none of what they import: http, tarfile, packaging, ...)."""
-    return importlib.import_module(f"rocmbuild.stages.{name}")
-
-
-def _lazy(name: str) -> Stage:
-    def run(plan: Plan, ctx: Context) -> StageResult:
-        result: StageResult = _stage(name).run(plan, ctx)
-        return result
-
-    run.__qualname__ = run.__name__ = f"stages.{name}.run"
-    return run
+    name: str
+    run: Callable[[Plan, Context], StageResult]
+    error: type[RocmbuildError]
 
 
-STAGES: tuple[tuple[str, Stage], ...] = (
-    ("fetch", _lazy("fetch")),
-    ("patch", _lazy("patch")),
-    ("env", _lazy("env")),
-    ("hipify", _lazy("hipify")),
-    ("build", _lazy("build")),
-    ("repair", _lazy("repair")),  # before tag: the label and provenance land in the repaired wheel
-    ("bundle", _lazy("bundle")),  # rocm_runtime = "bundle" only (else skipped)
-    ("tag", _lazy("tag")),
-    ("audit", _lazy("audit")),
-    ("validate", _lazy("validate")),  # last, and only when asked (build --validate)
+# Each stage's ``run``, its module imported when the stage first runs: a cache hit imports no
+# stage (and none of what they import: http, tarfile, packaging, ...). Plain import statements,
+# so that a reader's "go to definition", mypy (the signatures) and test_architecture (the
+# layers) follow the pipeline into every stage; tests/unit/test_stage_registry.py checks that
+# each one imports the stage of its name, and none at the top.
+
+def _fetch(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import fetch
+    return fetch.run(plan, ctx)
+
+
+def _patch(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import patch
+    return patch.run(plan, ctx)
+
+
+def _env(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import env
+    return env.run(plan, ctx)
+
+
+def _hipify(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import hipify
+    return hipify.run(plan, ctx)
+
+
+def _build(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import build
+    return build.run(plan, ctx)
+
+
+def _repair(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import repair
+    return repair.run(plan, ctx)
+
+
+def _bundle(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import bundle
+    return bundle.run(plan, ctx)
+
+
+def _tag(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import tag
+    return tag.run(plan, ctx)
+
+
+def _audit(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import audit
+    return audit.run(plan, ctx)
+
+
+def _validate_stage(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import validate
+    return validate.run(plan, ctx)
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("fetch", _fetch, FetchError),
+    Stage("patch", _patch, PatchError),
+    Stage("env", _env, BuildError),
+    Stage("hipify", _hipify, BuildError),
+    Stage("build", _build, BuildError),
+    Stage("repair", _repair, BuildError),  # before tag: the label and provenance land in it
+    Stage("bundle", _bundle, BuildError),  # rocm_runtime = "bundle" only (else skipped)
+    Stage("tag", _tag, BuildError),
+    Stage("audit", _audit, AuditError),
+    Stage("validate", _validate_stage, ValidationError),  # last, only asked (build --validate)
 )
 BUILD_STAGES, VALIDATE_STAGE = STAGES[:-1], STAGES[-1:]
-
-STAGE_ERRORS: dict[str, type[RocmbuildError]] = {
-    "fetch": FetchError, "patch": PatchError, "env": BuildError, "hipify": BuildError,
-    "build": BuildError, "repair": BuildError, "bundle": BuildError, "tag": BuildError,
-    "audit": AuditError, "validate": ValidationError,
-}
-"""The error class an OSError inside a stage becomes (a file in the way, no permission, a full
-disk in the workdir, its logs, the cache's git mirrors and downloads)."""
 
 
 @dataclass
@@ -124,16 +162,16 @@ def build(plan: Plan, ctx: Context, validate: bool = False) -> BuildResult:
         return _build_locked(plan, ctx, start, validate)
 
 
-def _run_stages(plan: Plan, ctx: Context, stages: tuple[tuple[str, Stage], ...],
+def _run_stages(plan: Plan, ctx: Context, stages: tuple[Stage, ...],
                 first: int = 1, total: int | None = None) -> dict[str, StageResult]:
     results: dict[str, StageResult] = {}
-    for i, (name, stage) in enumerate(stages, first):
+    for i, stage in enumerate(stages, first):
+        name = stage.name
         with log.group(f"[{i}/{total or len(stages)}] {name}"):
             if not log.github():  # there the group's title says it
                 log.info(f"[bold]\\[{i}/{total or len(stages)}] {name}[/bold]")
-            with fsutil.os_errors(STAGE_ERRORS[name], name, ctx.ws.root,
-                                  fsutil.WORKDIR_HINT):
-                res = stage(plan, ctx)
+            with fsutil.os_errors(stage.error, name, ctx.ws.root, fsutil.WORKDIR_HINT):
+                res = stage.run(plan, ctx)
         results[name] = res
         ctx.artifacts = ctx.artifacts.merged(res.artifacts)
         ctx.timings[name] = res.duration
@@ -171,7 +209,9 @@ def build_record(plan: Plan, ctx: Context, sha256: str, duration: float) -> dict
 
 
 def _report(plan: Plan, ctx: Context) -> str:
-    return str(_stage("validate").report_stem(plan, ctx).with_suffix(".md"))
+    from rocmbuild.stages import validate  # not at the top: a hit imports no stage
+
+    return str(validate.report_stem(plan, ctx).with_suffix(".md"))
 
 
 def _validate(plan: Plan, ctx: Context, first: int = 1
