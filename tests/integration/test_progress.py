@@ -28,7 +28,7 @@ for i in range(1, 4):
 from setuptools import setup
 setup(name="progress-demo", version="1.0", packages=["demo"])
 """
-STAGES = tuple(name for name, _ in BUILD_STAGES)
+STAGES = tuple(stage.name for stage in BUILD_STAGES)
 
 
 def _project(tmp_path: Path) -> Path:

@@ -251,6 +251,19 @@ def test_a_wheel_recorded_as_failed_or_copied_to_broken_is_not_served(
         (tmp_path / "w" / "broken" / wheel.name).unlink(missing_ok=True)
 
 
+def test_the_memo_serves_as_the_full_path_does_beside_other_bytes_in_broken(
+        tmp_path: Path, served: dict[str, bytes]) -> None:
+    """Both serve a hit through ``pipeline.deliver.held``: a wheel of the same name in broken/
+    whose bytes differ (an older build's that failed) stops neither; the memo serves it."""
+    _recipe(tmp_path / "r", served)
+    assert _build(tmp_path)[0] == 0
+    wheel = next((tmp_path / "w" / "wheels").glob("*.whl"))
+    (tmp_path / "w" / "broken").mkdir()
+    (tmp_path / "w" / "broken" / wheel.name).write_bytes(b"an older build's wheel")
+    rc, err, full = _build(tmp_path)
+    assert rc == 0 and _ending(err) == "cached" and not full, err
+
+
 def test_served_hits_import_little(tmp_path: Path, served: dict[str, bytes]) -> None:
     """What makes the short path short: none of the parser, the TOML parser, the recipe model,
     the plan or the stages is imported when a memo serves the command line."""

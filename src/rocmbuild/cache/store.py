@@ -375,7 +375,7 @@ def deliver(entry: Entry, wheel_dir: Path) -> Path:
     dest = wheel_dir / entry.wheel.name
     hint = "check free disk and permissions of the wheel directory (--wheel-dir / " \
            "ROCMBUILD_WHEEL_DIR)"
-    if _same_bytes(dest, entry):
+    if same_bytes(dest, entry):
         _deliver_record(entry, wheel_dir, hint)
         return dest  # a no-op rebuild: the wheel there is already the recorded bytes
     with _asos_error(wheel_dir, "cannot deliver the wheel into the wheel directory", hint):
@@ -413,7 +413,7 @@ def _deliver_record(entry: Entry, wheel_dir: Path, hint: str) -> None:
         fsutil.write_atomic(dest, text)
 
 
-def _same_bytes(path: Path, entry: Entry) -> bool:
+def same_bytes(path: Path, entry: Entry) -> bool:
     """``path`` is a regular file (not a symlink, not the cache's own inode) holding exactly the
     entry's recorded bytes."""
     try:

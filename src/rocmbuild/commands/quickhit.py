@@ -12,11 +12,12 @@ absent), the ``--recipes`` directories (still there); how the host was detected 
 what was found; the wheel directory; the log level; and the cache key.
 
 ``serve`` runs first in every command line. With a memo for these inputs, unchanged files and a
-host that, detected again now, has the same digest, it does what a hit does: the build locks,
-``cache.lookup`` (the entry checked and its wheel hashed), delivery, the same lines on stderr.
-Anything else (no memo, a bad one, a changed file, another host, the entry gone, a wheel recorded
-as failed or a copy in ``broken/``, any error) is a miss: the full path runs, decides, reports,
-and writes a new memo. A recipe with a local source (a ``path`` source or a local git
+host that, detected again now, has the same digest, it serves the hit as the full path does,
+through the same function (``pipeline.deliver.held``: the build locks, ``cache.lookup``, the
+failed/broken check, delivery, the use recorded), with the same lines on stderr. Anything else
+(no memo, a bad one, a changed file, another host, the entry gone, a wheel recorded as failed or
+its bytes in ``broken/``, any error) is a miss: the full path runs, decides, reports, and writes
+a new memo. A recipe with a local source (a ``path`` source or a local git
 repository, whose content only the full path hashes) gets no memo.
 
 The memo is read like any cache file: size-capped, a regular file, every value type-checked;
@@ -42,7 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 from rocmbuild.cache import store as cache
 from rocmbuild.core import config, fsutil, log, options
-from rocmbuild.core.errors import RocmbuildError
+from rocmbuild.core.errors import RocmbuildError, ValidationError
+from rocmbuild.pipeline import deliver
 
 if TYPE_CHECKING:
     from rocmbuild.core.config import Workspace
@@ -167,17 +169,17 @@ def _serve(inputs: Inputs, flags: dict[str, str], t0: float) -> int | None:
         return None
     log.set_level(memo["level"])
     log.set_github(memo["github"])
-    with cache.key_locks(inputs.ws.cache, memo["cache_key"]):
-        entry = cache.lookup(inputs.ws.cache, memo["cache_key"])
-        if entry is None or entry.validation.status == "failed" \
-                or os.path.lexists(inputs.ws.broken / entry.wheel.name):
-            return None  # the full path records and reports a failed wheel
-        delivered = cache.deliver(entry, inputs.wheel_dir)
-        cache.touch(entry)
+    try:
+        with deliver.held(inputs.ws, memo["cache_key"], inputs.wheel_dir) as hit:
+            pass  # served or a miss: a miss is the full path's to build
+    except ValidationError:
+        return None  # a failed wheel: the full path says so (exit 8)
+    if hit is None:
+        return None
     log.debug(f"served from the memo {log.escape(str(inputs.memo))} (inputs, files and host "
               "unchanged)")
-    log.info(cache.hit_line(entry))
-    log.plain(result_line(delivered, entry.sha256, time.monotonic() - t0, "cached"))
+    log.info(cache.hit_line(hit.entry))
+    log.plain(result_line(hit.wheel, hit.entry.sha256, time.monotonic() - t0, "cached"))
     return 0
 
 

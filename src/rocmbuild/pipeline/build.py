@@ -5,7 +5,8 @@ preflight -> [cache hit? deliver] -> resource preflight -> fetch -> patch -> env
           -> [validate] -> store in cache -> deliver to the wheel dir
 
 A hit is verified (entry.json's shape, the wheel's sha256; a bad entry is discarded and
-rebuilt) and delivered as a copy. The entry records the validation outcome: a wheel that fails
+rebuilt) and delivered as a copy, by ``pipeline.deliver`` (the memo's short path serves its hits
+through the same function). The entry records the validation outcome: a wheel that fails
 validation (the stage copies it to broken/ and raises) is kept in the cache recorded as failed;
 a later ``build`` of it fails with exit 8 naming the report (it is not delivered), and a later
 ``build --validate`` re-validates it and records the new outcome.
@@ -13,14 +14,12 @@ a later ``build`` of it fails with exit 8 naming the report (it is not delivered
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rocmbuild.artifacts.results import (
     Artifacts,
@@ -29,7 +28,6 @@ from rocmbuild.artifacts.results import (
     StageResult,
     Status,
 )
-from rocmbuild.artifacts.wheel import parse_wheel_name
 from rocmbuild.cache import store as cache
 from rocmbuild.core import fsutil, log
 from rocmbuild.core.digest import sha256_file
@@ -43,52 +41,91 @@ from rocmbuild.core.errors import (
     ValidationError,
 )
 from rocmbuild.core.log import escape
-from rocmbuild.pipeline import requirements
+from rocmbuild.pipeline import deliver, requirements
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.stages.context import Context, need
 
-if TYPE_CHECKING:
-    from types import ModuleType
 
-Stage = Callable[[Plan, Context], StageResult]
+@dataclass(frozen=True)
+class Stage:
+    """One step of the pipeline: its name (log lines, timings, result keys), its entry point
+    and the error class an OSError inside it becomes (a file in the way, no permission, a full
+    disk in the workdir, its logs, the cache's git mirrors and downloads)."""
 
-
-def _stage(name: str) -> ModuleType:
-    """``rocmbuild.stages.<name>``, imported when first needed: a cache hit imports no stage
-    (and none of what they import: http, tarfile, packaging, ...)."""
-    return importlib.import_module(f"rocmbuild.stages.{name}")
-
-
-def _lazy(name: str) -> Stage:
-    def run(plan: Plan, ctx: Context) -> StageResult:
-        result: StageResult = _stage(name).run(plan, ctx)
-        return result
-
-    run.__qualname__ = run.__name__ = f"stages.{name}.run"
-    return run
+    name: str
+    run: Callable[[Plan, Context], StageResult]
+    error: type[RocmbuildError]
 
 
-STAGES: tuple[tuple[str, Stage], ...] = (
-    ("fetch", _lazy("fetch")),
-    ("patch", _lazy("patch")),
-    ("env", _lazy("env")),
-    ("hipify", _lazy("hipify")),
-    ("build", _lazy("build")),
-    ("repair", _lazy("repair")),  # before tag: the label and provenance land in the repaired wheel
-    ("bundle", _lazy("bundle")),  # rocm_runtime = "bundle" only (else skipped)
-    ("tag", _lazy("tag")),
-    ("audit", _lazy("audit")),
-    ("validate", _lazy("validate")),  # last, and only when asked (build --validate)
+# Each stage's ``run``, its module imported when the stage first runs: a cache hit imports no
+# stage (and none of what they import: http, tarfile, packaging, ...). Plain import statements,
+# so that a reader's "go to definition", mypy (the signatures) and test_architecture (the
+# layers) follow the pipeline into every stage; tests/unit/pipeline/test_build.py checks that
+# each one imports the stage of its name, and none at the top.
+
+def _fetch(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import fetch
+    return fetch.run(plan, ctx)
+
+
+def _patch(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import patch
+    return patch.run(plan, ctx)
+
+
+def _env(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import env
+    return env.run(plan, ctx)
+
+
+def _hipify(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import hipify
+    return hipify.run(plan, ctx)
+
+
+def _build(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import build
+    return build.run(plan, ctx)
+
+
+def _repair(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import repair
+    return repair.run(plan, ctx)
+
+
+def _bundle(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import bundle
+    return bundle.run(plan, ctx)
+
+
+def _tag(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import tag
+    return tag.run(plan, ctx)
+
+
+def _audit(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import audit
+    return audit.run(plan, ctx)
+
+
+def _validate_stage(plan: Plan, ctx: Context) -> StageResult:
+    from rocmbuild.stages import validate
+    return validate.run(plan, ctx)
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("fetch", _fetch, FetchError),
+    Stage("patch", _patch, PatchError),
+    Stage("env", _env, BuildError),
+    Stage("hipify", _hipify, BuildError),
+    Stage("build", _build, BuildError),
+    Stage("repair", _repair, BuildError),  # before tag: the label and provenance land in it
+    Stage("bundle", _bundle, BuildError),  # rocm_runtime = "bundle" only (else skipped)
+    Stage("tag", _tag, BuildError),
+    Stage("audit", _audit, AuditError),
+    Stage("validate", _validate_stage, ValidationError),  # last, only asked (build --validate)
 )
 BUILD_STAGES, VALIDATE_STAGE = STAGES[:-1], STAGES[-1:]
-
-STAGE_ERRORS: dict[str, type[RocmbuildError]] = {
-    "fetch": FetchError, "patch": PatchError, "env": BuildError, "hipify": BuildError,
-    "build": BuildError, "repair": BuildError, "bundle": BuildError, "tag": BuildError,
-    "audit": AuditError, "validate": ValidationError,
-}
-"""The error class an OSError inside a stage becomes (a file in the way, no permission, a full
-disk in the workdir, its logs, the cache's git mirrors and downloads)."""
 
 
 @dataclass
@@ -126,14 +163,10 @@ def build(plan: Plan, ctx: Context, validate: bool = False) -> BuildResult:
     requirements.preflight(plan, ctx.host)
     if plan.depends:
         ctx.artifacts = ctx.artifacts.merged(Artifacts(depends=_dependencies(plan, ctx)))
-    with contextlib.ExitStack() as held:
-        try:
-            held.enter_context(cache.key_locks(ctx.ws.cache, plan.cache_key))
-        except OSError as exc:
-            lock_path = ctx.ws.cache / "locks" / f"{plan.cache_key}.lock"
-            raise cache.os_error(lock_path, "cannot take the build lock", exc,
-                                 hint="check that the cache directory (--cache-dir / "
-                                 "ROCMBUILD_CACHE_DIR) is a writable directory") from exc
+    with deliver.held(ctx.ws, plan.cache_key, ctx.wheel_dir, look=not ctx.force,
+                      failed_too=validate) as hit:
+        if hit is not None:
+            return _hit(plan, ctx, start, hit, validate)
         return _build_locked(plan, ctx, start, validate)
 
 
@@ -141,6 +174,8 @@ def _dependencies(plan: Plan, ctx: Context) -> tuple[DependencyWheel, ...]:
     """Each recipe in the plan's build.depends built first (or taken from the cache), delivered
     into the same wheel directory: the wheels the env stage installs. ``--force`` and
     ``--validate`` are the named recipe's only."""
+    from rocmbuild.artifacts.wheel import parse_wheel_name  # a build's, not a hit's
+
     out = []
     for dep in plan.depends:
         log.info(f"[bold]dependency {escape(dep.recipe)}[/bold] ({dep.short_key}) of "
@@ -155,16 +190,16 @@ def _dependencies(plan: Plan, ctx: Context) -> tuple[DependencyWheel, ...]:
     return tuple(out)
 
 
-def _run_stages(plan: Plan, ctx: Context, stages: tuple[tuple[str, Stage], ...],
+def _run_stages(plan: Plan, ctx: Context, stages: tuple[Stage, ...],
                 first: int = 1, total: int | None = None) -> dict[str, StageResult]:
     results: dict[str, StageResult] = {}
-    for i, (name, stage) in enumerate(stages, first):
+    for i, stage in enumerate(stages, first):
+        name = stage.name
         with log.group(f"[{i}/{total or len(stages)}] {name}"):
             if not log.github():  # there the group's title says it
                 log.info(f"[bold]\\[{i}/{total or len(stages)}] {name}[/bold]")
-            with fsutil.os_errors(STAGE_ERRORS[name], name, ctx.ws.root,
-                                  fsutil.WORKDIR_HINT):
-                res = stage(plan, ctx)
+            with fsutil.os_errors(stage.error, name, ctx.ws.root, fsutil.WORKDIR_HINT):
+                res = stage.run(plan, ctx)
         results[name] = res
         ctx.artifacts = ctx.artifacts.merged(res.artifacts)
         ctx.timings[name] = res.duration
@@ -202,7 +237,9 @@ def build_record(plan: Plan, ctx: Context, sha256: str, duration: float) -> dict
 
 
 def _report(plan: Plan, ctx: Context) -> str:
-    return str(_stage("validate").report_stem(plan, ctx).with_suffix(".md"))
+    from rocmbuild.stages import validate  # not at the top: a hit imports no stage
+
+    return str(validate.report_stem(plan, ctx).with_suffix(".md"))
 
 
 def _validate(plan: Plan, ctx: Context, first: int = 1
@@ -222,61 +259,32 @@ def _best_effort(record: Callable[[], object]) -> None:
         log.warn(f"{escape(exc.message)} (the validation outcome is not recorded)")
 
 
-def _broken_copy(ctx: Context, entry: cache.Entry) -> Path | None:
-    """``broken/<wheel>`` when it holds the same bytes as the entry (validation failed on them,
-    e.g. a standalone ``rocmbuild validate`` of the delivered wheel)."""
-    p = ctx.ws.broken / entry.wheel.name
-    try:
-        if p.is_file() and not p.is_symlink() and p.stat().st_size == entry.size \
-                and sha256_file(p) == entry.sha256:
-            return p
-    except OSError:
-        pass
-    return None
-
-
-def _hit(plan: Plan, ctx: Context, start: float, hit: cache.Entry, validate: bool
+def _hit(plan: Plan, ctx: Context, start: float, hit: deliver.Hit, validate: bool
          ) -> BuildResult:
-    root = ctx.ws.cache
-    broken = _broken_copy(ctx, hit)  # hashed once: same bytes in broken/ mean a failed record
-    if hit.validation.status != "failed" and broken is not None:
-        hit = cache.record_validation(root, hit, cache.Validation(
-            "failed", hit.validation.report, time.time()))
-    if hit.validation.status == "failed" and not validate:
-        if broken is None:  # keep publish's broken/ check able to refuse it
-            cache.copy_to(hit, ctx.ws.broken / hit.wheel.name)
-        raise ValidationError(
-            f"{hit.wheel.name}: the cached wheel failed validation"
-            + (f" (report {hit.validation.report})" if hit.validation.report else "")
-            + f"; not delivered, a copy is in {ctx.ws.broken}",
-            hint="fix the cause, then re-validate it with `rocmbuild build ... --validate`, "
-            "or rebuild it with --force")
-    delivered = cache.deliver(hit, ctx.wheel_dir)
-    cache.touch(hit)  # its last use, for `cache prune`
+    """A hit ``deliver.held`` served; with ``validate``, validated again and the outcome
+    recorded."""
+    root, entry, delivered = ctx.ws.cache, hit.entry, hit.wheel
     results: dict[str, StageResult] = {}
     if validate:
         ctx.artifacts = Artifacts(wheel=delivered)
         try:
             results, record = _validate(plan, ctx)
         except ValidationError:
-            _best_effort(lambda: cache.record_validation(root, hit, cache.Validation(
+            _best_effort(lambda: cache.record_validation(root, entry, cache.Validation(
                 "failed", _report(plan, ctx), time.time())))
             delivered.unlink(missing_ok=True)  # our copy: not handed back (broken/ has one)
             raise
-        hit = cache.record_validation(root, hit, record)
-        stale = _broken_copy(ctx, hit)
-        if stale is not None:  # the same bytes passed now (the host was fixed): not broken
+        entry = cache.record_validation(root, entry, record)
+        stale = ctx.ws.broken / entry.wheel.name
+        if cache.same_bytes(stale, entry):  # the same bytes passed now (the host was fixed)
             stale.unlink(missing_ok=True)
-    log.info(cache.hit_line(hit))
-    return BuildResult(Status.CACHED, delivered, hit.sha256, time.monotonic() - start,
-                       plan, results, hit.validation.status)
+    log.info(cache.hit_line(entry))
+    return BuildResult(Status.CACHED, delivered, entry.sha256, time.monotonic() - start,
+                       plan, results, entry.validation.status)
 
 
 def _build_locked(plan: Plan, ctx: Context, start: float, validate: bool) -> BuildResult:
-    if not ctx.force:
-        hit = cache.lookup(ctx.ws.cache, plan.cache_key)
-        if hit is not None:
-            return _hit(plan, ctx, start, hit, validate)
+    """A miss (or ``--force``), with the key's locks held: build, store, deliver."""
     total = len(STAGES) if validate else len(BUILD_STAGES)
     # a build, not a hit: room for it (disk, memory, compile cache dir, link line), in seconds
     from rocmbuild.buildtools import preflight

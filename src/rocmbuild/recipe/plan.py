@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rocmbuild.artifacts import label
 from rocmbuild.cache.learned import LearnedMemory
 from rocmbuild.core.config import DATA_ROOT, REPO_ROOT
 from rocmbuild.recipe.tables import Download, Hipify, Patch, Source
@@ -160,9 +161,6 @@ class Plan:
     python_requires: tuple[str, ...]
     host_requires: tuple[str, ...]
     rocm: RocmTarget
-    local_version: str
-    """The local label: ``rocm<X.Y>.<gfx>...``; with ``label_torch`` the wheel's label also
-    carries the torch part (``label.local``), known once the build imported its torch."""
     host: BuildHost
     validate: ValidateSpec
     version: str = ""
@@ -237,6 +235,19 @@ class Plan:
         """``uses_torch`` of this plan: the build stage probes torch only when it holds."""
         return uses_torch(self.host_requires, self.python_requires, self.build_env,
                           self.label_torch)
+
+    def label(self, torch_part: str = "") -> str:
+        """The wheel's local label, the one place it is made (``label.local``):
+        ``rocm<X.Y>[.<torch part>].<gfx>...``. The tag stage passes the torch part
+        (``label.torch_part``) when the recipe says ``target.label_torch``: known only once the
+        build imported its torch."""
+        return label.local(self.rocm.version, self.archs, torch_part)
+
+    @property
+    def local_version(self) -> str:
+        """The label as planned, without a torch part: what ``rocmbuild plan`` shows and the
+        cache key hashes (``to_json``)."""
+        return self.label()
 
     @property
     def short_key(self) -> str:

