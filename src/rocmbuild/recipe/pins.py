@@ -1,0 +1,42 @@
+"""A recipe's pins for the drift report (sources/drift.py): one per source line, the default
+``[source]`` and each ``[source.alternatives.<name>]`` (release lines join here when recipes
+get them). A ``path`` source has no upstream and no pin."""
+
+from __future__ import annotations
+
+from rocmbuild.core.errors import FetchError
+from rocmbuild.recipe import load
+from rocmbuild.recipe.model import Recipe, Source
+from rocmbuild.sources import upstream
+from rocmbuild.sources.drift import LinePin, Pin
+
+
+def lines(recipe: Recipe) -> list[tuple[str, Source]]:
+    """(line name, source): ``default`` first, then the alternatives in the recipe's order."""
+    return [("default", recipe.source), *recipe.alternatives.items()]
+
+
+def pins(recipe: Recipe, name: str, only: tuple[str, ...] = ()) -> list[LinePin]:
+    """The pins of ``recipe`` (shown as ``name``), of the lines in ``only`` when given. A git
+    line of a recipe that also has an sdist source gets that sdist's project, so the report
+    shows the index's newest release beside it."""
+    project = ""
+    for _, s in lines(recipe):
+        if s.kind == "sdist":
+            try:
+                project = upstream.sdist_project(s.url)
+            except FetchError:
+                continue
+            break
+    out = []
+    for line, s in lines(recipe):
+        if only and line not in only:
+            continue
+        if s.kind == "git":
+            local = load.local_git_path(s.url, recipe.path.parent)
+            out.append(LinePin(name, line, Pin("git", s.url, commit=s.commit, ref=s.ref,
+                                               project=project,
+                                               remote=str(local) if local else "")))
+        elif s.kind == "sdist":
+            out.append(LinePin(name, line, Pin("sdist", s.url, sha256=s.sha256)))
+    return out
