@@ -79,9 +79,8 @@ def _upstream(args: argparse.Namespace) -> int:
     names = args.names or load.available()
     found: list[drift.LinePin] = []
     for name in dict.fromkeys(names):
-        path = load.find_recipe(name)
-        recipe = load.load(path)
-        shown = path.stem if name.endswith(".toml") else name
+        recipe = load.load(load.find_recipe(name))
+        shown = pins.shown_name(name)
         got = pins.pins(recipe, shown)
         if not got:
             log.info(escape(f"{shown}: no git or sdist source (nothing upstream to compare)"))

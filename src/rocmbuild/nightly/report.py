@@ -35,6 +35,7 @@ from rich.markup import escape
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core import fsutil, log
 from rocmbuild.core.errors import RocmbuildError
+from rocmbuild.nightly import drift
 from rocmbuild.nightly.model import CELL_ID, RUN_ID, CellOutcome, End, RunReport
 from rocmbuild.publish.target import redact
 from rocmbuild.validate.report import ticks
@@ -344,6 +345,7 @@ def render_summary(report: RunReport) -> str:
            for o in sorted(report.outcomes, key=lambda o: o.cell_id) if o.reason]
     if why:
         lines += ["", "Reasons:", "", *why]
+    lines += drift.section(report.drift)
     lines.append("")
     if report.lock_note:
         lines.append(f"Lock: {_one_line(report.lock_note)}")

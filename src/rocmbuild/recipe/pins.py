@@ -4,11 +4,19 @@ get them). A ``path`` source has no upstream and no pin."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rocmbuild.core.errors import FetchError
 from rocmbuild.recipe import load
 from rocmbuild.recipe.model import Recipe, Source
 from rocmbuild.sources import upstream
 from rocmbuild.sources.drift import LinePin, Pin
+
+
+def shown_name(name: str) -> str:
+    """A recipe as the report names it: ``flash-attn``, or a path's file stem (as a nightly
+    cell id does)."""
+    return Path(name).stem if name.endswith(".toml") else name
 
 
 def lines(recipe: Recipe) -> list[tuple[str, Source]]:
