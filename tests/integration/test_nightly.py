@@ -195,7 +195,13 @@ def test_first_run_builds_stages_promotes_and_survives_failures(world: World) ->
     pins = {c["cell"]["id"]: c["pin"] for c in manifest["cells"]}
     assert pins[A]["kind"] == "git" and len(pins[A]["value"]) == 40
     assert pins[B]["kind"] == "recipe"
-    assert json.loads((run_dir / "report.json").read_text())["ok"] is False
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["ok"] is False
+    # the lines built, against upstream now: both pins are their branch's head (path recipes
+    # have no upstream)
+    assert [(p["recipe"], p["verdict"]) for p in report["upstream_drift"]["pins"]] == [
+        ("follow", "current"), ("pinned", "current")]
+    assert "Upstream drift (2 current, 0 behind, 0 unknown" in (run_dir / "summary.md").read_text()
     assert "cells failed: nightly" in err and F in err and T in err
 
 
@@ -250,6 +256,10 @@ def test_new_commit_rebuilds_only_the_following_cell(world: World) -> None:
     run_dir = sorted(p for p in (world.d / "reports").iterdir() if p.is_dir())[-1]
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert {c["cell"]["id"]: c["pin"]["value"] for c in manifest["cells"]}[A] == head
+    # the recipe's own pin is stale now: the report says so the night upstream moved
+    drift = {p["recipe"]: p for p in json.loads(res.stdout)["upstream_drift"]["pins"]}
+    assert drift["follow"]["verdict"] == "behind" and drift["follow"]["head"] == head
+    assert drift["pinned"]["verdict"] == "current"
 
 
 def test_changed_patch_rebuilds_only_its_cell(world: World) -> None:

@@ -95,6 +95,13 @@ SETTINGS: dict[str, Setting] = {
                                  "and nodes (default <cache-dir>/compile/<tool>)"),
     "simple_url": Setting("--simple-url", "ROCMBUILD_INDEX_SIMPLE_URL", None, "str",
                           "a server's simple API root (default <index URL>/simple/)"),
+    "pypi": Setting("--pypi", "ROCMBUILD_PYPI", "pypi", "str",
+                    "the PEP 691 simple index `recipes --upstream` reads releases from "
+                    "(default https://pypi.org/simple/; the nightly uses its config's pypi)"),
+    "upstream_timeout": Setting("--upstream-timeout", "ROCMBUILD_UPSTREAM_TIMEOUT",
+                                "upstream-timeout", "int",
+                                "seconds each upstream query of the drift report (git "
+                                "ls-remote, the index) may take (default 30)"),
 }
 
 ENV: dict[str, str] = {

@@ -13,20 +13,16 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
 from rich.markup import escape
 
 from rocmbuild.cache import store as cache
-from rocmbuild.core import log, run
+from rocmbuild.core import log
 from rocmbuild.core.config import Workspace
 from rocmbuild.core.errors import CommandFailed, FetchError
 from rocmbuild.host.detect import Host
@@ -37,17 +33,11 @@ from rocmbuild.publish.target import parse_index, redact
 from rocmbuild.recipe import load, readers, render, search
 from rocmbuild.recipe.model import Recipe
 from rocmbuild.recipe.plan import Plan
-
-MAX_INDEX_BYTES = 16 << 20
-"""A project's simple JSON page: flash-attn's is ~100 KB; a larger answer is refused."""
-MAX_LS_REMOTE_LINES = 100_000
-_HEX40 = re.compile(r"[0-9a-f]{40}")
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-_SDIST = re.compile(r"(.+?)-([^-]+?)(\.tar\.gz|\.zip)")
-ACCEPT = "application/vnd.pypi.simple.v1+json"
-
-Fetch = Callable[[str], bytes]
-"""GET a URL with the PEP 691 Accept header: the body (the tests pass a server on 127.0.0.1)."""
+from rocmbuild.sources import upstream
+from rocmbuild.sources.upstream import ACCEPT as ACCEPT  # the queries live there now
+from rocmbuild.sources.upstream import Fetch as Fetch
+from rocmbuild.sources.upstream import http_get as http_get
+from rocmbuild.sources.upstream import ls_remote, sdist_project
 
 
 @dataclass(frozen=True)
@@ -78,91 +68,10 @@ class Planned:
     failed): the cell fails, the others go on."""
 
 
-def http_get(url: str) -> bytes:
-    req = urllib.request.Request(url, headers={"Accept": ACCEPT,
-                                               "User-Agent": "rocmbuild-nightly"})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            body: bytes = resp.read(MAX_INDEX_BYTES + 1)
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise FetchError(f"pypi: {redact(url)}: {getattr(exc, 'reason', exc)}",
-                         hint="check the index URL (pypi = ... in nightly.toml) and the network"
-                         ) from exc
-    if len(body) > MAX_INDEX_BYTES:
-        raise FetchError(f"pypi: {redact(url)}: the answer is larger than {MAX_INDEX_BYTES} "
-                         "bytes", hint="is pypi = ... in nightly.toml a simple index?")
-    return body
-
-
-def sdist_project(url: str) -> str:
-    """The project name from an sdist's file name (``flash_attn-2.8.3.tar.gz`` -> flash-attn)."""
-    name = urllib.parse.unquote(urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1])
-    m = _SDIST.fullmatch(name)
-    if not m:
-        raise FetchError(f"{name!r} is not an sdist file name (NAME-VERSION.tar.gz)",
-                         hint="follow = true needs the recipe's sdist url to end in the "
-                         "sdist's file name")
-    return str(canonicalize_name(m.group(1)))
-
-
 def newest_sdist(project: str, index: str, get: Fetch = http_get) -> Pin:
     """The newest non-prerelease, non-yanked sdist of ``project`` on ``index`` (PEP 691 JSON)."""
-    page = urllib.parse.urljoin(index, f"{project}/")
-    where = f"pypi: {redact(page)}"
-    try:
-        data = json.loads(get(page))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise FetchError(f"{where}: not PEP 691 JSON", hint="the index must answer "
-                         f"Accept: {ACCEPT}") from exc
-    files = data.get("files") if isinstance(data, dict) else None
-    if not isinstance(files, list):
-        raise FetchError(f"{where}: no 'files' list", hint=f"the index must answer {ACCEPT}")
-    best: tuple[Version, str, str] | None = None
-    for f in files:
-        if not isinstance(f, dict):
-            continue
-        name, url, hashes = f.get("filename"), f.get("url"), f.get("hashes")
-        if not (isinstance(name, str) and isinstance(url, str) and isinstance(hashes, dict)):
-            continue
-        if f.get("yanked") not in (None, False):
-            continue
-        m = _SDIST.fullmatch(name)
-        sha = hashes.get("sha256")
-        if not m or canonicalize_name(m.group(1)) != project or not isinstance(sha, str) \
-                or not _HEX64.fullmatch(sha):
-            continue
-        try:
-            version = Version(m.group(2))
-        except InvalidVersion:
-            continue
-        if version.is_prerelease or version.is_devrelease:
-            continue
-        full = urllib.parse.urljoin(page, url)
-        if urllib.parse.urlsplit(full).scheme not in ("https", "http"):
-            continue
-        if best is None or version > best[0]:
-            best = (version, full, sha)
-    if best is None:
-        raise FetchError(f"{where}: no released sdist with a sha256",
-                         hint="pin the recipe's sdist (follow = false) or check the project name")
-    return Pin("sdist", str(best[0]), url=redact(best[1]), sha256=best[2])
-
-
-def ls_remote(url: str, ref: str) -> str:
-    """The commit ``ref`` (a branch, a tag, HEAD) names now in the repository at ``url``."""
-    res = run.run(["git", "ls-remote", "--", url, ref, f"refs/tags/{ref}^{{}}"],
-                  capture=True, timeout=120,
-                  hint="check the recipe's git url and ref, and the network")
-    found: dict[str, str] = {}
-    for line in res.output.splitlines()[:MAX_LS_REMOTE_LINES]:
-        sha, _, name = line.partition("\t")
-        if _HEX40.fullmatch(sha) and name:
-            found[name] = sha
-    for name in (f"refs/tags/{ref}^{{}}", f"refs/heads/{ref}", f"refs/tags/{ref}", ref):
-        if name in found:
-            return found[name]
-    raise FetchError(f"git ls-remote {redact(url)}: no ref {ref!r}",
-                     hint="set the recipe's source ref to a branch or tag that exists")
+    r = upstream.newest_sdist(project, index, get)
+    return Pin("sdist", r.version, url=redact(r.url), sha256=r.sha256)
 
 
 def resolve(cell: Cell, recipe: Recipe, pypi: str, get: Fetch = http_get) -> Pin:

@@ -18,6 +18,7 @@ from rocmbuild.artifacts.results import (
     Pin as Pin,  # the nightly's resolved upstream (render needs it)
 )
 from rocmbuild.artifacts.results import Status
+from rocmbuild.sources.drift import DriftReport
 
 CELL_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,127}")
 """A cell id: also a directory name under the run, so no ``/`` and no leading dot."""
@@ -147,6 +148,8 @@ class RunReport:
     freed_bytes: int = 0
     """What the retention prune freed."""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    drift: DriftReport | None = None
+    """The "Upstream drift" section (nightly/drift.py); None in reports read back."""
 
     @property
     def ok(self) -> bool:
@@ -160,4 +163,5 @@ class RunReport:
             "executor": self.executor, "ok": self.ok, "lock_note": self.lock_note,
             "freed_bytes": self.freed_bytes, "notes": list(self.notes),
             "cells": [o.to_json() for o in self.outcomes],
+            **({"upstream_drift": self.drift.to_json()} if self.drift is not None else {}),
         }

@@ -23,7 +23,7 @@ from rocmbuild.core import config, fsutil, log
 from rocmbuild.core.errors import Busy, RocmbuildError, UsageError
 from rocmbuild.host import detect as host
 from rocmbuild.nightly import cell as cellmod
-from rocmbuild.nightly import detect, lock
+from rocmbuild.nightly import detect, drift, lock
 from rocmbuild.nightly.config import NightlyConfig
 from rocmbuild.nightly.executors import Local
 from rocmbuild.nightly.model import (
@@ -323,7 +323,8 @@ def finish(cfg: NightlyConfig, data: dict[str, Any], built: dict[str, CellOutcom
     report = RunReport(str(data["run"]), str(data["started"]), _iso(time.time()),
                        str(data.get("executor", cfg.executor.kind)), tuple(outcomes),
                        lock_note=lock_note, freed_bytes=freed,
-                       notes=(prune_note,) if prune_note else ())
+                       notes=(prune_note,) if prune_note else (),
+                       drift=drift.for_manifest(data, cfg.pypi))
     report_write(cfg.reports, report, cfg.history, cfg.notify_url)
     return report
 

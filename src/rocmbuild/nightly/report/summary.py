@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+from rocmbuild.nightly import drift
 from rocmbuild.nightly.model import RunReport
 from rocmbuild.nightly.report.fmt import count, duration, md, one_line, pct, size, tf
 from rocmbuild.nightly.report.history import safe_log
@@ -31,6 +32,7 @@ def render_summary(report: RunReport) -> str:
            for o in sorted(report.outcomes, key=lambda o: o.cell_id) if o.reason]
     if why:
         lines += ["", "Reasons:", "", *why]
+    lines += drift.section(report.drift)
     lines.append("")
     if report.lock_note:
         lines.append(f"Lock: {one_line(report.lock_note)}")
