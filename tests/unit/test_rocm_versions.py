@@ -182,6 +182,10 @@ def test_packed_devel_tree_says_run_rocm_sdk_init(tmp_path: Path) -> None:
     hint = requirements.hint(ck_plan(h), lacking, h)
     assert hint and "run `rocm-sdk init` with this Python (or set ROCM_PATH" in hint
     assert not any("components" in m for m in lacking)  # not judged in a tree not unpacked
+    # a plan that only compiles HIP code would use the root too (ROCM_PATH): refused the same way
+    probe = replace(ck_plan(h), host_requires=("hip-compiler",), rocm_components=())
+    assert any("rocm-sdk init" in m for m in requirements.missing(probe, h))
+    assert requirements.missing(replace(probe, host_requires=("torch",)), h) == []
 
 
 def test_saved_host_carries_the_new_facts_and_old_ones_stay_readable(tmp_path: Path) -> None:

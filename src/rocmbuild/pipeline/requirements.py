@@ -82,6 +82,11 @@ def missing(plan: Plan, host: Host) -> list[str]:
 
     out: list[str] = []
     torch, root = host.torch, host.rocm_root
+    names = [split_requirement(r)[0] for r in plan.host_requires]
+    if root is not None and root.unusable and (
+            plan.rocm_components or {"rocm-sdk", "hip-compiler"} & set(names)):
+        out.append(f"a ROCm SDK with hipcc (found {root.where} ROCm {root.version or '?'}, but "
+                   f"{root.unusable})")  # a pip ROCm the plan would use, not built against
     for req in plan.host_requires:
         name, spec = split_requirement(req)
         if name == "torch" and not torch.version:
@@ -97,9 +102,8 @@ def missing(plan: Plan, host: Host) -> list[str]:
             in_range = root is not None and root.kind == "rocm" and bool(root.version) and (
                 not spec or _within(root.version, spec))
             if root is not None and root.unusable:
-                out.append(f"a ROCm SDK {spec or ''}".rstrip() + " with hipcc (found "
-                           f"{root.where} ROCm {root.version or '?'}, but {root.unusable})")
-            elif not in_range or not (root and root.has_hipcc):
+                continue  # said above
+            if not in_range or not (root and root.has_hipcc):
                 if root is None:
                     found = "none"
                 elif root.kind == "debian":
