@@ -160,31 +160,67 @@ def workdir(tmp_path: Path, download_cache: Path) -> dict[str, str]:
     return {"ROCMBUILD_WORKDIR": str(tmp_path / "build"), "ROCMBUILD_CACHE_DIR": str(cache)}
 
 
-@pytest.fixture
-def fake_rocm_torch(tmp_path: Path) -> Path:
-    """A site dir holding only the *metadata* of a ROCm torch (no code): dist-info with version
-    2.5.1+rocm6.2 and torch/version.py with hip set. Put it first on sys.path/PYTHONPATH; it fakes
-    what this machine cannot have, a ROCm build of torch."""
-    site = tmp_path / "fake-rocm-torch"
-    di = site / "torch-2.5.1+rocm6.2.dist-info"
+def make_rocm_torch(site: Path, version: str = "2.5.1+rocm6.2",
+                    hip: str | None = "6.2.41133-dd7f95766", rocm: str | None = None) -> Path:
+    """A site dir holding only the *metadata* of a ROCm torch (no code): its dist-info and a
+    torch/version.py with ``hip`` (and ``rocm``, as torch >= 2.10 writes it; left out when None,
+    as older torches have no such field). It fakes what this machine cannot have, a ROCm build
+    of torch. Put it first on sys.path/PYTHONPATH."""
+    di = site / f"torch-{version}.dist-info"
     di.mkdir(parents=True)
-    (di / "METADATA").write_text("Metadata-Version: 2.1\nName: torch\nVersion: 2.5.1+rocm6.2\n")
+    (di / "METADATA").write_text(f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n")
     (di / "RECORD").write_text("")
     (site / "torch").mkdir()
+    rocm_line = "" if rocm is None else f"rocm: Optional[str] = '{rocm}'\n"
     (site / "torch" / "version.py").write_text(
-        "__version__ = '2.5.1+rocm6.2'\ndebug = False\ncuda = None\nhip = '6.2.41133-dd7f95766'\n"
-    )
+        f"from typing import Optional\n__version__ = '{version}'\ndebug = False\ncuda = None\n"
+        f"hip = {hip!r}\n{rocm_line}")
     return site
 
 
-def make_rocm_root(root: Path, version: str = "6.2.0-66", omit: tuple[str, ...] = ()) -> Path:
-    """A directory shaped like /opt/rocm without any real ROCm: .info/version, a bin/hipcc that
-    fails, and for every ROCm component rocmbuild knows except ``omit`` the file a real install
-    has: its CMake package config under lib/cmake/<name>/ (empty files)."""
+@pytest.fixture
+def fake_rocm_torch(tmp_path: Path) -> Path:
+    """A ROCm torch 2.5.1+rocm6.2 (HIP 6.2, no torch.version.rocm) as metadata only
+    (make_rocm_torch): no ROCm torch exists here."""
+    return make_rocm_torch(tmp_path / "fake-rocm-torch")
+
+
+# ROCm release -> (.info/version, HIP version of include/hip/hip_version.h). Up to 7.x HIP's
+# major.minor is ROCm's; from ROCm 10 it is not (ROCm 10.1 ships HIP 7.16). The patch numbers are
+# illustrative: none of these ROCm installs exists on this machine.
+ROCM_TREES = {
+    "6.2": ("6.2.0-66", "6.2.41133"),
+    "7.2": ("7.2.0-43", "7.2.26015"),
+    "7.14": ("7.14.0", "7.14.26211"),
+    "10.1": ("10.1.0", "7.16.26400"),
+}
+
+
+def make_rocm_root(root: Path, version: str = "6.2.0-66", omit: tuple[str, ...] = (),
+                   hip: str | None = None, version_file: str = ".info") -> Path:
+    """A directory shaped like /opt/rocm without any real ROCm: the ROCm version in
+    ``version_file`` (".info": .info/version; "header": include/rocm-core/rocm_version.h;
+    "none": no ROCm version file), include/hip/hip_version.h when ``hip`` is given, a bin/hipcc
+    that fails, and for every ROCm component rocmbuild knows except ``omit`` the file a real
+    install has: its CMake package config under lib/cmake/<name>/ (empty files)."""
     from rocmbuild.host.components import COMPONENTS
 
-    (root / ".info").mkdir(parents=True)
-    (root / ".info" / "version").write_text(version + "\n")
+    root.mkdir(parents=True, exist_ok=True)
+    if version_file == ".info":
+        (root / ".info").mkdir()
+        (root / ".info" / "version").write_text(version + "\n")
+    elif version_file == "header":
+        major, minor, patch = (version.split("-")[0].split(".") + ["0", "0"])[:3]
+        (root / "include/rocm-core").mkdir(parents=True)
+        (root / "include/rocm-core/rocm_version.h").write_text(
+            f"#pragma once\n#define ROCM_VERSION_MAJOR   {major}\n"
+            f"#define ROCM_VERSION_MINOR   {minor}\n#define ROCM_VERSION_PATCH   {patch}\n")
+    if hip is not None:
+        major, minor, patch = hip.split(".")
+        (root / "include/hip").mkdir(parents=True)
+        (root / "include/hip/hip_version.h").write_text(
+            f"#define HIP_VERSION_MAJOR {major}\n#define HIP_VERSION_MINOR {minor}\n"
+            f"#define HIP_VERSION_PATCH {patch}\n#define HIP_VERSION_GITHASH \"0\"\n")
     (root / "bin").mkdir()
     (root / "bin" / "hipcc").write_text("#!/bin/sh\nexit 1\n")
     for name in COMPONENTS:
@@ -192,6 +228,46 @@ def make_rocm_root(root: Path, version: str = "6.2.0-66", omit: tuple[str, ...] 
             (root / "lib/cmake" / name).mkdir(parents=True)
             (root / "lib/cmake" / name / f"{name}-config.cmake").write_text("")
     return root
+
+
+def make_therock_site(site: Path, release: str = "10.1", targets: str = "gfx942;gfx950",
+                      devel: str = "unpacked") -> Path:
+    """A site-packages dir holding what TheRock's ``pip install "rocm[libraries,devel]"`` puts
+    there, as files only (no ROCm wheel can be installed on this machine, so none of it runs):
+    the ``rocm`` distribution (package ``rocm_sdk``), ``rocm_sdk_core`` with ``_rocm_sdk_core/``
+    (``.info/version``, ``share/therock/dist_info.json`` with ``targets``) and, by ``devel``,
+    ``rocm_sdk_devel`` with its tree ``_rocm_sdk_devel/`` "unpacked" (what ``rocm-sdk init``
+    leaves: a make_rocm_root tree with rocm_version.h and hip_version.h whose .info/version is a
+    relative link into _rocm_sdk_core), "packed" (only ``rocm_sdk_devel/_devel.tar.xz``) or
+    "absent" (rocm[libraries] only). The layout follows TheRock's packaging code as read in
+    /work/research/upstream-facts.md section 4; _rocm_sdk_core/.info/version is inferred there."""
+    version, hip = ROCM_TREES[release]
+    dists = ["rocm", "rocm_sdk_core"] + ([] if devel == "absent" else ["rocm_sdk_devel"])
+    for dist in dists:
+        di = site / f"{dist}-{version}.dist-info"
+        di.mkdir(parents=True)
+        name = dist.replace("_", "-")
+        (di / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        (di / "RECORD").write_text("")
+    (site / "rocm_sdk").mkdir()
+    (site / "rocm_sdk/__init__.py").write_text("")
+    core = site / "_rocm_sdk_core"
+    (core / ".info").mkdir(parents=True)
+    (core / ".info/version").write_text(version + "\n")
+    (core / "share/therock").mkdir(parents=True)
+    (core / "share/therock/dist_info.json").write_text(
+        json.dumps({"dist_amdgpu_targets": targets}))
+    if devel != "absent":
+        (site / "rocm_sdk_devel").mkdir()
+        (site / "rocm_sdk_devel/__init__.py").write_text("")
+    if devel == "packed":
+        (site / "rocm_sdk_devel/_devel.tar.xz").write_bytes(b"")
+    elif devel == "unpacked":
+        tree = make_rocm_root(site / "_rocm_sdk_devel", version, hip=hip, version_file="header")
+        (tree / "__init__.py").write_text("")
+        (tree / ".info").mkdir()
+        (tree / ".info/version").symlink_to("../../_rocm_sdk_core/.info/version")
+    return site
 
 
 @pytest.fixture

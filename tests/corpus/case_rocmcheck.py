@@ -1,6 +1,8 @@
 """Bad inputs of the host check: version ranges in ``host_requires`` that are not PEP 440, a range
-on a requirement that takes none, unknown ROCm components (build and variant), and a saved host
-whose recorded components are not strings. Each names the recipe or host file and the key."""
+on a requirement that takes none, unknown ROCm components (build and variant), a saved host
+whose recorded components or targets are not strings, and a ROCm root's version file that is not
+one (garbage, too big, a link out of the root). Each names the recipe, host or version file and
+the key."""
 
 from __future__ import annotations
 
@@ -32,6 +34,13 @@ def _range(cid: str, req: str, needle: str) -> Case:
                  _recipe(f"host_requires = [{json.dumps(req)}]\n"))
 
 
+def _version_file(cid: str, content: bytes, needle: str) -> Case:
+    """A ROCM_PATH root whose .info/version is ``content``: plan stops with one line."""
+    return Case(cid, ("plan", "flash-attn", "--arch", "gfx942"), EXIT["toolchain"], needle,
+                "rocmcheck", env={"ROCM_PATH": "{dir}/rocm"},
+                files={"rocm/.info/version": content, "rocm/bin/hipcc": ""}, writes_nothing=True)
+
+
 _HOST = {
     "schema": "rocmbuild-host/1", "python": "3.11", "python_tag": "cp311", "platform": "linux",
     "torch": {"version": "", "hip": None, "cuda": None, "location": ""},
@@ -60,4 +69,16 @@ CASES = [
          ("plan", "flash-attn", "--arch", "gfx942", "--host", "{dir}/host.json"), EXIT["usage"],
          "host.json: rocm_root.components: expected strings", "rocmcheck",
          files={"host.json": json.dumps(_HOST)}, writes_nothing=True),
+    Case("host-targets-not-strings",
+         ("plan", "flash-attn", "--arch", "gfx942", "--host", "{dir}/host.json"), EXIT["usage"],
+         "host.json: rocm_root.targets: expected strings", "rocmcheck",
+         files={"host.json": json.dumps({**_HOST, "rocm_root": {
+             **_HOST["rocm_root"], "components": ["hip"], "targets": ["gfx942", 950]}})},
+         writes_nothing=True),
+    _version_file("rocm-info-version-garbage", b"six point two\n",
+                  "rocm/.info/version: 'six point two' is not a version like 6.2.0"),
+    _version_file("rocm-info-version-huge", b"6.2.0" + b" " * 70000,
+                  "rocm/.info/version: over 65536 bytes"),
+    _version_file("rocm-info-version-not-utf8", b"6.2.0\xff\xfe\n",
+                  "rocm/.info/version: not UTF-8 text"),
 ]

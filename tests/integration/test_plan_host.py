@@ -56,6 +56,8 @@ def strip_jobs(plan: dict) -> dict:
         plan.pop(k)
     plan["host_env"] = {**plan["host_env"], "passed": None}
     plan["env"] = {k: v for k, v in plan["env"].items() if k != "MAX_JOBS"}
+    # the same root, found by --rocm-path on the node and by ROCM_PATH in doctor's host file
+    plan["rocm_root"] = {k: v for k, v in plan["rocm_root"].items() if k != "where"}
     return plan
 
 

@@ -64,12 +64,12 @@ def test_plan_warns_and_build_refuses_a_torch_for_another_hip(
                   ROCMBUILD_CACHE_DIR=str(tmp_path / "c"))
     plan = rocmbuild("plan", "flash-attn", "--arch", "gfx942", env=env)
     assert plan.returncode == 0, plan.stderr
-    assert "SDK's HIP 6.4" in plan.stderr and "HIP 6.2.41133" in plan.stderr
+    assert "SDK's ROCm 6.4" in plan.stderr and "torch.version.hip 6.2.41133" in plan.stderr
 
     build = rocmbuild("build", "flash-attn", "--arch", "gfx942", env=env)
     assert build.returncode == 10, build.stderr
     assert "Traceback" not in build.stderr
-    assert "SDK's HIP 6.4" in build.stderr and "download.pytorch.org/whl/rocm" in build.stderr
+    assert "SDK's ROCm 6.4" in build.stderr and "download.pytorch.org/whl/rocm" in build.stderr
     assert not (tmp_path / "w").exists() or not any((tmp_path / "w").rglob("setup.py"))
 
     report = json.loads(rocmbuild("doctor", "--recipe", "flash-attn", "--arch", "gfx942",

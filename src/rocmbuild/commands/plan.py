@@ -55,11 +55,17 @@ def run(args: argparse.Namespace) -> int:
 
         counted = units.fetch_and_count(plan, config.workspace(args.workdir, args.cache_dir),
                                         host)
-    if args.json:
+    root = host.rocm_root
+    if args.json:  # rocm_root: the host's, as found (its where and targets); not in the cache key
         common.print_json({**plan.to_json(), "host_env": seen,
+                           "rocm_root": None if root is None else host.to_json()["rocm_root"],
                            **({"units": counted.to_json()} if counted else {})})
     else:
         _print(plan, seen)
+        if root is not None:
+            log.out.print(f"root     {root.path} ({root.where}"
+                          + ("" if root.targets is None else
+                             f", targets {';'.join(root.targets) or 'none'}") + ")", markup=False)
         if counted:
             log.out.print(f"units    {counted.line()}"
                           + (f": {counted.how}" if counted.count is not None else ""),

@@ -67,13 +67,9 @@ class Host:
             "python_tag": self.python_tag,
             "platform": self.platform,
             "torch": {"version": self.torch.version, "hip": self.torch.hip,
-                      "cuda": self.torch.cuda, "location": self.torch.location},
-            "rocm_root": None if self.rocm_root is None else {
-                "path": str(self.rocm_root.path), "version": self.rocm_root.version,
-                "kind": self.rocm_root.kind, "has_hipcc": self.rocm_root.has_hipcc,
-                "where": self.rocm_root.where,
-                **({} if self.rocm_root.components is None else
-                   {"components": list(self.rocm_root.components)})},
+                      "rocm": self.torch.rocm, "cuda": self.torch.cuda,
+                      "location": self.torch.location},
+            "rocm_root": None if self.rocm_root is None else _root_json(self.rocm_root),
             "compiler": None if self.compiler is None else self.compiler.to_json(),
             "compiler_error": self.compiler_error,
             "cpus": self.cpus,
@@ -82,6 +78,16 @@ class Host:
             "gpus": list(self.gpus),
             "dists": dict(sorted(self.dists.items())),
         }
+
+
+def _root_json(root: toolchain.RocmRoot) -> dict[str, Any]:
+    return {
+        "path": str(root.path), "version": root.version, "version_from": root.version_from,
+        "hip_version": root.hip_version, "kind": root.kind, "has_hipcc": root.has_hipcc,
+        "where": root.where,
+        **({} if root.components is None else {"components": list(root.components)}),
+        **({} if root.targets is None else {"targets": list(root.targets)}),
+        **({"unusable": root.unusable} if root.unusable else {})}
 
 
 def detect(*, rocm_path: str | None = None, hip_compiler: str | None = None,
@@ -93,7 +99,8 @@ def detect(*, rocm_path: str | None = None, hip_compiler: str | None = None,
     ``compiler_error``. ``want_compiler=False`` skips the compiler search (it runs
     ``clang --version``), for plans that compile no HIP code; ``want_components=False`` skips
     the ROCm components (``rocm_root.components`` is None), for plans that need none. ``fs_root``
-    and ``site_paths`` move the file system root and torch's site dir (fixture trees)."""
+    and ``site_paths`` move the file system root and the site dirs searched for torch and a pip
+    ROCm (fixture trees; default sys.path)."""
     found_compiler: compiler.HipCompiler | None = None
     compiler_error = ""
     if hip_compiler or want_compiler:
@@ -115,7 +122,8 @@ def detect(*, rocm_path: str | None = None, hip_compiler: str | None = None,
         platform=sys.platform,
         torch=toolchain.torch_info(site_paths),
         rocm_root=toolchain.find_rocm_root(rocm_path, fs_root=fs_root,
-                                           with_components=want_components),
+                                           with_components=want_components,
+                                           site_paths=site_paths),
         compiler=found_compiler,
         compiler_error=compiler_error,
         cpus=cpus,
@@ -181,7 +189,8 @@ def from_json(data: Any, origin: str) -> Host:
     assert t is not None
     torch = toolchain.TorchInfo(r.text(t, "version", "torch."), r.opt_text(t, "hip", "torch."),
                                 r.opt_text(t, "cuda", "torch."),
-                                r.opt_text(t, "location", "torch.") or "")
+                                r.opt_text(t, "location", "torch.") or "",
+                                r.opt_text(t, "rocm", "torch."))  # absent before ROCm 10 support
     rr = r.table(data, "rocm_root", optional=True)
     root = None
     if rr is not None:
@@ -189,11 +198,20 @@ def from_json(data: Any, origin: str) -> Host:
         comps = r.get(rr, "components", list, "rocm_root.", optional=True)
         if comps is not None and not all(isinstance(x, str) for x in comps):
             raise r.fail("rocm_root.components", "expected strings")
+        targets = r.get(rr, "targets", list, "rocm_root.", optional=True)
+        if targets is not None and not all(isinstance(x, str) for x in targets):
+            raise r.fail("rocm_root.targets", "expected strings")
+        # version_from, hip_version, targets, unusable: absent in host files written before
+        # ROCm 10 and pip ROCm support ("" / None: not known)
         root = toolchain.RocmRoot(
             Path(r.text(rr, "path", "rocm_root.")), r.text(rr, "version", "rocm_root."),
             r.text(rr, "kind", "rocm_root."), bool(r.get(rr, "has_hipcc", bool, "rocm_root.")),
             r.opt_text(rr, "where", "rocm_root.") or "",
-            None if comps is None else tuple(comps))
+            None if comps is None else tuple(comps),
+            r.opt_text(rr, "version_from", "rocm_root.") or "",
+            r.opt_text(rr, "hip_version", "rocm_root.") or "",
+            None if targets is None else tuple(targets),
+            r.opt_text(rr, "unusable", "rocm_root.") or "")
     c = r.table(data, "compiler", optional=True)
     comp = None
     if c is not None:

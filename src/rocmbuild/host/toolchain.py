@@ -1,22 +1,41 @@
 """What the host offers the build, found without running anything slow and without importing
-torch: the ROCm root and its version, and the installed torch (version, HIP version).
+torch or rocm_sdk: the ROCm root and its versions, and the installed torch (version, HIP and
+ROCm versions).
 
-A ROCm root is ``--rocm-path`` / ROCM_PATH, then HIP_PATH, then /opt/rocm. Its version comes from
-``.info/version`` (ROCm installs) or ``include/hip/hip_version.h``. Debian's /usr layout (HIP 5.2
-headers, no SDK) is reported as kind "debian" and is never treated as a ROCm SDK.
+A ROCm root is ``--rocm-path`` / ROCM_PATH, then HIP_PATH, then ROCm installed from pip
+(TheRock's ``rocm[libraries,devel]``: the ``rocm_sdk`` distribution in this Python's site dirs,
+root ``<site-packages>/_rocm_sdk_devel``), then /opt/rocm, then a pip ROCm without its devel
+tree (reported, not buildable), then Debian's /usr layout (HIP 5.2 headers, no SDK: kind
+"debian", never treated as a ROCm SDK).
+
+Versions (docs/host-checks.md): from ROCm 10 the HIP version is not the ROCm version (ROCm 10.1
+ships HIP 7.16), so a root's ROCm version is read from rocm-core's facts (``.info/version``,
+``include/rocm-core/rocm_version.h``; for a pip ROCm also ``_rocm_sdk_core/.info/version`` and
+the ``rocm`` dist-info's Version), and ``include/hip/hip_version.h`` gives the HIP version,
+standing in for the ROCm version only when no rocm-core fact exists (ROCm < 10, Debian). Every
+file read is untrusted: small (FACT_MAX_BYTES), a regular file, no link leading out of the root
+(the site dir for a pip ROCm); anything else is a one-line ToolchainError naming the file.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from rocmbuild.core import options
+from rocmbuild.core.errors import ToolchainError
 from rocmbuild.host import components
+
+PIP_WHERE = "rocm_sdk (pip)"
+"""``RocmRoot.where`` of ROCm installed from pip (TheRock's rocm_sdk)."""
+FACT_MAX_BYTES = 64 * 1024
+"""The largest version / dist_info file read (real ones are a few hundred bytes)."""
 
 
 @dataclass(frozen=True)
@@ -24,13 +43,27 @@ class RocmRoot:
     """A ROCm root (an SDK, or Debian's HIP headers) and what it holds."""
 
     path: Path
-    version: str  # "6.2.0", or "" when unknown
+    version: str
+    """The ROCm version, "6.2.0" / "10.1.0" ("" when unknown); for Debian's layout the HIP
+    version (it has no ROCm version)."""
     kind: str  # "rocm" (an SDK install) or "debian" (distribution headers only)
     has_hipcc: bool
-    where: str = ""  # how it was found: --rocm-path, ROCM_PATH, HIP_PATH, /opt/rocm, Debian /usr
+    where: str = ""
+    """How it was found: --rocm-path, ROCM_PATH, HIP_PATH, rocm_sdk (pip), /opt/rocm, Debian
+    /usr."""
     components: tuple[str, ...] | None = None
     """The ROCm components (``rocmbuild.host.components``) found under it; None: not looked for (a
     host file written before rocmbuild recorded them)."""
+    version_from: str = ""
+    """The file ``version`` was read from (``.info/version``, ...); "" in old saved hosts."""
+    hip_version: str = ""
+    """The HIP version from include/hip/hip_version.h ("7.16.0" with ROCm 10.1); "" unknown."""
+    targets: tuple[str, ...] | None = None
+    """The gfx targets a pip ROCm's libraries carry (its share/therock/dist_info.json, what
+    ``rocm-sdk targets`` prints); None: not a pip ROCm, or not recorded."""
+    unusable: str = ""
+    """Why this root cannot be built against although it was found (a pip ROCm whose devel tree
+    is not unpacked or not installed), with the fix; "" when it can."""
 
 
 @dataclass(frozen=True)
@@ -41,13 +74,15 @@ class TorchInfo:
     hip: str | None  # torch.version.hip, e.g. "6.2.41133-dd7f95766"
     cuda: str | None
     location: str = ""  # the torch package directory
+    rocm: str | None = None
+    """torch.version.rocm ("10.1.0"; torch >= 2.10 has the field), None when absent."""
 
     @property
     def kind(self) -> str:
         if not self.version:
             return "none"
         local = self.version.partition("+")[2]
-        if self.hip or local.startswith("rocm"):
+        if self.hip or self.rocm or local.startswith("rocm"):
             return "rocm"
         return "cuda" if self.cuda or local.startswith("cu") else "cpu"
 
@@ -56,25 +91,110 @@ class TorchInfo:
         """ "6.2.41133-dd7f95766" -> "6.2"."""
         if not self.hip:
             return None
-        m = re.match(r"(\d+)\.(\d+)", self.hip)
-        return f"{m.group(1)}.{m.group(2)}" if m else None
+        return major_minor(self.hip) or None
+
+    @property
+    def rocm_short(self) -> str | None:
+        """The ROCm major.minor torch was built for: torch.version.rocm when present, else its
+        HIP version (HIP and ROCm versions are equal before ROCm 10, and every torch built for
+        ROCm 10 has torch.version.rocm)."""
+        return major_minor(self.rocm or "") or self.hip_short
+
+    @property
+    def rocm_from(self) -> str:
+        """Which of torch's facts ``rocm_short`` comes from, for messages."""
+        if major_minor(self.rocm or ""):
+            return f"torch.version.rocm {self.rocm}"
+        return f"torch.version.hip {self.hip} (no torch.version.rocm: HIP = ROCm before ROCm 10)"
 
 
-def rocm_version(root: Path) -> str:
-    """"6.2.0" from <root>/.info/version (ROCm) or include/hip/hip_version.h; "" if neither."""
-    info = root / ".info" / "version"
-    if info.is_file():
-        return info.read_text().strip().split("-")[0]
-    header = root / "include" / "hip" / "hip_version.h"
-    if header.is_file():
-        text = header.read_text(errors="replace")
-        parts = [
-            re.search(rf"#define HIP_VERSION_{k}\s+(\d+)", text)
-            for k in ("MAJOR", "MINOR", "PATCH")
-        ]
-        if all(parts):
-            return ".".join(p.group(1) for p in parts if p)
-    return ""
+def major_minor(version: str) -> str:
+    """ "6.2.41133-dd7f95766" -> "6.2"; "" when it does not start with one."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return f"{m.group(1)}.{m.group(2)}" if m else ""
+
+
+_HINT = "reinstall ROCm there, or point --rocm-path / ROCM_PATH at another ROCm root"
+_PIP_HINT = ('reinstall it (pip install --force-reinstall "rocm[libraries,devel]" from the index '
+             "it came from), or set ROCM_PATH to use another ROCm root")
+_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
+_TARGET = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:+-]{0,63}")
+
+
+def _fail(path: Path, what: str, hint: str) -> ToolchainError:
+    return ToolchainError(f"ROCm root: {path}: {what}", hint=hint)
+
+
+def read_fact(path: Path, boundary: Path, hint: str = _HINT) -> str | None:
+    """The text of the small fact file ``path``; None when there is none. Untrusted: a link
+    leading out of ``boundary``, anything but a regular file, more than FACT_MAX_BYTES or bytes
+    that are not UTF-8 are a one-line ToolchainError naming the file."""
+    if not os.path.lexists(path):
+        return None
+    real = os.path.realpath(path)
+    if not Path(real).is_relative_to(os.path.realpath(boundary)):
+        raise _fail(path, f"a link leading out of {boundary} (to {real})", hint)
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise _fail(path, f"cannot read: {exc.strerror or exc}", hint) from exc
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise _fail(path, "not a regular file", hint)
+        data = f.read(FACT_MAX_BYTES + 1)
+    if len(data) > FACT_MAX_BYTES:
+        raise _fail(path, f"over {FACT_MAX_BYTES} bytes, not a version file", hint)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _fail(path, "not UTF-8 text", hint) from None
+
+
+def _first_version(text: str, path: Path, hint: str) -> str:
+    """ "6.2.0-66" / "7.15.0a20260630" -> "6.2.0", "10.1" -> "10.1.0"."""
+    line = (text.strip().splitlines() or [""])[0].strip()
+    m = _VERSION.match(line)
+    if not m:
+        raise _fail(path, f"{line[:40]!r} is not a version like 6.2.0", hint)
+    return ".".join(m.groups(default="0"))
+
+
+def _header_version(text: str, path: Path, prefix: str, hint: str) -> str:
+    """MAJOR.MINOR.PATCH from ``#define <prefix>_MAJOR 6`` ... (hip_version.h, rocm_version.h)."""
+    parts = [re.search(rf"^\s*#\s*define\s+{prefix}_{k}\s+(\d+)\b", text, re.M)
+             for k in ("MAJOR", "MINOR", "PATCH")]
+    if not all(parts):
+        raise _fail(path, f"no {prefix}_MAJOR, _MINOR and _PATCH defines", hint)
+    return ".".join(p.group(1) for p in parts if p)
+
+
+def root_versions(root: Path, boundary: Path | None = None,
+                  more: tuple[tuple[Path, str], ...] = (), hint: str = _HINT,
+                  known: tuple[str, str] = ("", "")) -> tuple[str, str, str]:
+    """(ROCm version, the file it came from, HIP version) of ``root``. The ROCm version from
+    rocm-core's ``.info/version``, then ``include/rocm-core/rocm_version.h``, then ``more``
+    ((file, shown name): a pip ROCm's core tree), then ``known`` ((version, shown name): a pip
+    ROCm's dist-info Version); only without any of them the HIP version of
+    ``include/hip/hip_version.h`` stands in (right before ROCm 10, where they are equal). Files
+    may not lead out of ``boundary`` (default: the root)."""
+    b = boundary or root
+    hip_h = root / "include/hip/hip_version.h"
+    text = read_fact(hip_h, b, hint)
+    hip = "" if text is None else _header_version(text, hip_h, "HIP_VERSION", hint)
+    for path, shown in ((root / ".info/version", ".info/version"), *more):
+        text = read_fact(path, b, hint)
+        if text is not None:
+            return _first_version(text, path, hint), shown, hip
+    core_h = root / "include/rocm-core/rocm_version.h"
+    text = read_fact(core_h, b, hint)
+    if text is not None:
+        return (_header_version(text, core_h, "ROCM_VERSION", hint),
+                "include/rocm-core/rocm_version.h", hip)
+    if known[0]:
+        return known[0], known[1], hip
+    if hip:
+        return hip, "include/hip/hip_version.h (the HIP version: no ROCm version file)", hip
+    return "", "", ""
 
 
 def rocm_candidates(fs_root: Path = Path("/")) -> list[tuple[Path, str]]:
@@ -94,26 +214,101 @@ def _looks_like_rocm(p: Path) -> bool:
                                           "bin/hipcc"))
 
 
+def _targets(path: Path, boundary: Path) -> tuple[str, ...] | None:
+    """``dist_amdgpu_targets`` of TheRock's share/therock/dist_info.json (";"-separated gfx
+    targets); None when there is no such file."""
+    text = read_fact(path, boundary, _PIP_HINT)
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise _fail(path, f"not JSON ({exc})", _PIP_HINT) from None
+    value = data.get("dist_amdgpu_targets") if isinstance(data, dict) else None
+    if not isinstance(value, str):
+        raise _fail(path, "dist_amdgpu_targets: expected a string like \"gfx942;gfx950\"",
+                    _PIP_HINT)
+    out = tuple(t.strip() for t in value.split(";") if t.strip())
+    bad = next((t for t in out if not _TARGET.fullmatch(t)), None)
+    if bad is not None or len(out) > 256:
+        raise _fail(path, f"dist_amdgpu_targets: {(bad or value)[:40]!r} is not a gfx target",
+                    _PIP_HINT)
+    return out
+
+
+def pip_rocm(paths: list[str] | None = None, with_components: bool = True) -> RocmRoot | None:
+    """ROCm installed from pip (TheRock's ``rocm`` distribution: package ``rocm_sdk``, runtime
+    ``_rocm_sdk_core/``, devel tree ``_rocm_sdk_devel/``) in the site dirs ``paths`` (default
+    sys.path), read from files only. Its root is the devel tree, which ``rocm-sdk init`` (or
+    ``rocm-sdk path --root``) unpacks on first use; without it the root is returned with
+    ``unusable`` saying so. None when no pip ROCm is installed."""
+    found = find_dists(["rocm", "rocm-sdk-devel"], paths)
+    meta = found.get("rocm")
+    if meta is None:
+        return None
+    site = meta[0].parent
+    core = site / "_rocm_sdk_core"
+    if not (site / "rocm_sdk").is_dir() or not core.is_dir():
+        return None  # another distribution called "rocm", or a broken install
+    devel = site / "_rocm_sdk_devel"
+    unpacked = (devel / "__init__.py").is_file() and not any(
+        (site / "rocm_sdk_devel" / t).exists() for t in ("_devel.tar", "_devel.tar.xz"))
+    unusable = ""
+    if "rocm-sdk-devel" not in found:
+        unusable = (f"the pip ROCm in {site} has no devel tree (headers, CMake configs, hipcc): "
+                    'pip install "rocm[libraries,devel]" from the index it came from')
+    elif not unpacked:
+        unusable = (f"the pip ROCm's devel tree {devel} is not unpacked yet: run `rocm-sdk init` "
+                    "with this Python")
+    known = ("", "")
+    if meta[1]:
+        known = (_first_version(meta[1], meta[0] / "METADATA", _PIP_HINT),
+                 f"{meta[0].name} Version {meta[1]}")
+    version, version_from, hip = root_versions(
+        devel, site, ((core / ".info/version", "_rocm_sdk_core/.info/version"),), _PIP_HINT,
+        known)
+    return RocmRoot(devel, version, "rocm", unpacked and (devel / "bin/hipcc").exists(),
+                    PIP_WHERE, components.find(devel) if with_components else None,
+                    version_from, hip, _targets(core / "share/therock/dist_info.json", site),
+                    unusable)
+
+
 def find_rocm_root(explicit: str | None = None, fs_root: Path = Path("/"),
-                   with_components: bool = True) -> RocmRoot | None:
-    """The ROCm root: ``explicit`` (--rocm-path), then rocm_candidates(), then Debian's /usr
-    layout (HIP headers only, kind "debian", never an SDK). ``with_components=False`` leaves
-    its components not looked for (None): a listing of its lib dirs, milliseconds that a plan
-    needing none of them does not spend."""
+                   with_components: bool = True, site_paths: list[str] | None = None
+                   ) -> RocmRoot | None:
+    """The ROCm root: ``explicit`` (--rocm-path), ROCM_PATH, HIP_PATH; then a pip ROCm with its
+    devel tree installed (in ``site_paths``, default sys.path: who pip-installed ROCm into the
+    Python that builds means it); then /opt/rocm; then a pip ROCm without a devel tree (found,
+    but ``unusable``); then Debian's /usr layout (HIP headers only, kind "debian", never an
+    SDK). ``with_components=False`` leaves its components not looked for (None): a listing of
+    its lib dirs, milliseconds that a plan needing none of them does not spend."""
 
     def found(path: Path) -> tuple[str, ...] | None:
         return components.find(path) if with_components else None
 
+    def sdk(path: Path, where: str) -> RocmRoot:
+        version, version_from, hip = root_versions(path)
+        return RocmRoot(path, version, "rocm", (path / "bin/hipcc").exists(), where,
+                        found(path), version_from, hip)
+
     cands = [(Path(explicit), "--rocm-path")] if explicit else []
-    for path, where in cands + rocm_candidates(fs_root):
+    *named, opt = rocm_candidates(fs_root)
+    for path, where in cands + named:
         if path.is_dir() and (where == "--rocm-path" or _looks_like_rocm(path)):
-            return RocmRoot(path, rocm_version(path), "rocm", (path / "bin/hipcc").exists(),
-                            where, found(path))
+            return sdk(path, where)
+    pip = pip_rocm(site_paths, with_components)
+    if pip is not None and "has no devel tree" not in pip.unusable:
+        return pip
+    if opt[0].is_dir() and _looks_like_rocm(opt[0]):
+        return sdk(*opt)
+    if pip is not None:
+        return pip
     usr = fs_root / "usr"
     if (usr / "include/hip/hip_version.h").is_file() or (usr / "include/hip/hip_runtime.h"
                                                           ).is_file():
-        return RocmRoot(usr, rocm_version(usr), "debian", (usr / "bin/hipcc").exists(),
-                        "Debian /usr", found(usr))
+        version, version_from, hip = root_versions(usr)
+        return RocmRoot(usr, version, "debian", (usr / "bin/hipcc").exists(),
+                        "Debian /usr", found(usr), version_from, hip)
     return None
 
 
@@ -178,15 +373,15 @@ def torch_info(site_paths: list[str] | None = None) -> TorchInfo:
     found = find_dists(["torch"], None if site_paths is None else list(site_paths)).get("torch")
     if found is None or found[1] is None:
         return TorchInfo("", None, None)
-    hip = cuda = None
     version_py = found[0].parent / "torch" / "version.py"
+    fields: dict[str, str | None] = dict.fromkeys(("hip", "cuda", "rocm"))
     if version_py.is_file():
         text = version_py.read_text(errors="replace")
-        m = re.search(r"^hip\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
-        hip = m.group(1) if m else None
-        m = re.search(r"^cuda\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
-        cuda = m.group(1) if m else None
-    return TorchInfo(found[1], hip, cuda, str(version_py.parent))
+        for key in fields:
+            m = re.search(rf"^{key}\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+            fields[key] = m.group(1) if m else None
+    return TorchInfo(found[1], fields["hip"], fields["cuda"], str(version_py.parent),
+                     fields["rocm"])
 
 
 def dist_version(name: str) -> str | None:

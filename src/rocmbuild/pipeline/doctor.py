@@ -184,19 +184,12 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
         list(site_paths) if site_paths is not None else None), strict_compiler=False,
         dists=_recipe_dists())
 
-    # ROCm root
-    found = h.rocm_root
-    rpath, rwhere = (found.path, found.where) if found else (None, "")
-    rver = (found.version or None) if found else None
-    if rpath is None:
-        add(Check("rocm", "fail", "no ROCm root (ROCM_PATH, HIP_PATH, /opt/rocm, /usr/include/hip)",
-                  "install ROCm (amdgpu-install --usecase=rocm), set ROCM_PATH, or on Debian 12 "
-                  "run scripts/install-hip-toolchain.sh"))
-    else:
-        comps = list(found.components or ()) if found else []
-        add(Check("rocm", "ok", f"{rpath} ({rwhere}), version {rver or 'unknown'}, "
-                  f"{len(comps)} of {len(components.COMPONENTS)} known ROCm components",
-                  data={"path": str(rpath), "version": rver, "components": comps}))
+    found = h.rocm_root  # the ROCm root
+    add(_rocm_check(found) if found else Check(
+        "rocm", "fail", "no ROCm root (ROCM_PATH, HIP_PATH, rocm_sdk (pip), /opt/rocm, "
+        "/usr/include/hip)", "install ROCm (amdgpu-install --usecase=rocm, or pip install "
+        '"rocm[libraries,devel]" from a TheRock index), set ROCM_PATH, or on Debian 12 run '
+        "scripts/install-hip-toolchain.sh"))
 
     # GPUs from KFD
     log.step("looking for AMD GPUs (KFD topology)")
@@ -257,7 +250,7 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
 
     # rocm-smi / amd-smi
     log.step("checking rocm-smi / amd-smi, /dev/kfd, render nodes and groups")
-    add(_smi_check(root, rpath, real, bool(gpus)))
+    add(_smi_check(root, found.path if found else None, real, bool(gpus)))
 
     # /dev/kfd and render nodes, groups
     uname = user or pwd.getpwuid(os.getuid()).pw_name
@@ -267,8 +260,10 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
     add(_group_check(root, real, uname, groups, db, have_db))
 
     # torch (informational on its own; a recipe's needs are judged below)
-    tcheck = _torch_check(h.torch, rver)
+    tcheck = _torch_check(h.torch, found if found and found.kind == "rocm" else None)
     add(tcheck)
+    if found is not None and found.targets is not None and archs:
+        add(_targets_check(found, archs))
 
     # recipe: memory, disk and host requirements, exactly as `rocmbuild build` checks them
     disk_gb = DEFAULT_DISK_GB
@@ -371,7 +366,7 @@ def _component_checks(plan: Plan, h: Host) -> list[Check]:
     """One line per ROCm component the plan needs and the ROCm root lacks, with its packages;
     one ok line when none is missing. File checks only: milliseconds."""
     root = h.rocm_root
-    if not plan.rocm_components or root is None:
+    if not plan.rocm_components or root is None or root.unusable:
         return []  # nothing needed, or the rocm check already failed
     absent = requirements.missing_components(plan, h) or []
     out = []
@@ -467,23 +462,58 @@ def _group_check(root: Path, real: bool, user: str, groups: set[str],
                  data={"groups": sorted(groups)})
 
 
-def _torch_check(t: toolchain.TorchInfo, rocm_ver: str | None) -> Check:
+def _rocm_check(r: toolchain.RocmRoot) -> Check:
+    """The root, how it was found, its ROCm version (and from which file), HIP version and (pip
+    ROCm) gfx targets; fails with the fix when it cannot be built against."""
+    comps = list(r.components or ())
+    data = {"path": str(r.path), "where": r.where, "version": r.version or None,
+            "version_from": r.version_from or None, "hip_version": r.hip_version or None,
+            "targets": None if r.targets is None else list(r.targets), "components": comps}
+    version = (f"ROCm {r.version} (from {r.version_from})" if r.version else "version unknown"
+               ) + (f", HIP {r.hip_version}" if r.hip_version else "")
+    targets = "" if r.targets is None else f", targets {';'.join(r.targets) or 'none'}"
+    line = (f"{r.path} ({r.where}), {version}{targets}, {len(comps)} of "
+            f"{len(components.COMPONENTS)} known ROCm components")
+    if r.unusable:
+        return Check("rocm", "fail", f"{line}: {r.unusable}",
+                     r.unusable.rpartition(": ")[2] + ", or set ROCM_PATH to another ROCm root",
+                     data=data)
+    return Check("rocm", "ok", line, data=data)
+
+
+def _targets_check(r: toolchain.RocmRoot, archs: Sequence[str]) -> Check:
+    """A pip ROCm's libraries carry code for its index's GPU family only (``rocm-sdk targets``):
+    other archs compile, but this install's libraries do not run there."""
+    lacking = [a for a in archs if a.split(":")[0] not in (r.targets or ())]
+    data = {"targets": list(r.targets or ()), "archs": list(archs)}
+    return Check("rocm-targets", "warn", f"the {r.where} ROCm at {r.path} carries libraries "
+                 f"for {';'.join(r.targets or ()) or 'no target'}, not {', '.join(lacking)}: "
+                 "wheels for those compile but this install cannot run them", "install the rocm "
+                 "and torch wheels of TheRock's index for those GPUs (per family, or multi-arch "
+                 "with rocm[libraries,devel,device-gfxNNN])", data=data) if lacking else Check(
+        "rocm-targets", "ok", f"the {r.where} ROCm carries libraries for {', '.join(archs)}",
+        data=data)
+
+
+def _torch_check(t: toolchain.TorchInfo, root: toolchain.RocmRoot | None) -> Check:
     if not t.version:
         return Check("torch", "ok", "torch not installed (needed only by torch-based recipes)",
                      data={"torch": None})
-    info = {"version": t.version, "kind": t.kind, "hip": t.hip, "cuda": t.cuda,
+    info = {"version": t.version, "kind": t.kind, "hip": t.hip, "rocm": t.rocm, "cuda": t.cuda,
             "location": t.location}
-    fix = ("install a ROCm torch, e.g. pip install torch --index-url "
-           "https://download.pytorch.org/whl/rocm6.2 (match your ROCm)")
     if t.kind != "rocm":
         return Check("torch", "warn", f"torch {t.version} is a {t.kind.upper()} "
                      "build: --no-build-isolation builds compile against it, so torch-based HIP "
-                     "extensions (flash-attn) cannot build here", fix, data={"torch": info})
-    hip = t.hip or "?"
-    if rocm_ver and t.hip and t.hip.split(".")[:2] != rocm_ver.split(".")[:2]:
-        return Check("torch", "warn", f"torch {t.version} is built for HIP {hip} but the "
-                     f"ROCm root is {rocm_ver}: extensions may fail to load",
+                     "extensions (flash-attn) cannot build here", "install a ROCm torch, e.g. pip "
+                     "install torch --index-url https://download.pytorch.org/whl/rocm6.2 (match "
+                     "your ROCm)", data={"torch": info})
+    built = t.rocm_short
+    if root is not None and built and toolchain.major_minor(root.version) not in ("", built):
+        return Check("torch", "warn", f"torch {t.version} is built for ROCm {built} "
+                     f"({t.rocm_from}) but the ROCm root is ROCm {root.version} (from "
+                     f"{root.version_from or 'its version file'}): extensions may fail to load",
                      "use the ROCm that matches torch (ROCM_PATH) or the torch that matches ROCm",
                      data={"torch": info})
-    return Check("torch", "ok", f"torch {t.version} is a ROCm build (HIP {hip})",
+    rocm = f"ROCm {t.rocm}, " if t.rocm else ""
+    return Check("torch", "ok", f"torch {t.version} is a ROCm build ({rocm}HIP {t.hip or '?'})",
                  data={"torch": info})

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 
 from rocmbuild.core.errors import ToolchainError
-from rocmbuild.host import components
+from rocmbuild.host import components, toolchain
 from rocmbuild.host.detect import Host
 from rocmbuild.recipe.plan import Plan
 
@@ -36,10 +36,11 @@ def _why(plan: Plan) -> str:
 
 def missing_components(plan: Plan, host: Host) -> list[str] | None:
     """The plan's ROCm components absent under the host's ROCm root (None: not recorded in a
-    saved host, so they cannot be judged; [] when there is no root: the SDK check says so)."""
+    saved host, so they cannot be judged; [] when there is no root, or an unusable one: the SDK
+    check says so)."""
     root = host.rocm_root
-    if root is None or not plan.rocm_components:
-        return []
+    if root is None or root.unusable or not plan.rocm_components:
+        return []  # nothing needed, or the SDK check says what is wrong with the root
     if root.components is None:
         return None
     return [c for c in plan.rocm_components if c not in root.components]
@@ -48,25 +49,30 @@ def missing_components(plan: Plan, host: Host) -> list[str] | None:
 def torch_sdk_mismatch(plan: Plan, host: Host) -> str | None:
     """Why the ROCm torch and the ROCm SDK do not go together, when the plan needs both.
 
-    A torch extension is compiled by the SDK's hipcc against the SDK's HIP headers, and it is
-    loaded next to the HIP runtime torch was built with: a different major (libamdhip64.so.6 vs
+    A torch extension is compiled by the SDK's hipcc against the SDK's headers, and it is
+    loaded next to the ROCm runtime torch was built with: a different major (libamdhip64.so.6 vs
     .so.7) puts two runtimes in one process, and a different minor gives headers newer or older
     than the runtime that serves them (and setup.py-based builds such as flash-attn pick their
-    compiler flags from ``torch.version.hip``, not from the compiler that receives them). So the
-    HIP major.minor of torch must equal the SDK's."""
+    compiler flags from torch's version facts, not from the compiler that receives them). So the
+    ROCm major.minor torch was built for must equal the SDK's ROCm major.minor: torch's from
+    ``torch.version.rocm`` when it has one, else from ``torch.version.hip`` (equal to the ROCm
+    version before ROCm 10; from ROCm 10 they differ, ROCm 10.1 ships HIP 7.16, and every torch
+    for ROCm 10 has ``torch.version.rocm``); the SDK's from its rocm-core version files
+    (``toolchain.root_versions``). HIP is never compared with ROCm where both are known."""
     from rocmbuild.core.pep508 import split_requirement
 
     names = {split_requirement(r)[0] for r in plan.host_requires}
     torch, root = host.torch, host.rocm_root
     if not {"rocm-torch", "rocm-sdk"} <= names or root is None or root.kind != "rocm":
         return None
-    sdk = ".".join(root.version.split(".")[:2])
-    if not torch.hip_short or not sdk or torch.hip_short == sdk:
+    sdk, built = toolchain.major_minor(root.version), torch.rocm_short
+    if not built or not sdk or built == sdk:
         return None
-    return (f"a ROCm torch built for the SDK's HIP {sdk} (torch {torch.version} was built with "
-            f"HIP {torch.hip}, the ROCm root {root.path} is {root.version}: an extension "
-            "compiled against one and loaded with the other gets mismatched HIP headers, "
-            "runtime and compiler flags)")
+    return (f"a ROCm torch built for the SDK's ROCm {sdk} (compared torch {torch.version}'s "
+            f"ROCm {built}, from {torch.rocm_from}, with ROCm {root.version} of the ROCm root "
+            f"{root.path}, from its {root.version_from or 'version'}: an extension compiled "
+            "against one and loaded with the other gets mismatched headers, runtime and "
+            "compiler flags)")
 
 
 def missing(plan: Plan, host: Host) -> list[str]:
@@ -76,6 +82,11 @@ def missing(plan: Plan, host: Host) -> list[str]:
 
     out: list[str] = []
     torch, root = host.torch, host.rocm_root
+    names = [split_requirement(r)[0] for r in plan.host_requires]
+    if root is not None and root.unusable and (
+            plan.rocm_components or {"rocm-sdk", "hip-compiler"} & set(names)):
+        out.append(f"a ROCm SDK with hipcc (found {root.where} ROCm {root.version or '?'}, but "
+                   f"{root.unusable})")  # a pip ROCm the plan would use, not built against
     for req in plan.host_requires:
         name, spec = split_requirement(req)
         if name == "torch" and not torch.version:
@@ -90,13 +101,15 @@ def missing(plan: Plan, host: Host) -> list[str]:
         elif name == "rocm-sdk":
             in_range = root is not None and root.kind == "rocm" and bool(root.version) and (
                 not spec or _within(root.version, spec))
+            if root is not None and root.unusable:
+                continue  # said above
             if not in_range or not (root and root.has_hipcc):
                 if root is None:
                     found = "none"
                 elif root.kind == "debian":
                     found = f"only Debian's HIP {root.version} headers under {root.path}"
                 else:
-                    found = f"ROCm {root.version or '?'} at {root.path}" + (
+                    found = f"ROCm {root.version or '?'} at {root.path} ({root.where})" + (
                         "" if root.has_hipcc else " without bin/hipcc")
                 out.append(f"a ROCm SDK {spec or ''}".rstrip() + f" with hipcc (found {found})"
                            + (_why(plan) if spec and root is not None and root.version
@@ -120,14 +133,18 @@ def missing(plan: Plan, host: Host) -> list[str]:
 def hint(plan: Plan, lacking: list[str], host: Host | None = None) -> str | None:
     """How to get what ``missing`` says is missing (``host``: the one it was judged on)."""
     hints = []
-    if any("SDK's HIP" in m for m in lacking):
+    if any("SDK's ROCm" in m for m in lacking):
         hints.append("use the torch built for your ROCm (pip install torch --index-url "
-                     "https://download.pytorch.org/whl/rocmX.Y with the SDK's X.Y) or point "
-                     "--rocm-path / ROCM_PATH at the ROCm torch was built with")
+                     "https://download.pytorch.org/whl/rocmX.Y with the SDK's X.Y; for a pip "
+                     "ROCm the torch of the same TheRock index) or point --rocm-path / ROCM_PATH "
+                     "at the ROCm torch was built with")
     elif any("torch" in m for m in lacking):
         hints.append("install a ROCm torch: pip install torch --index-url "
                      f"https://download.pytorch.org/whl/rocm{plan.rocm.version}")
-    if any("ROCm SDK" in m for m in lacking):
+    unusable = host.rocm_root.unusable if host and host.rocm_root else ""
+    if unusable and any("ROCm SDK" in m for m in lacking):
+        hints.append(unusable.rpartition(": ")[2] + " (or set ROCM_PATH to another ROCm root)")
+    elif any("ROCm SDK" in m for m in lacking):
         hints.append("install ROCm (https://rocm.docs.amd.com) or point --rocm-path / "
                      "ROCM_PATH at it, or build inside the Dockerfile's ROCm image")
     if any(m.startswith("ROCm components under") for m in lacking):

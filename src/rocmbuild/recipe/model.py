@@ -193,7 +193,7 @@ class Recipe:
         "What the host must have: torch, rocm-torch, rocm-sdk, hip-compiler. torch, rocm-torch "
         "and rocm-sdk may carry the PEP 440 version range the recipe was checked against "
         "(``rocm-sdk>=6.2,<7.1``; a torch's local label is ignored). When both rocm-torch and "
-        "rocm-sdk are required, the ROCm torch's HIP major.minor must also equal the SDK's.",
+        "rocm-sdk are required, torch's ROCm major.minor (else its HIP's) must equal the SDK's.",
         '["rocm-torch>=2.2,<2.14", "rocm-sdk>=6.0,<7.1"]', default=(),
         choices=HOST_REQUIREMENTS, noun="requirement", versioned=True,
     )

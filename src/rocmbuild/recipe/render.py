@@ -104,7 +104,7 @@ def uses_rocm_components(recipe: Recipe, variant: str | None = None) -> bool:
 
 def _rocm_target(recipe: Recipe, target: Target, host: Host) -> RocmTarget:
     """The ROCm version of the local label: what the build compiles and links against. The ROCm
-    torch's HIP first; else the ROCm root, when it is an SDK or when the build's HIP compiler
+    torch's ROCm first; else the ROCm root, when it is an SDK or when the build's HIP compiler
     compiles against it (a distribution's HIP, e.g. Debian's 5.2 under /usr); the recipe's
     target.rocm only when nothing was detected. With ``target.rocm_from = "sdk"`` (a recipe that
     builds torch itself) the torch in the building interpreter is not asked: the SDK's version
@@ -114,14 +114,14 @@ def _rocm_target(recipe: Recipe, target: Target, host: Host) -> RocmTarget:
             if host.compiler is not None and uses_hip_compiler(recipe, target.variant) else None)
     if target.rocm_version:
         version, origin, kind = target.rocm_version, "--rocm-version", "flag"
-    elif torch.hip_short and recipe.rocm_from != "sdk":
-        version, origin = torch.hip_short, f"torch {torch.version} (HIP {torch.hip})"
+    elif torch.rocm_short and recipe.rocm_from != "sdk":  # torch.version.rocm, else its HIP
+        version, origin = torch.rocm_short, f"torch {torch.version} ({torch.rocm_from})"
         kind = "torch"
     elif root is not None and root.version and (root.kind == "rocm" or comp is not None):
         version = ".".join(root.version.split(".")[:2])
         origin = (f"ROCm root {root.path}" if root.kind == "rocm" else
                   f"HIP {root.version} at {root.path} ({root.kind}), which the compiler uses")
-        if recipe.rocm_from == "sdk" and torch.hip_short:
+        if recipe.rocm_from == "sdk" and torch.rocm_short:
             origin += f" (target.rocm_from = sdk: not torch {torch.version})"
         kind = "rocm-root"
     else:

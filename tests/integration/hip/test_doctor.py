@@ -154,7 +154,7 @@ def test_non_rocm_torch(tmp_path, kind):
 
 def test_torch_hip_vs_rocm_mismatch(tmp_path):
     t = run_doctor(tmp_path, rocm="6.4.1").get("torch")
-    assert t.status == "warn" and "ROCm root is 6.4.1" in t.message
+    assert t.status == "warn" and "ROCm root is ROCm 6.4.1" in t.message
 
 
 def test_no_compiler(tmp_path, monkeypatch):
