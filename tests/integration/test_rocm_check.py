@@ -62,21 +62,30 @@ def test_plan_warns_and_build_refuses_a_torch_for_another_hip(
     root = make_rocm_root(tmp_path / "rocm", "6.4.1")  # torch says HIP 6.2
     env = env_for(root, fake_rocm_torch, ROCMBUILD_WORKDIR=str(tmp_path / "w"),
                   ROCMBUILD_CACHE_DIR=str(tmp_path / "c"))
-    plan = rocmbuild("plan", "flash-attn", "--arch", "gfx942", env=env)
+    # forced onto a line: the torch/SDK rule itself, not the line picker (no line fits this pair)
+    plan = rocmbuild("plan", "flash-attn", "--arch", "gfx942", "--release", "2.8-fork", env=env)
     assert plan.returncode == 0, plan.stderr
     assert "SDK's ROCm 6.4" in plan.stderr and "torch.version.hip 6.2.41133" in plan.stderr
 
-    build = rocmbuild("build", "flash-attn", "--arch", "gfx942", env=env)
+    build = rocmbuild("build", "flash-attn", "--arch", "gfx942", "--release", "2.8-fork", env=env)
     assert build.returncode == 10, build.stderr
     assert "Traceback" not in build.stderr
     assert "SDK's ROCm 6.4" in build.stderr and "download.pytorch.org/whl/rocm" in build.stderr
     assert not (tmp_path / "w").exists() or not any((tmp_path / "w").rglob("setup.py"))
 
     report = json.loads(rocmbuild("doctor", "--recipe", "flash-attn", "--arch", "gfx942",
+                                  "--release", "2.8-fork",
                                   "--json", "--hip-compiler", str(tmp_path / "no-clang"),
                                   env=env).stdout)
     checks = {c["name"]: c for c in report["checks"]}
     assert checks["torch-vs-sdk"]["status"] == "fail"
+    # without --release no line fits this pair: the recipe check says what each line lacks
+    report = json.loads(rocmbuild("doctor", "--recipe", "flash-attn", "--arch", "gfx942",
+                                  "--json", "--hip-compiler", str(tmp_path / "no-clang"),
+                                  env=env).stdout)
+    recipe = {c["name"]: c for c in report["checks"]}["recipe"]
+    assert recipe["status"] == "fail" and "no release line fits" in recipe["message"]
+    assert "2.8-fork needs" in recipe["message"] and "main needs" in recipe["message"]
 
 
 def test_plan_for_a_saved_host_missing_components(tmp_path: Path) -> None:

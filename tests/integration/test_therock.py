@@ -72,17 +72,25 @@ def test_doctor_plan_and_build_use_the_pip_rocm(tmp_path: Path) -> None:
     # the recipe's checked ranges (ROCm < 7.1, torch < 2.14) refuse it, naming the pip root
     assert checks["recipe"]["status"] == "fail" and f"({PIP})" in checks["recipe"]["message"]
 
-    plan = run(python, "plan", "flash-attn", "--arch", "gfx942", "--json", tmp_path=tmp_path)
+    # no line of flash-attn fits ROCm 10.1: each says what it lacks, naming the pip root
+    none = run(python, "plan", "flash-attn", "--arch", "gfx942", tmp_path=tmp_path)
+    assert none.returncode == 10 and "no release line fits this host" in none.stderr
+    assert none.stderr.count(f"({PIP})") >= 2, none.stderr
+    # forced onto a line, the plan shows the pip root and labels with the ROCm version
+    plan = run(python, "plan", "flash-attn", "--arch", "gfx942", "--release", "2.8-fork",
+               "--json", tmp_path=tmp_path)
     assert plan.returncode == 0, plan.stderr
     p = json.loads(plan.stdout)
     assert p["rocm_root"]["where"] == PIP and p["rocm_root"]["targets"] == ["gfx942", "gfx950"]
     assert p["rocm"]["root"] == str(devel) and p["env"]["ROCM_PATH"] == str(devel)
     assert p["rocm"]["version"] == "10.1" and p["local_version"].startswith("rocm10.1.")
     assert "SDK's ROCm" not in plan.stderr and "rocm7.16" not in plan.stdout
-    text = run(python, "plan", "flash-attn", "--arch", "gfx942", tmp_path=tmp_path)
+    text = run(python, "plan", "flash-attn", "--arch", "gfx942", "--release", "2.8-fork",
+               tmp_path=tmp_path)
     assert f"root     {devel} ({PIP}, targets gfx942;gfx950)" in text.stdout + text.stderr
 
-    build = run(python, "build", "flash-attn", "--arch", "gfx942", tmp_path=tmp_path)
+    build = run(python, "build", "flash-attn", "--arch", "gfx942", "--release", "2.8-fork",
+                tmp_path=tmp_path)
     assert build.returncode == 10, build.stderr
     assert "Traceback" not in build.stderr
     assert f"found ROCm 10.1.0 at {devel} ({PIP})" in build.stderr
