@@ -23,7 +23,12 @@ CASES = {  # every release line with each variant it builds (the fixture host fi
     "flash-attn-triton-pypi-gfx942": ["flash-attn", "--arch", "gfx942", "--variant", "triton",
                                       "--source", "pypi", "--release", "2.8-fork"],
     "flash-attn-main-ck-gfx942": ["flash-attn", "--arch", "gfx942", "--release", "main"],
-    "pytorch-gfx942": ["pytorch", "--arch", "gfx942"],
+    # --rocm-version: the line's ROCm (the fixture root is 6.2), so its AOTriton runtime shows
+    "pytorch-2.14-gfx942": ["pytorch", "--arch", "gfx942", "--release", "2.14",
+                            "--rocm-version", "7.14"],
+    "pytorch-2.13-gfx942": ["pytorch", "--arch", "gfx942", "--release", "2.13",
+                            "--rocm-version", "7.2"],
+    "pytorch-2.9-gfx942": ["pytorch", "--arch", "gfx942", "--release", "2.9"],
 }
 
 
@@ -49,7 +54,7 @@ def test_plan_matches_golden(name: str, fake_rocm_root: Path) -> None:
 
 
 def test_pytorch_plan_has_rocm_build_steps(fake_rocm_root: Path) -> None:
-    res = rocmbuild("plan", "pytorch", "--arch", "gfx942", "--json",
+    res = rocmbuild("plan", "pytorch", "--arch", "gfx942", "--release", "2.9", "--json",
                     env={"ROCM_PATH": str(fake_rocm_root)})
     plan = json.loads(res.stdout)
     assert plan["hipify"] == ["python", "tools/amd_build/build_amd.py"]

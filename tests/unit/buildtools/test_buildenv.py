@@ -53,7 +53,7 @@ def test_shipped_recipes_declare_build_envs() -> None:
     assert flash.build_env is not None
     assert "setuptools>=70.1,<80" in flash.build_env.requires
     assert flash.to_json()["build_env"]["requires"] == list(flash.build_env.requires)
-    torch = render(load(find_recipe("pytorch")), Target(arch="gfx942"), HOST)
+    torch = render(load(find_recipe("pytorch")), Target(arch="gfx942", release="2.9"), HOST)
     assert torch.build_env is not None
     assert torch.build_env.requirements_file == "requirements-build.txt"
     probe = load(find_recipe("hip-attention-probe"))  # its plan needs a HIP compiler

@@ -35,6 +35,7 @@ def host(rocm: str, torch: str, hip: str | None = None) -> Host:
 
 HOSTS = {
     "rocm6.2-torch2.5": host("6.2.4", "2.5.1"),
+    "rocm6.4-torch2.9": host("6.4.1", "2.9.1"),
     "rocm7.0-torch2.9": host("7.0.2", "2.9.1"),
     "rocm7.2-torch2.13": host("7.2.0", "2.13.0"),
     "rocm7.14-torch2.14": host("7.14.0", "2.14.0"),
@@ -120,11 +121,42 @@ def test_a_source_the_line_lacks() -> None:
     assert "main has no source 'pypi'" in plan.release_why
 
 
+@pytest.mark.parametrize(("name", "line", "commit", "rocm", "runtime"), [
+    ("rocm7.14-torch2.14", "2.14", "5c488690", ">=7.14,<7.15", "aotriton-runtime-rocm7.14"),
+    ("rocm7.2-torch2.13", "2.13", "cf30153c", ">=7.2,<7.3", "aotriton-runtime-rocm7.2"),
+    ("rocm6.4-torch2.9", "2.9", "d38164a5", ">=6.3,<6.5", "aotriton-runtime-rocm6.4"),
+])
+def test_pytorch_gets_the_line_of_the_hosts_rocm(name: str, line: str, commit: str,
+                                                  rocm: str, runtime: str) -> None:
+    """PyTorch builds torch: its lines are picked by the ROCm SDK alone (the host's ROCm torch
+    plays no part); each line has its own components and AOTriton runtime."""
+    plan = planning.plan(load(find_recipe("pytorch")), Target(arch="gfx942"), HOSTS[name])
+    assert plan.release == line and plan.source.commit.startswith(commit)
+    assert plan.host_requires == (f"rocm-sdk{rocm}",)
+    assert plan.release_why.startswith(f"newest line whose ranges this host satisfies: "
+                                       f"rocm-sdk{rocm}")
+    assert ("hipfile" in plan.rocm_components) == (line == "2.14")
+    assert ("rocm_smi" in plan.rocm_components) == (line != "2.14")
+    assert [d.name for d in plan.downloads if "runtime" in d.name] == [runtime]
+
+
+def test_pytorch_on_a_rocm_no_line_is_for() -> None:
+    with pytest.raises(ToolchainError) as info:
+        planning.plan(load(find_recipe("pytorch")), Target(arch="gfx942"),
+                      HOSTS["rocm6.2-torch2.5"])
+    first, *per_line = info.value.message.splitlines()
+    assert first == "pytorch: no release line fits this host:"
+    assert [p.split()[0] for p in per_line] == ["2.14", "2.13", "2.9"]
+    for p, rocm in zip(per_line, (">=7.14,<7.15", ">=7.2,<7.3", ">=6.3,<6.5"), strict=True):
+        assert f" needs a ROCm SDK {rocm} with hipcc (found ROCm 6.2.4" in p, p
+    assert "(lines, newest first: 2.14, 2.13, 2.9)" in (info.value.hint or "")
+
+
 def test_recipe_without_lines_renders_as_before() -> None:
-    recipe, h = load(find_recipe("pytorch")), HOSTS["rocm6.2-torch2.5"]
+    recipe, h = load(find_recipe("aiter")), HOSTS["rocm6.2-torch2.5"]
     target = Target(arch="gfx942")
     assert planning.plan(recipe, target, h) == render(recipe, target, h)
-    with pytest.raises(UsageError, match="--release: pytorch has no release lines"):
+    with pytest.raises(UsageError, match="--release: aiter has no release lines"):
         planning.plan(recipe, Target(arch="gfx942", release="2.9"), h)
 
 

@@ -105,13 +105,21 @@ def _recipe(tmp_path: Path, body: str) -> Path:
 def test_shipped_recipes_are_offline_and_pytorch_pins_aotriton() -> None:
     for name in ("flash-attn", "pytorch", "hip-attention-probe"):
         assert load(find_recipe(name)).offline, name
-    plan = render(load(find_recipe("pytorch")), Target(arch="gfx942,gfx1100",
-                                                       rocm_version="6.4"), HOST)
+    torch = load(find_recipe("pytorch"))
+    plan = render(torch, Target(arch="gfx942,gfx1100", rocm_version="6.4", release="2.9"), HOST)
     assert plan.offline and plan.to_json()["offline"] is True
     assert [d.name for d in plan.downloads] == [
         "aotriton-runtime-rocm6.4", "aotriton-images-gfx942", "aotriton-images-gfx11xx"]
     assert {d.env for d in plan.downloads} == {"AOTRITON_INSTALLED_PREFIX"}
     assert all(len(d.sha256) == 64 for d in plan.downloads)
+    # each line pins its own AOTriton (0.13b for 2.13 and 2.14), one runtime per ROCm
+    for line, rocm in (("2.14", "7.14"), ("2.13", "7.2")):
+        plan = render(torch, Target(arch="gfx942,gfx1100", rocm_version=rocm, release=line),
+                      HOST)
+        assert [d.name for d in plan.downloads] == [
+            f"aotriton-runtime-rocm{rocm}", "aotriton-images-gfx942", "aotriton-images-gfx110x"]
+        assert all("/0.13b/aotriton-0.13b-" in d.url for d in plan.downloads)
+        assert {d.env for d in plan.downloads} == {"AOTRITON_INSTALLED_PREFIX"}
 
 
 def test_downloads_go_into_the_cache_key(tmp_path: Path) -> None:
