@@ -11,11 +11,9 @@ toolchain.json are not moved: acceptance of an arch is always tested by a real c
 
 from __future__ import annotations
 
-import grp
 import os
 import pwd
 import shutil
-import stat
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,8 +25,8 @@ from rocmbuild.core import gfx as archmod
 from rocmbuild.core.errors import RocmbuildError
 from rocmbuild.core.jobs import GiB
 from rocmbuild.core.run import no_network
+from rocmbuild.host import access, components, toolchain
 from rocmbuild.host import compiler as compmod
-from rocmbuild.host import components, toolchain
 from rocmbuild.host import detect as hostmod
 from rocmbuild.host import gpus as gpumod
 from rocmbuild.host.detect import Host
@@ -103,54 +101,6 @@ def _recipe_plan(name: str, archs: Sequence[str], variant: str | None, h: Host,
 
 def _under(root: Path, p: str | Path) -> Path:
     return root / str(p).lstrip("/")
-
-
-def _group_db(root: Path) -> tuple[dict[str, tuple[int, list[str]]], bool]:
-    """name -> (gid, members) from <root>/etc/group; (db, readable)."""
-    f = root / "etc/group"
-    try:
-        text = f.read_text(errors="replace")
-    except OSError:
-        return {}, False
-    db: dict[str, tuple[int, list[str]]] = {}
-    for line in text.splitlines():
-        parts = line.split(":")
-        if len(parts) >= 4 and parts[2].isdigit():
-            db[parts[0]] = (int(parts[2]), [m for m in parts[3].split(",") if m])
-    return db, True
-
-
-def _user_groups(root: Path, user: str, db: dict[str, tuple[int, list[str]]],
-                 real: bool) -> set[str]:
-    names = {g for g, (_gid, members) in db.items() if user in members}
-    by_gid = {gid: g for g, (gid, _m) in db.items()}
-    try:
-        for line in (root / "etc/passwd").read_text(errors="replace").splitlines():
-            parts = line.split(":")
-            if len(parts) > 3 and parts[0] == user and parts[3].isdigit():
-                names.add(by_gid.get(int(parts[3]), ""))
-    except OSError:
-        pass
-    if real:  # this process's actual supplementary groups (newgrp, sssd, ...)
-        for gid in os.getgroups():
-            try:
-                names.add(by_gid.get(gid) or grp.getgrgid(gid).gr_name)
-            except KeyError:
-                pass
-    names.discard("")
-    return names
-
-
-def _can_rw(path: Path, real: bool, user: str, groups: set[str],
-            db: dict[str, tuple[int, list[str]]]) -> bool:
-    if real:
-        return os.access(path, os.R_OK | os.W_OK)
-    st = path.stat()
-    mode = st.st_mode
-    if mode & stat.S_IROTH and mode & stat.S_IWOTH:
-        return True
-    gname = next((g for g, (gid, _m) in db.items() if gid == st.st_gid), None)
-    return bool(mode & stat.S_IRGRP and mode & stat.S_IWGRP and gname in groups)
 
 
 def _nearest_existing(p: Path) -> Path:
@@ -254,8 +204,8 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
 
     # /dev/kfd and render nodes, groups
     uname = user or pwd.getpwuid(os.getuid()).pw_name
-    db, have_db = _group_db(root)
-    groups = _user_groups(root, uname, db, real) if have_db else set()
+    db, have_db = access.group_db(root)
+    groups = access.user_groups(root, uname, db, real) if have_db else set()
     add(_device_check(root, real, uname, groups, db, bool(gpus)))
     add(_group_check(root, real, uname, groups, db, have_db))
 
@@ -439,7 +389,7 @@ def _device_check(root: Path, real: bool, user: str, groups: set[str],
     if not renders:
         return Check("devices", "warn", f"{kfd} exists but no {root / 'dev/dri'}/renderD*",
                      "in a container also pass --device /dev/dri", data=data)
-    denied = [str(p) for p in [kfd, *renders] if not _can_rw(p, real, user, groups, db)]
+    denied = [str(p) for p in [kfd, *renders] if not access.can_rw(p, real, user, groups, db)]
     if denied:
         return Check("devices", "warn", f"no read/write access for {user} to "
                      f"{', '.join(denied)}", GROUP_FIX, data=data)

@@ -9,7 +9,7 @@ and bwd. ``CK_FMHA_DIRECTIONS`` (the ck-fmha-probe recipe's option) narrows the 
 ``CK_FMHA_UNITS`` keeps the units whose name matches its shell pattern.
 
 ``build.unit_count = "ninja"`` (``auto`` for the cmake backend): the cmake backend's configure
-command (``Plan.unit_configure``, render's ``cmake_configure``: generator Ninja, the HIP compiler
+command (``Plan.unit_configure``, ``recipe.backend.cmake_configure``: generator Ninja, the HIP compiler
 and archs, build.cmake_args) runs in the fetched tree with the build's environment, then
 ``ninja -t targets all`` lists the build's outputs; the object files (``.o``, ``.obj``) are the
 compile units: links, custom commands and CMake's own rules are not counted.

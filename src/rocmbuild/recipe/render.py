@@ -23,10 +23,11 @@ from rocmbuild.cache.learned import LearnedMemory, pick
 from rocmbuild.core import gfx as arch
 from rocmbuild.core import jobs, options
 from rocmbuild.core.config import SOURCE_TREE_IGNORE
-from rocmbuild.core.errors import RecipeError, ToolchainError, UsageError
+from rocmbuild.core.errors import RecipeError, UsageError
 from rocmbuild.host import gpus
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
+from rocmbuild.recipe.backend import backend_commands, cmake_configure, fill
 from rocmbuild.recipe.check import suggest
 from rocmbuild.recipe.depends import of as depends_of
 from rocmbuild.recipe.keys import ROCM_LIBS
@@ -67,16 +68,6 @@ class Target:
     release: str | None = None
     """The release line ([releases.<name>]) to render: ``--release``, or the one
     ``pipeline.planning`` picked for the host. Required when the recipe has lines."""
-
-
-def _fill(template: str, values: Mapping[str, str], where: str) -> str:
-    try:
-        return template.format_map(values)
-    except KeyError as exc:  # a placeholder that needs something the host does not have
-        raise ToolchainError(
-            f"{where}: {{{exc.args[0]}}} cannot be resolved on this host",
-            hint="run `rocmbuild doctor` to see what is missing",
-        ) from exc
 
 
 def _applies(item: Patch | Download, facts: Mapping[str, tuple[str, ...]]) -> bool:
@@ -277,8 +268,8 @@ def render(recipe: Recipe, target: Target, host: Host,
         (f"variants.{variant_name}.env", variant.env if variant else ()),
     ):
         for name, template in pairs:
-            env[name] = _fill(template, values, f"{recipe.path.name}: {where}.{name}")
-            keyed_env[name] = _fill(template, key_values, f"{recipe.path.name}: {where}.{name}")
+            env[name] = fill(template, values, f"{recipe.path.name}: {where}.{name}")
+            keyed_env[name] = fill(template, key_values, f"{recipe.path.name}: {where}.{name}")
     chosen = resolve_options(recipe, variant_name, target.options)
     for opt, value in chosen:  # literal values: no placeholders
         env[recipe.options[opt].env] = keyed_env[recipe.options[opt].env] = value
@@ -295,7 +286,7 @@ def render(recipe: Recipe, target: Target, host: Host,
     step = recipe.hipify_step
     if step is not None and step.tool == "command":
         where = "build.hipify" if recipe.hipify else "hipify.command"
-        step = replace(step, command=tuple(_fill(a, values, f"{recipe.path.name}: {where}")
+        step = replace(step, command=tuple(fill(a, values, f"{recipe.path.name}: {where}")
                                            for a in step.command))
     hipify = step.command if step is not None else ()
     downloads = tuple(d for d in recipe.downloads if _applies(d, facts))
@@ -307,7 +298,7 @@ def render(recipe: Recipe, target: Target, host: Host,
                 hint="pin it: sha256sum the file from a trusted listing and set sha256 "
                 "(an unpinned download is never fetched)",
             )
-    commands = _commands(recipe, values)
+    commands = backend_commands(recipe, values)
     if recipe.backend == "cmake":
         env["CMAKE_BUILD_PARALLEL_LEVEL"] = values["jobs"]
         keyed_env["CMAKE_BUILD_PARALLEL_LEVEL"] = "{jobs}"
@@ -316,7 +307,7 @@ def render(recipe: Recipe, target: Target, host: Host,
     if source.kind == "git" and variant is not None and variant.submodules is not None:
         source = replace(source, submodules=variant.submodules)
     runtime_env = {
-        k: _fill(v, values, f"{recipe.path.name}: variants.{variant_name}.runtime_env.{k}")
+        k: fill(v, values, f"{recipe.path.name}: variants.{variant_name}.runtime_env.{k}")
         for k, v in (variant.runtime_env if variant else ())
     }
     unit_count = _unit_count(recipe, variant_name)
@@ -467,37 +458,6 @@ def _cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:
     if plan.source.kind == "path":  # a local tree is pinned by its content
         material["source"]["tree_sha256"] = _tree_digest(Path(plan.source.path))
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
-
-
-def cmake_configure(recipe: Recipe, values: Mapping[str, str]) -> tuple[str, ...]:
-    """The cmake backend's configure command (its first), run in the tree: build directory
-    ``_rocmbuild_cmake``, install prefix ``{stage_dir}``. ``plan --units`` ("ninja") runs the
-    same command."""
-    where = f"{recipe.path.name}: build.cmake_args"
-    return (
-        "cmake", "-S", recipe.source_dir or ".", "-B", "_rocmbuild_cmake", "-G", "Ninja",
-        "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_HIP_PLATFORM=amd",
-        f"-DCMAKE_HIP_ARCHITECTURES={values['archs']}",
-        f"-DCMAKE_HIP_COMPILER={_fill('{hip_compiler}', values, where)}",
-        f"-DCMAKE_HIP_FLAGS={values.get('hip_flags', '')}",
-        "-DCMAKE_INSTALL_PREFIX={stage_dir}",
-        *(_fill(a, values, where) for a in recipe.cmake_args),
-    )
-
-
-def _commands(recipe: Recipe, values: Mapping[str, str]) -> tuple[tuple[str, ...], ...]:
-    """The backend's commands. ``python`` is this interpreter; ``{wheel_tmp}`` and
-    ``{stage_dir}`` are directories the build stage makes inside the tree."""
-    if recipe.backend == "cmake":
-        return (
-            cmake_configure(recipe, values),
-            ("cmake", "--build", "_rocmbuild_cmake"),  # -j from CMAKE_BUILD_PARALLEL_LEVEL
-            ("cmake", "--install", "_rocmbuild_cmake"),
-        )
-    wheel_cmd = ["python", "-m", "pip", "wheel", "-v", "--no-deps", "--no-cache-dir"]
-    if recipe.no_build_isolation:
-        wheel_cmd.append("--no-build-isolation")
-    return (tuple([*wheel_cmd, *recipe.pip_args, "-w", "{wheel_tmp}", "."]),)
 
 
 def _tree_digest(root: Path) -> str:
