@@ -11,12 +11,14 @@ import sys
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rocmbuild.core.run import run
 from rocmbuild.host import compiler
 from rocmbuild.host.compiler import HipCompiler, hip_env
+from tests.conftest import rocmbuild
 
 REPO = Path(__file__).resolve().parents[3]
 PROBE = REPO / "probes/hip-attention"
@@ -31,6 +33,22 @@ extern "C" void launch_b(float* x) { hipLaunchKernelGGL(kb, dim3(1), dim3(64), 0
 """
 NO_KERNELS = """#include <hip/hip_runtime.h>
 extern "C" int count_devices() { int n = 0; (void)hipGetDeviceCount(&n); return n; }
+"""
+
+# tests/fixtures/cmake-hip (a plain HIP shared library) as a cmake-backend recipe
+VECADD_RECIPE = """schema_version = 1
+[package]
+name = "vecadd"
+version = "1.2.0"
+[source]
+path = "{src}"
+[arch]
+supported = ["gfx90a", "gfx942", "gfx950"]
+[build]
+backend = "cmake"
+mem_per_job_gb = 0.5
+python_requires = ["cmake", "ninja"]
+cmake_args = ["-DCMAKE_VERBOSE_MAKEFILE=OFF"]
 """
 
 
@@ -130,6 +148,23 @@ def build_probe(out_dir: Path, c: HipCompiler, archs: list[str]) -> Path:
     wheels = sorted(out_dir.glob("hipattn-*.whl"))
     assert len(wheels) == 1, wheels
     return wheels[0]
+
+
+@pytest.fixture(scope="session")
+def vecadd_build(tmp_path_factory) -> dict[str, Any]:
+    """The cmake backend's wheel of tests/fixtures/cmake-hip (VECADD_RECIPE, gfx90a+gfx942, the
+    detected compiler), built once per session by the real CLI in a workspace of its own. Its
+    tests read it (test_cmake_backend) or have `rocmbuild verify` rebuild it in another workspace
+    (test_reproducible_cmake)."""
+    base = tmp_path_factory.mktemp("vecadd")
+    recipe = base / "vecadd.toml"
+    recipe.write_text(VECADD_RECIPE.format(src=REPO / "tests/fixtures/cmake-hip"))
+    env = {"ROCMBUILD_WORKDIR": str(base / "build")}
+    res = rocmbuild("build", str(recipe), "--arch", "gfx90a,gfx942", env=env)
+    assert res.returncode == 0, res.stderr
+    (wheel,) = (base / "build/wheels").glob("*.whl")
+    return {"recipe": recipe, "env": env, "stderr": res.stderr, "wheel": wheel,
+            "workdir": base / "build"}
 
 
 @pytest.fixture(scope="session")
