@@ -17,7 +17,7 @@ import pytest
 
 from rocmbuild.core.run import run
 from rocmbuild.host import compiler
-from rocmbuild.host.compiler import HipCompiler, hip_env
+from rocmbuild.host.compiler import HipCompiler, accepts_arch, hip_env
 from tests.conftest import rocmbuild
 
 REPO = Path(__file__).resolve().parents[3]
@@ -168,8 +168,16 @@ def vecadd_build(tmp_path_factory) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def probe_wheel_2(tmp_path_factory, hipc) -> Path:
-    return build_probe(tmp_path_factory.mktemp("probe2"), hipc, ["gfx90a", "gfx942"])
+def probe_archs(hipc) -> list[str]:
+    """The archs of probe_wheel_2: gfx90a and gfx942, and gfx950 where the detected compiler
+    compiles it (clang-22 from install-hip-toolchain.sh --with-gfx950, a ROCm >= 6.4 compiler):
+    one build, not a second one for gfx950 alone."""
+    return ["gfx90a", "gfx942", *(["gfx950"] if accepts_arch(hipc, "gfx950")[0] else [])]
+
+
+@pytest.fixture(scope="session")
+def probe_wheel_2(tmp_path_factory, hipc, probe_archs) -> Path:
+    return build_probe(tmp_path_factory.mktemp("probe2"), hipc, probe_archs)
 
 
 @pytest.fixture(scope="session")
