@@ -52,13 +52,13 @@ def build(argv: list[str], workdir: Path, downloads: Path, *more: str) -> tuple[
     return took, hashlib.sha256(wheel.read_bytes()).hexdigest()
 
 
-def series(name: str, argv: list[str], base: Path, builds: int) -> list[Row]:
-    """``builds`` cold builds in workspaces whose paths differ in length, then `--force` in the
-    first."""
+def series(name: str, slug: str, argv: list[str], base: Path, builds: int) -> list[Row]:
+    """``builds`` cold builds in workspaces whose paths differ in length (``<slug>/w``,
+    ``<slug>/wx``, ...), then `--force` in the first (its compile cache is warm, as a user's)."""
     downloads = base / "downloads"
     downloads.mkdir(exist_ok=True)
     rows = []
-    spaces = [base / name / ("w" + "x" * i) for i in range(builds)]
+    spaces = [base / slug / ("w" + "x" * i) for i in range(builds)]
     for ws in spaces:
         took, sha = build(argv, ws, downloads)
         rows.append((name, f"cold, `{ws.relative_to(base)}`", took, sha))
@@ -81,7 +81,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-repro-") as tmp:
         base = Path(tmp)
         if opts.only in (None, "triton"):
-            rows += series("flash-attn triton", ["build", *TRITON_ARGS], base, opts.builds)
+            rows += series("flash-attn triton", "triton", ["build", *TRITON_ARGS], base,
+                           opts.builds)
         if opts.only in (None, "cmake"):
             from rocmbuild.core.errors import ToolchainError
             from rocmbuild.host.compiler import detect
@@ -94,7 +95,8 @@ def main() -> int:
                 recipe = base / "vecadd.toml"
                 recipe.write_text(VECADD_RECIPE.format(src=REPO / "tests/fixtures/cmake-hip"))
                 argv = [a.format(recipe=recipe) for a in CMAKE_ARGS]
-                rows += series(f"cmake vecadd ({Path(c.path).name})", argv, base, opts.builds)
+                rows += series(f"cmake vecadd ({Path(c.path).name})", "cmake", argv, base,
+                               opts.builds)
     if not rows:
         print("\n".join(notes), file=sys.stderr)
         return 77  # benchmarks/run.py: cannot run on this machine
