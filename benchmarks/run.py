@@ -65,6 +65,8 @@ BENCHMARKS: dict[str, Bench] = {
     "compile_cache": Bench("compile_cache.py", ("--units", "8", "--jobs", "2"), "Compile cache"),
     "eta": Bench("eta.py", ("--units", "32", "--jobs", "2"), "Long builds: ETA error"),
     "ck_units": Bench("ck_units.py", (), "CK fmha units"),
+    "reproducible": Bench("bench_reproducible.py", ("--builds", "3"),
+                          "Reproducible wheels: repeated cold builds"),
     "mem_planner": Bench("mem_planner.py", (), "Learned MAX_JOBS under a memory cgroup"),
     "attention_gate": Bench("attention_gate.py",
                             ("--out", "build/bench/attention-gate", "--markdown",

@@ -17,8 +17,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 # The README's main job: the flash-attn Triton variant from the pinned PyPI sdist.
 TRITON_ARGS = ("flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi")
-# Fixtures that build for real (the flash-attn sdist, the HIP probe): their tests are `slow`.
-SLOW_FIXTURES = frozenset({"triton_build", "probe_wheel_2", "probe_wheel_942"})
+# Fixtures that build for real (the flash-attn sdist, the HIP probe, the cmake backend's vecadd):
+# their tests are `slow`.
+SLOW_FIXTURES = frozenset({"triton_build", "probe_wheel_2", "probe_wheel_942", "vecadd_build"})
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
@@ -51,7 +52,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # module's module-scoped fixtures, a fixed resource (SHARED_MODULE). Everything else is spread.
 SHARED_SESSION = {"triton_build": "triton_build", "probe_wheel_2": "probe",
                   "probe_wheel_942": "probe", "objs": "hipobjs", "validated": "validated",
-                  "real_wheels": "real_wheels"}
+                  "real_wheels": "real_wheels", "vecadd_build": "vecadd"}
 SHARED_MODULE = {"test_slurm.py": "slurm", "test_nightly_slurm.py": "slurm"}
 GROUPS_DIR = "rocmbuild_xdist_groups"
 

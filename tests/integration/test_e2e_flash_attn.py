@@ -46,7 +46,11 @@ def test_wheel_record_and_provenance(triton_build: dict) -> None:
                 wf.read(n)
         meta = wf.read("flash_attn-2.8.3.post1+rocm6.2.gfx942.dist-info/METADATA").decode()
         prov = json.loads(wf.read("flash_attn-2.8.3.post1+rocm6.2.gfx942.dist-info/rocmbuild.json"))
+        init = wf.read("flash_attn/flash_attn_triton_amd/__init__.py")
     assert "Version: 2.8.3.post1+rocm6.2.gfx942" in meta
+    # the recipe's patch is for NVIDIA GPUs only (when = triton + nvidia): not applied here; the
+    # --gpu-vendor nvidia build that applies it is in test_installed_tool.py
+    assert prov["gpu_vendor"] == "amd" and prov["patches"] == [] and init == b""
     assert not any(n.startswith("flash_attn-2.8.3.post1.dist-info") for n in names)
     assert prov["archs"] == ["gfx942"] and prov["variant"] == "triton"
     assert prov["source"]["sha256"].startswith("55d5103e")
@@ -125,32 +129,14 @@ def test_second_run_is_a_noop_without_pip(triton_build: dict) -> None:
     assert "] build" not in res.stderr
 
 
-def test_json_summary_and_force(triton_build: dict, tmp_path: Path) -> None:
+def test_json_summary_of_a_cache_hit(triton_build: dict, tmp_path: Path) -> None:
+    """`build --json` on the cached wheel: the summary on stdout and a copy of the same bytes in
+    ROCMBUILD_WHEEL_DIR. (`--force` is tested on a small recipe in test_quickhit.py; a forced
+    rebuild of this wheel giving the same bytes is `verify` in test_verify_wheels.py, and the
+    repeated cold builds are in benchmarks/bench_reproducible.py.)"""
     env = {**triton_build["env"], "ROCMBUILD_WHEEL_DIR": str(tmp_path / "out")}
     res = rocmbuild("build", *TRITON_ARGS, "--json", env=env)
+    assert res.returncode == 0, res.stderr
     data = json.loads(res.stdout)
     assert data["status"] == "cached" and Path(data["wheel"]).parent == tmp_path / "out"
-    res = rocmbuild("build", *TRITON_ARGS, "--force", env=env)
-    assert res.returncode == 0, res.stderr
-    assert summary(res.stderr)[3] == "built"
-    assert summary(res.stderr)[1] == summary(triton_build["stderr"])[1]  # the same bytes
-    assert zipfile.ZipFile(tmp_path / "out" / NAME).testzip() is None
-
-
-def test_nvidia_check_build_applies_the_triton_patch(triton_build: dict, tmp_path: Path) -> None:
-    """`--gpu-vendor nvidia` selects the recipe patch (when = triton + nvidia) and applies it to
-    a fresh copy of the real sdist; the default (amd) build above has no patch."""
-    env = {**triton_build["env"], "ROCMBUILD_WHEEL_DIR": str(tmp_path / "nv")}
-    res = rocmbuild(*TRITON_ARGS, "--gpu-vendor", "nvidia", env=env)
-    assert res.returncode == 0, res.stderr
-    assert "1 patch(es) applied" in res.stderr and summary(res.stderr)[3] == "built"
-    wheel = next((tmp_path / "nv").glob("*.whl"))
-    with zipfile.ZipFile(wheel) as zf:
-        init = zf.read("flash_attn/flash_attn_triton_amd/__init__.py").decode()
-        prov = json.loads(zf.read(next(n for n in zf.namelist()
-                                       if n.endswith("rocmbuild.json"))))
-    assert "_AMD_ONLY_OPTIONS" in init
-    assert prov["gpu_vendor"] == "nvidia" and len(prov["patches"]) == 1
-    assert prov["runtime_env"] == {"FLASH_ATTENTION_TRITON_AMD_ENABLE": "TRUE"}
-    with zipfile.ZipFile(triton_build["wheel"]) as zf:
-        assert zf.read("flash_attn/flash_attn_triton_amd/__init__.py") == b""
+    assert (tmp_path / "out" / NAME).read_bytes() == triton_build["wheel"].read_bytes()

@@ -2,7 +2,7 @@
 copy of this checkout) goes into a fresh venv in a temp dir outside the checkout (no system site
 packages) together with its dependencies from PyPI; from another directory that venv's
 `rocmbuild` lists the shipped recipes, plans exactly as the checkout does, and builds the
-flash-attn Triton variant from the pinned PyPI sdist.
+flash-attn Triton variant from the pinned PyPI sdist (for NVIDIA GPUs: with the shipped patch).
 
 What the venv borrows: the flash-attn build needs torch (CPU 2.13) and the build tools
 (setuptools, ninja, psutil, ...) in the interpreter that builds; downloading torch for each test
@@ -14,7 +14,9 @@ directory's own .pth files).
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -136,11 +138,26 @@ def test_installed_plans_as_the_checkout_does(
 def test_build_flash_attn_triton_from_the_installed_tool(
     tool: dict[str, Any], download_cache: Path
 ) -> None:
+    """The check build for NVIDIA GPUs (`--gpu-vendor nvidia`): the recipe's patch (when =
+    triton + nvidia) is the shipped one, found in the wheel's data and applied to a fresh copy of
+    the real sdist. The default (amd) build, without it, is tests/integration/test_e2e_flash_attn.py
+    (the session's triton_build); one real build here covers the installed tool and the patch."""
     cache = tool["base"] / "cache"
     cache.mkdir()
     (cache / "downloads").symlink_to(download_cache)
-    res = _run([str(tool["exe"]), *TRITON_ARGS, "--workdir", str(tool["cwd"] / "build"),
-                "--cache-dir", str(cache)], cwd=tool["cwd"])
+    res = _run([str(tool["exe"]), *TRITON_ARGS, "--gpu-vendor", "nvidia",
+                "--workdir", str(tool["cwd"] / "build"), "--cache-dir", str(cache)],
+               cwd=tool["cwd"])
     assert res.returncode == 0, res.stderr
+    assert "1 patch(es) applied" in res.stderr
+    assert re.search(r"\.whl  sha256=[0-9a-f]{64}  \d+\.\d\ds  built", res.stderr), res.stderr
     wheels = sorted((tool["cwd"] / "build" / "wheels").glob("*.whl"))
     assert [w.name for w in wheels] == ["flash_attn-2.8.3.post1+rocm6.2.gfx942-py3-none-any.whl"]
+    with zipfile.ZipFile(wheels[0]) as zf:
+        init = zf.read("flash_attn/flash_attn_triton_amd/__init__.py").decode()
+        prov = json.loads(zf.read(next(n for n in zf.namelist()
+                                       if n.endswith("rocmbuild.json"))))
+    assert "_AMD_ONLY_OPTIONS" in init
+    assert prov["gpu_vendor"] == "nvidia" and len(prov["patches"]) == 1
+    assert prov["patches"][0]["file"].startswith("patches/flash-attn/")
+    assert prov["runtime_env"] == {"FLASH_ATTENTION_TRITON_AMD_ENABLE": "TRUE"}

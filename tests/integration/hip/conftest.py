@@ -11,12 +11,14 @@ import sys
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rocmbuild.core.run import run
 from rocmbuild.host import compiler
-from rocmbuild.host.compiler import HipCompiler, hip_env
+from rocmbuild.host.compiler import HipCompiler, accepts_arch, hip_env
+from tests.conftest import rocmbuild
 
 REPO = Path(__file__).resolve().parents[3]
 PROBE = REPO / "probes/hip-attention"
@@ -31,6 +33,22 @@ extern "C" void launch_b(float* x) { hipLaunchKernelGGL(kb, dim3(1), dim3(64), 0
 """
 NO_KERNELS = """#include <hip/hip_runtime.h>
 extern "C" int count_devices() { int n = 0; (void)hipGetDeviceCount(&n); return n; }
+"""
+
+# tests/fixtures/cmake-hip (a plain HIP shared library) as a cmake-backend recipe
+VECADD_RECIPE = """schema_version = 1
+[package]
+name = "vecadd"
+version = "1.2.0"
+[source]
+path = "{src}"
+[arch]
+supported = ["gfx90a", "gfx942", "gfx950"]
+[build]
+backend = "cmake"
+mem_per_job_gb = 0.5
+python_requires = ["cmake", "ninja"]
+cmake_args = ["-DCMAKE_VERBOSE_MAKEFILE=OFF"]
 """
 
 
@@ -133,8 +151,33 @@ def build_probe(out_dir: Path, c: HipCompiler, archs: list[str]) -> Path:
 
 
 @pytest.fixture(scope="session")
-def probe_wheel_2(tmp_path_factory, hipc) -> Path:
-    return build_probe(tmp_path_factory.mktemp("probe2"), hipc, ["gfx90a", "gfx942"])
+def vecadd_build(tmp_path_factory) -> dict[str, Any]:
+    """The cmake backend's wheel of tests/fixtures/cmake-hip (VECADD_RECIPE, gfx90a+gfx942, the
+    detected compiler), built once per session by the real CLI in a workspace of its own. Its
+    tests read it (test_cmake_backend) or have `rocmbuild verify` rebuild it in another workspace
+    (test_reproducible_cmake)."""
+    base = tmp_path_factory.mktemp("vecadd")
+    recipe = base / "vecadd.toml"
+    recipe.write_text(VECADD_RECIPE.format(src=REPO / "tests/fixtures/cmake-hip"))
+    env = {"ROCMBUILD_WORKDIR": str(base / "build")}
+    res = rocmbuild("build", str(recipe), "--arch", "gfx90a,gfx942", env=env)
+    assert res.returncode == 0, res.stderr
+    (wheel,) = (base / "build/wheels").glob("*.whl")
+    return {"recipe": recipe, "env": env, "stderr": res.stderr, "wheel": wheel,
+            "workdir": base / "build"}
+
+
+@pytest.fixture(scope="session")
+def probe_archs(hipc) -> list[str]:
+    """The archs of probe_wheel_2: gfx90a and gfx942, and gfx950 where the detected compiler
+    compiles it (clang-22 from install-hip-toolchain.sh --with-gfx950, a ROCm >= 6.4 compiler):
+    one build, not a second one for gfx950 alone."""
+    return ["gfx90a", "gfx942", *(["gfx950"] if accepts_arch(hipc, "gfx950")[0] else [])]
+
+
+@pytest.fixture(scope="session")
+def probe_wheel_2(tmp_path_factory, hipc, probe_archs) -> Path:
+    return build_probe(tmp_path_factory.mktemp("probe2"), hipc, probe_archs)
 
 
 @pytest.fixture(scope="session")

@@ -14,42 +14,24 @@ from pathlib import Path
 
 from rocmbuild.core.run import run
 from tests.conftest import REPO, rocmbuild
-
-RECIPE = """schema_version = 1
-[package]
-name = "vecadd"
-version = "1.2.0"
-[source]
-path = "{src}"
-[arch]
-supported = ["gfx90a", "gfx942", "gfx950"]
-[build]
-backend = "cmake"
-mem_per_job_gb = 0.5
-python_requires = ["cmake", "ninja"]
-cmake_args = ["-DCMAKE_VERBOSE_MAKEFILE=OFF"]
-"""
+from tests.integration.hip.conftest import VECADD_RECIPE as RECIPE
 
 
-def test_cmake_backend_builds_packs_and_audits(tmp_path: Path) -> None:
-    recipe = tmp_path / "vecadd.toml"
-    recipe.write_text(RECIPE.format(src=REPO / "tests/fixtures/cmake-hip"))
-    env = {"ROCMBUILD_WORKDIR": str(tmp_path / "build")}
-    plan = rocmbuild("plan", str(recipe), "--arch", "gfx90a,gfx942", "--jobs", "2", env=env)
+def test_cmake_backend_builds_packs_and_audits(tmp_path: Path, vecadd_build: dict) -> None:
+    """The session's vecadd build (conftest.vecadd_build: the real CLI, gfx90a+gfx942)."""
+    plan = rocmbuild("plan", str(vecadd_build["recipe"]), "--arch", "gfx90a,gfx942", "--jobs",
+                     "2", env=vecadd_build["env"])
     assert plan.returncode == 0, plan.stderr
     for text in ("-G Ninja", "-DCMAKE_HIP_ARCHITECTURES=gfx90a;gfx942",
                  "-DCMAKE_HIP_PLATFORM=amd", "CMAKE_BUILD_PARALLEL_LEVEL=2"):
         assert text in plan.stdout, text
-    res = rocmbuild("build", str(recipe), "--arch", "gfx90a,gfx942", env=env)
-    assert res.returncode == 0, res.stderr
-    assert "device code for gfx90a, gfx942" in res.stderr
-    wheel = tmp_path / "build/wheels" / next(
-        p.name for p in (tmp_path / "build/wheels").glob("*.whl"))
+    err, wheel = vecadd_build["stderr"], vecadd_build["wheel"]
+    assert "device code for gfx90a, gfx942" in err
     # the repair stage (on by default for cmake): a manylinux tag, libamdhip64 not bundled
     assert re.fullmatch(r"vecadd-1\.2\.0\+rocm[\d.]+\.gfx90a\.gfx942-py3-none-"
                         r"(manylinux\w+\.)?manylinux_2_\d+_x86_64\.whl", wheel.name), wheel.name
     assert re.search(r"\[\d+/\d+\] repair\n +ok in [\d.]+s: .*manylinux_2_\d+_x86_64; bundled: "
-                     r"nothing \(ROCm and torch libraries excluded\)", res.stderr), res.stderr
+                     r"nothing \(ROCm and torch libraries excluded\)", err), err
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
         metadata = zf.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
@@ -61,7 +43,7 @@ def test_cmake_backend_builds_packs_and_audits(tmp_path: Path) -> None:
     major, minor = int(rocm[1]), int(rocm[2])
     assert f"Requires-External: rocm (>={major}.{minor},<{major}.{minor + 1})" in \
         metadata.decode().splitlines(), metadata
-    assert "bundle\n      skipped" in res.stderr
+    assert "bundle\n      skipped" in err
     # ... and publish files it under that ROCm's view, where pip finds it
     index = tmp_path / "index"
     pub = rocmbuild("publish", str(wheel), "--index", str(index))
@@ -84,10 +66,10 @@ def test_cmake_backend_builds_packs_and_audits(tmp_path: Path) -> None:
                tmp_path / "site", wheel], capture=True, check=False)
     assert pip.returncode == 0, pip.output
     assert (tmp_path / "site/vecadd/lib/libvecadd.so").is_file()
-    log = next((tmp_path / "build/logs").rglob("build.log")).read_text()
+    log = next((vecadd_build["workdir"] / "logs").rglob("build.log")).read_text()
     # ninja's status as rocmbuild asks for it (NINJA_STATUS): [finished/total running]
     assert re.search(r"^\[\d+/\d+ \d+\] ", log, re.M), "ninja's [N/M] progress lines are logged"
-    units = next((tmp_path / "build/logs").rglob("units.jsonl")).read_text()
+    units = next((vecadd_build["workdir"] / "logs").rglob("units.jsonl")).read_text()
     assert '"out": "CMakeFiles/vecadd.dir/' in units  # memlog measured the HIP units too
     # the audit in the build refuses a wheel without a requested arch: audit it against gfx950
     bad = rocmbuild("audit", str(wheel), "--arch", "gfx950")

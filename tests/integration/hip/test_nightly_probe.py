@@ -1,6 +1,7 @@
 """The nightly over the HIP probe (recipes/hip-attention-probe.toml) for gfx942 and
-gfx90a+gfx942: real device code from the detected HIP compiler, validated (import in an isolated
-venv; the kernel gate SKIPPED: no GPU here), staged and promoted; a second run skips both.
+gfx90a+gfx942 (and gfx950 where the compiler has it: conftest.probe_archs): real device code
+from the detected HIP compiler, validated (import in an isolated venv; the kernel gate SKIPPED:
+no GPU here), staged and promoted; a second run skips both.
 
 The two wheels come from this session's probe fixtures (conftest.build_probe, through the real
 CLI): their cache entries are copied into the nightly's cache, which is content-addressed, so the
@@ -25,24 +26,25 @@ def _seed(cache: Path, *workspaces: Path) -> None:
 
 
 def test_probe_cells_validated_staged_promoted_then_skipped(tmp_path, probe_wheel_2,
-                                                             probe_wheel_942, hipc):
+                                                             probe_wheel_942, probe_archs, hipc):
     _seed(tmp_path / "build" / "cache", probe_wheel_2.parent / "work",
           probe_wheel_942.parent / "work")
     config = tmp_path / "nightly.toml"
     config.write_text('[[matrix]]\nrecipes = ["hip-attention-probe"]\n'
-                      'archs = ["gfx942", "gfx90a,gfx942"]\ntimeout = "20m"\n'
+                      f'archs = ["gfx942", "{",".join(probe_archs)}"]\ntimeout = "20m"\n'
                       '[publish]\nindex = "index"\n')
     env = {"ROCMBUILD_HIP_COMPILER": str(hipc.path)}
     first = rocmbuild("nightly", "--config", str(config), "--json", cwd=tmp_path, env=env)
     assert first.returncode == 0, first.stderr
     cells = {c["cell"]: c for c in json.loads(first.stdout)["cells"]}
     one, two = ("hip-attention-probe.default.default.gfx942",
-                "hip-attention-probe.default.default.gfx90a-gfx942")
+                f"hip-attention-probe.default.default.{'-'.join(probe_archs)}")
     assert set(cells) == {one, two}
     for c in cells.values():
         assert c["status"] == "success" and c["promoted"] is True, c
         assert "validation passed" in c["reason"]
-    assert ".gfx90a.gfx942-" in cells[two]["wheel"] and ".gfx942-" in cells[one]["wheel"]
+    assert f".{'.'.join(probe_archs)}-" in cells[two]["wheel"]
+    assert ".gfx942-" in cells[one]["wheel"]
     served = {f["filename"] for f in json.loads(
         (tmp_path / "index/stable/simple/hipattn/index.json").read_text())["files"]}
     assert served == {cells[one]["wheel"], cells[two]["wheel"]}

@@ -11,15 +11,14 @@ import pytest
 from rocmbuild.artifacts import audit
 from rocmbuild.host.compiler import accepts_arch
 
-from .conftest import build_probe
 
-
-def test_probe_two_archs_audit_exact(probe_wheel_2):
-    res = audit.audit_wheel(probe_wheel_2, ["gfx90a", "gfx942"])
+def test_probe_two_archs_audit_exact(probe_wheel_2, probe_archs):
+    """gfx90a+gfx942, and gfx950 where the compiler has it (conftest.probe_archs)."""
+    res = audit.audit_wheel(probe_wheel_2, probe_archs)
     assert res.ok, res.problems
     (so,) = res.objects
     assert so.name.startswith("hipattn/_hipattn.") and so.name.endswith(".so")
-    assert so.archs == ["gfx90a", "gfx942"]
+    assert so.archs == probe_archs
 
 
 def test_probe_builds_without_network(probe_wheel_2):
@@ -40,7 +39,7 @@ def test_probe_builds_without_network(probe_wheel_2):
     assert prov["offline"] is True and prov["plan"]["offline"] is True
 
 
-def test_probe_wheel_imports(probe_wheel_2, tmp_path):
+def test_probe_wheel_imports(probe_wheel_2, probe_archs, tmp_path):
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
                     "--target", str(target), str(probe_wheel_2)], check=True)
@@ -51,7 +50,7 @@ def test_probe_wheel_imports(probe_wheel_2, tmp_path):
                        env={"PYTHONPATH": str(target), "PATH": "/usr/bin:/bin"}, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
-    assert lines[0] == "['gfx90a', 'gfx942']"
+    assert lines[0] == str(probe_archs)
     int(lines[1])  # a GPU count, or -100 (hipErrorNoDevice) on this GPU-less machine
     assert lines[2] == "ValueError D: head dim 96 is not supported (64 or 128)"
 
@@ -77,11 +76,12 @@ def test_probe_942_only_fails_gfx90a(probe_wheel_942):
     assert "hipattn/_hipattn." in p.stderr and "no device code for gfx90a" in p.stderr
 
 
-@pytest.mark.slow  # builds the probe itself (build_probe), not through a probe_wheel fixture
-def test_probe_gfx950_with_clang22(tmp_path, hipc):
-    """gfx950 needs clang-22 (install-hip-toolchain.sh --with-gfx950) or a ROCm >= 6.4 compiler."""
+def test_probe_gfx950_with_clang22(hipc, probe_wheel_2):
+    """gfx950 needs clang-22 (install-hip-toolchain.sh --with-gfx950) or a ROCm >= 6.4 compiler;
+    where the compiler has it, probe_wheel_2 is built for it too (conftest.probe_archs)."""
     ok, why = accepts_arch(hipc, "gfx950")
     if not ok:
         pytest.skip(f"{hipc.path} cannot compile gfx950: {why}")
-    whl = build_probe(tmp_path, hipc, ["gfx950"])
-    assert audit.audit_wheel(whl, ["gfx950"]).objects[0].archs == ["gfx950"]
+    assert ".gfx950-" in probe_wheel_2.name
+    res = audit.audit_wheel(probe_wheel_2, ["gfx950"])
+    assert res.ok and "gfx950" in res.objects[0].archs, res.problems
