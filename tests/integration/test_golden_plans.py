@@ -23,6 +23,9 @@ CASES = {  # every release line with each variant it builds (the fixture host fi
     "flash-attn-triton-pypi-gfx942": ["flash-attn", "--arch", "gfx942", "--variant", "triton",
                                       "--source", "pypi", "--release", "2.8-fork"],
     "flash-attn-main-ck-gfx942": ["flash-attn", "--arch", "gfx942", "--release", "main"],
+    # main's Triton backend: the aiter wheel first (depends), patch 0002, AITER_TRITON_ONLY=1
+    "flash-attn-main-triton-gfx942": ["flash-attn", "--arch", "gfx942", "--release", "main",
+                                      "--variant", "triton"],
     # --rocm-version: the line's ROCm (the fixture root is 6.2), so its AOTriton runtime shows
     "pytorch-2.14-gfx942": ["pytorch", "--arch", "gfx942", "--release", "2.14",
                             "--rocm-version", "7.14"],
@@ -34,6 +37,8 @@ CASES = {  # every release line with each variant it builds (the fixture host fi
 
 def normalise(plan: dict, rocm_root: Path) -> dict:
     assert re.fullmatch(r"[0-9a-f]{64}", plan.pop("cache_key"))
+    for dep in plan.get("depends", ()):  # hashes the fixture root's (temporary) path
+        assert re.fullmatch(r"[0-9a-f]{64}", dep.pop("cache_key"))
     plan.pop("host")
     plan.pop("rocm_root")  # the host's root as found (test_therock.py checks it)
     plan["host_env"].pop("passed")  # names set in this process's environment

@@ -3,14 +3,18 @@
 ``build.unit_count = "ck-fmha"``: Composable Kernel's fmha code generator
 (``example/ck_tile/01_fmha/generate.py``, inside the fetched tree, e.g. the flash-attn sdist's
 ``csrc/composable_kernel``, or inside a [[downloads]] directory) lists the units it would write
-(``--list_blobs``, about a second per direction, no compiler), called as the fork's setup.py
-calls it: ``-d <direction> --receipt 2 --optdim <OPT_DIM>`` for fwd, fwd_appendkv, fwd_splitkv
-and bwd. ``CK_FMHA_DIRECTIONS`` (the ck-fmha-probe recipe's option) narrows the directions and
-``CK_FMHA_UNITS`` keeps the units whose name matches its shell pattern.
+(``--list_blobs``, about a second per direction, no compiler), called as the source's setup.py
+calls it: ``-d <direction> --receipt 2`` for fwd, fwd_appendkv, fwd_splitkv and bwd, with
+``--optdim <OPT_DIM>`` when the plan sets OPT_DIM (the sdist's setup.py passes it; the ROCm fork's
+at b3ae4966 does not, and its plans do not set it). ``build.unit_count = "ck-fmha-targets"``
+(Dao-AILab main, setup.py l.499-501) adds ``--targets <gfx,gfx>``: the plan's archs in one call,
+so the count depends on the arch set. ``CK_FMHA_DIRECTIONS`` (the ck-fmha-probe recipe's option)
+narrows the directions and ``CK_FMHA_UNITS`` keeps the units whose name matches its shell
+pattern.
 
 ``build.unit_count = "ninja"`` (``auto`` for the cmake backend): the cmake backend's configure
-command (``Plan.unit_configure``, ``recipe.backend.cmake_configure``: generator Ninja, the HIP compiler
-and archs, build.cmake_args) runs in the fetched tree with the build's environment, then
+command (``Plan.unit_configure``, ``recipe.backend.cmake_configure``: generator Ninja, the HIP
+compiler and archs, build.cmake_args) runs in the fetched tree with the build's environment, then
 ``ninja -t targets all`` lists the build's outputs; the object files (``.o``, ``.obj``) are the
 compile units: links, custom commands and CMake's own rules are not counted.
 
@@ -29,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rocmbuild.core import hostenv
+from rocmbuild.core import gfx, hostenv
 from rocmbuild.core.config import Workspace
 from rocmbuild.core.errors import BuildError, UsageError
 from rocmbuild.core.run import run
@@ -47,8 +51,8 @@ DIRECTIONS = ("fwd", "fwd_appendkv", "fwd_splitkv", "bwd")
 """setup.py's generate.py calls, in its order."""
 RECEIPT = "2"
 """generate.py's receipt for the flash-attention integration (setup.py's)."""
-DEFAULT_OPT_DIM = "32,64,128,256"
-"""setup.py's OPT_DIM when unset."""
+COUNTERS = ("ck-fmha", "ck-fmha-targets")
+"""The unit_count values this module counts with CK's generator."""
 
 
 OBJECTS = (".o", ".obj")
@@ -79,15 +83,21 @@ class UnitCount:
         return f"compile units: {self.count}" + (f" ({shown})" if shown else "")
 
 
-def generate_argv(generate: Path, env: Mapping[str, str], list_dir: Path
-                  ) -> list[tuple[str, list[str]]]:
+def generate_argv(generate: Path, env: Mapping[str, str], list_dir: Path,
+                  targets: Sequence[str] = ()) -> list[tuple[str, list[str]]]:
     """(direction, argv) of each generate.py call, as setup.py makes them, listing into
-    ``list_dir``."""
-    opt_dim = env.get("OPT_DIM") or DEFAULT_OPT_DIM
-    directions = directions_of(env)
-    return [(d, [sys.executable, "-B", str(generate), "-d", d, "--receipt", RECEIPT,
-                 "--optdim", opt_dim, "--list_blobs", str(list_dir / f"{d}.txt")])
-            for d in directions]
+    ``list_dir``: ``--optdim`` when ``env`` sets OPT_DIM, ``--targets`` when ``targets`` are
+    given (gfx names)."""
+    extra = [*(["--optdim", env["OPT_DIM"]] if env.get("OPT_DIM") else []),
+             *(["--targets", ",".join(targets)] if targets else [])]
+    return [(d, [sys.executable, "-B", str(generate), "-d", d, "--receipt", RECEIPT, *extra,
+                 "--list_blobs", str(list_dir / f"{d}.txt")])
+            for d in directions_of(env)]
+
+
+def targets_of(plan: Plan) -> tuple[str, ...]:
+    """The ``--targets`` of a ``ck-fmha-targets`` plan (its gfx names), else none."""
+    return gfx.names(plan.archs) if plan.unit_count == "ck-fmha-targets" else ()
 
 
 def directions_of(env: Mapping[str, str]) -> tuple[str, ...]:
@@ -122,7 +132,7 @@ def not_counted(plan: Plan) -> UnitCount | None:
 
 def countable(plan: Plan) -> None:
     """UsageError unless the plan's recipe says how to count its units with CK's generator."""
-    if plan.unit_count != "ck-fmha":
+    if plan.unit_count not in COUNTERS:
         raise UsageError(f"--units: {plan.recipe} does not say how to count its compile units",
                          hint="a recipe sets build.unit_count (e.g. \"ck-fmha\"); leave "
                          "--units out")
@@ -175,14 +185,14 @@ def count(plan: Plan, roots: Sequence[Path], log_path: Path | None = None) -> Un
     generate = find_generate(roots)
     if generate is None:
         raise BuildError(
-            f"{plan.recipe}: build.unit_count = \"ck-fmha\", but the fetched source has no "
-            f"{GENERATE} (in csrc/composable_kernel/ or at its top)",
+            f"{plan.recipe}: build.unit_count = \"{plan.unit_count}\", but the fetched source "
+            f"has no {GENERATE} (in csrc/composable_kernel/ or at its top)",
             hint="check the recipe's source (for flash-attn's git source the CK submodule "
             "must be fetched)")
-    env = plan.env
+    env, targets = plan.env, targets_of(plan)
     names: list[str] = []
     with tempfile.TemporaryDirectory(prefix="rocmbuild-units-") as tmp:
-        for _, argv in generate_argv(generate, env, Path(tmp)):
+        for _, argv in generate_argv(generate, env, Path(tmp), targets):
             # cwd: generate.py imports its codegen package from its own directory. The fetched
             # code sees the host's allow-listed variables only, as in a build.
             run(argv, cwd=generate.parent, env=hostenv.passed(os.environ, plan.pass_env),
@@ -192,13 +202,16 @@ def count(plan: Plan, roots: Sequence[Path], log_path: Path | None = None) -> Un
             names += [Path(line).name for line in f.read_text().splitlines() if line.strip()]
     pattern = env.get("CK_FMHA_UNITS", "")
     chosen = select(names, pattern) if pattern else names
-    settings = [("OPT_DIM", env.get("OPT_DIM") or DEFAULT_OPT_DIM)]
+    settings = [("OPT_DIM", env["OPT_DIM"])] if env.get("OPT_DIM") else []
+    if targets:
+        settings.append(("targets", ",".join(targets)))
     if "CK_FMHA_DIRECTIONS" in env:
         settings.append(("CK_FMHA_DIRECTIONS", env["CK_FMHA_DIRECTIONS"]))
     if pattern:
         settings.append(("CK_FMHA_UNITS", pattern))
     how = (f"{generate.name} --list_blobs -d {','.join(directions_of(env))} --receipt "
-           f"{RECEIPT}" + (" + CK_FMHA_UNITS" if pattern else ""))
+           f"{RECEIPT}" + (" --optdim" if env.get("OPT_DIM") else "")
+           + (" --targets" if targets else "") + (" + CK_FMHA_UNITS" if pattern else ""))
     return UnitCount(len(chosen), how, tuple(settings))
 
 

@@ -25,7 +25,7 @@ SCHEMA_VERSION = 1
 BACKENDS = ("pip-wheel", "cmake")
 """Values of build.backend (documented on ``Recipe.backend``)."""
 
-UNIT_COUNTS = ("auto", "ninja", "ck-fmha", "none")
+UNIT_COUNTS = ("auto", "ninja", "ck-fmha", "ck-fmha-targets", "none")
 """Values of build.unit_count (documented on ``Recipe.unit_count``)."""
 
 HOST_REQUIREMENTS = ("torch", "rocm-torch", "rocm-sdk", "hip-compiler")
@@ -39,9 +39,10 @@ RANGED_REQUIREMENTS = ("torch", "rocm-torch", "rocm-sdk")
 ROCM_COMPONENTS = tuple(COMPONENTS)
 """What ``build.rocm_components`` may name (``rocmbuild.host.components.COMPONENTS``)."""
 
-WHEN_KEYS = ("variant", "source", "arch", "gpu_vendor", "rocm")
+WHEN_KEYS = ("variant", "source", "arch", "gpu_vendor", "rocm", "release")
 """Keys of a patch's or download's ``when`` table; each value is a string or a list of strings
-(any matches). ``rocm`` is the plan's ROCm version (major.minor, as in the local label)."""
+(any matches). ``rocm`` is the plan's ROCm version (major.minor, as in the local label);
+``release`` the release line the plan is on (``[releases.<name>]``)."""
 
 GPU_VENDORS = ("amd", "nvidia")
 

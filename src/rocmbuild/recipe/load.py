@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,10 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
                             lambda v, key: _floor(c, v, key))
     opts = readers.tables(c, data, key_of(Recipe, "options"),
                           lambda v, key: readers.option(c, v, key))
-    readers.option_checks(c, opts, variants, fields)
+    readers.option_checks(c, opts, variants, fields,
+                          sources=("default", *alternatives))
+    raw_lines = lookup(data, "releases")
+    lines = tuple(raw_lines) if isinstance(raw_lines, dict) else ()
     default_variant = fields.get("default_variant") or next(iter(variants), "default")
     if variants and default_variant not in variants:
         c.bad(
@@ -107,12 +111,12 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
             + suggest(str(default_variant), variants, 0.5)
             + f"; variants: {', '.join(variants)}",
         )
-    patches = _patches(c, lookup(data, key_of(Recipe, "patches").toml), path, variants,
-                       alternatives)
-    downloads = readers.downloads(c, lookup(data, key_of(Recipe, "downloads").toml),
-                                  readers.when_checks(variants, alternatives))
+    valid = readers.when_checks(variants, alternatives, lines)
+    patches = _patches(c, lookup(data, key_of(Recipe, "patches").toml), path, valid)
+    downloads = readers.downloads(c, lookup(data, key_of(Recipe, "downloads").toml), valid)
     _variant_submodules(c, source, alternatives, variants)
-    top = {**fields, "default_variant": default_variant, "alternatives": alternatives}
+    top = {**fields, "default_variant": default_variant, "alternatives": alternatives,
+           "releases": lines}
     releases = readers.tables(c, data, key_of(Recipe, "releases"),
                               lambda v, key: readers.release(c, v, key, path, variants, top))
     if lookup(data, "releases") == {}:
@@ -281,17 +285,12 @@ def _floor(c: Checker, data: dict[str, Any], key: str) -> Floor:
     return Floor(name=key.rsplit(".", 1)[1], **c.read(Floor, data, key + "."))
 
 
-def _patches(
-    c: Checker,
-    items: Any,
-    path: Path,
-    variants: dict[str, Variant | None],
-    alternatives: dict[str, Source | None],
-) -> tuple[Patch, ...]:
+def _patches(c: Checker, items: Any, path: Path,
+             valid: dict[str, Callable[[str], bool]]) -> tuple[Patch, ...]:
+    """[[patches]]; ``valid``: what each ``when`` key accepts (``readers.when_checks``)."""
     if not isinstance(items, list):
         return ()  # reported by walk
     out: list[Patch] = []
-    valid = readers.when_checks(variants, alternatives)
     for i, item in enumerate(items):
         key = f"patches[{i}]"
         if not isinstance(item, dict):

@@ -5,7 +5,7 @@ tables hold the same keys as the recipe's own. ``recipe.load`` reads the file wi
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -93,10 +93,11 @@ def option(c: Checker, data: dict[str, Any], key: str) -> Option | None:
 
 def option_checks(c: Checker, opts: dict[str, Option | None],
                   variants: dict[str, Variant | None], fields: dict[str, Any],
-                  prefix: str = "") -> None:
-    """Each option's default is one of its own values, its variants exist, and its variable is
-    set by nothing else (build.env, arch.env, a variant's env, another option). ``prefix``:
-    where the options sit (``releases.main.``)."""
+                  prefix: str = "", sources: Collection[str] = ("default",)) -> None:
+    """Each option's default is one of its own values, its variants and ``sources`` (the
+    names ``--source`` takes where the options apply) exist, and its variable is set by nothing
+    else (build.env, arch.env, a variant's env, another option). ``prefix``: where the options
+    sit (``releases.main.``)."""
     owners: dict[str, str] = {}
     for name, o in opts.items():
         if o is None:
@@ -115,6 +116,10 @@ def option_checks(c: Checker, opts: dict[str, Option | None],
             if v not in variants:
                 c.bad(f"{at}.variants[{i}]", f"{v!r} is not a variant" + suggest(v, variants, 0.5)
                       + (f"; variants: {', '.join(variants)}" if variants else ""))
+        for i, src in enumerate(o.sources):
+            if src not in sources:
+                c.bad(f"{at}.sources[{i}]", f"{src!r} is not a source here"
+                      + suggest(src, sources, 0.5) + f"; sources: {', '.join(sources)}")
         set_by = [k for k, pairs in (("build.env", fields.get("env", ())),
                                      ("arch.env", fields.get("arch_env", ())))
                   if o.env in dict(pairs)]
@@ -128,10 +133,12 @@ def option_checks(c: Checker, opts: dict[str, Option | None],
                   "variable is the option's alone)")
 
 
-def when_checks(variants: dict[str, Variant | None], alternatives: dict[str, Source | None]
-                ) -> dict[str, Callable[[str], bool]]:
-    """What each ``when`` key of a patch or download accepts."""
+def when_checks(variants: dict[str, Variant | None], alternatives: dict[str, Source | None],
+                releases: Collection[str] = ()) -> dict[str, Callable[[str], bool]]:
+    """What each ``when`` key of a patch or download accepts (``releases``: the recipe's line
+    names)."""
     return {
+        "release": lambda v: v in releases,
         "variant": lambda v: v in variants,
         "source": lambda v: v == "default" or v in alternatives,
         "arch": lambda v: v in KNOWN_ARCHS,
@@ -141,6 +148,8 @@ def when_checks(variants: dict[str, Variant | None], alternatives: dict[str, Sou
 
 
 def not_valid(when_key: str, value: str) -> str:
+    if when_key == "release":
+        return f"{value!r} is not a release line of this recipe ([releases.<name>])"
     if when_key == "rocm":
         return f"{value!r} is not a ROCm major.minor version like 6.4"
     return f"{value!r} is not a known {when_key.replace('_', ' ')}"
@@ -196,11 +205,13 @@ def release(c: Checker, data: dict[str, Any], key: str, path: Path,
         opts = tables(c, data, key_of(Release, "options"), lambda v, k: option(c, v, k),
                       prefix=key + ".")
         env = {**dict(top.get("env", ())), **dict(values.get("env", ()))}
-        option_checks(c, opts, variants, {**top, "env": tuple(env.items())}, prefix=key + ".")
+        option_checks(c, opts, variants, {**top, "env": tuple(env.items())}, prefix=key + ".",
+                      sources=("default", *alternatives))
         values["options"] = {k: v for k, v in opts.items() if v is not None}
     if lookup(data, "downloads") is not MISSING:
         values["downloads"] = downloads(c, lookup(data, "downloads"),
-                                        when_checks(variants, alternatives), f"{key}.downloads")
+                                        when_checks(variants, alternatives, top["releases"]),
+                                        f"{key}.downloads")
     offers = values.get("offers")
     if offers is not None and not variants:
         c.bad(f"{key}.variants", "the recipe has no [variants] to choose from")

@@ -28,10 +28,10 @@ from rocmbuild.host import gpus
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
 from rocmbuild.recipe.backend import backend_commands, cmake_configure, fill
-from rocmbuild.recipe.check import suggest
 from rocmbuild.recipe.depends import of as depends_of
 from rocmbuild.recipe.keys import ROCM_LIBS
 from rocmbuild.recipe.model import Recipe
+from rocmbuild.recipe.options import resolve as resolve_options
 from rocmbuild.recipe.plan import (
     BuildEnvSpec,
     BuildHost,
@@ -126,32 +126,6 @@ def _rocm_target(recipe: Recipe, target: Target, host: Host) -> RocmTarget:
     return RocmTarget(version=version, version_from=origin, version_kind=kind,
                       root=root.path if root else None, root_kind=root.kind if root else None,
                       root_version=root.version if root else None, compiler=comp)
-
-
-def resolve_options(recipe: Recipe, variant: str, given: tuple[tuple[str, str], ...]
-                    ) -> tuple[tuple[str, str], ...]:
-    """The value of every [options] entry that applies to ``variant``: its default, or what
-    ``given`` sets (checked: a known option of this variant, an allowed value), by name."""
-    name = recipe.path.stem
-    mine = {n: o for n, o in recipe.options.items() if not o.variants or variant in o.variants}
-    values = {n: o.default for n, o in mine.items()}
-    for opt, value in given:
-        o = mine.get(opt)
-        if o is None:
-            if opt in recipe.options:
-                raise UsageError(
-                    f"--opt: {name}.{opt} does not apply to variant {variant!r}",
-                    hint=f"it applies to variant(s) {', '.join(recipe.options[opt].variants)}")
-            raise UsageError(
-                f"--opt: {name} has no option {opt!r}" + suggest(opt, recipe.options, 0.5),
-                hint=(f"options of {name}: {', '.join(recipe.options)}" if recipe.options
-                      else f"{name} declares no [options]"))
-        problem = o.problem(value)
-        if problem is not None:
-            raise UsageError(f"--opt: {name}.{opt}: {problem}",
-                             hint=f"{o.help}; default {o.default!r}")
-        values[opt] = value
-    return tuple(sorted(values.items()))
 
 
 def render(recipe: Recipe, target: Target, host: Host,
@@ -270,7 +244,7 @@ def render(recipe: Recipe, target: Target, host: Host,
         for name, template in pairs:
             env[name] = fill(template, values, f"{recipe.path.name}: {where}.{name}")
             keyed_env[name] = fill(template, key_values, f"{recipe.path.name}: {where}.{name}")
-    chosen = resolve_options(recipe, variant_name, target.options)
+    chosen = resolve_options(recipe, variant_name, target.source, target.options)
     for opt, value in chosen:  # literal values: no placeholders
         env[recipe.options[opt].env] = keyed_env[recipe.options[opt].env] = value
 
@@ -280,6 +254,7 @@ def render(recipe: Recipe, target: Target, host: Host,
         "arch": tuple(a.split(":")[0] for a in archs),  # gfx90a:xnack+ is a gfx90a
         "gpu_vendor": (target.gpu_vendor,),
         "rocm": (".".join(rocm.version.split(".")[:2]),),
+        "release": (recipe.release,),
     }
     patches = tuple(replace(p, file=p.file.resolve()) for p in recipe.patches
                     if _applies(p, facts))
@@ -306,7 +281,8 @@ def render(recipe: Recipe, target: Target, host: Host,
         source = replace(source, path=str((recipe.path.parent / source.path).resolve()))
     if source.kind == "git" and variant is not None and variant.submodules is not None:
         source = replace(source, submodules=variant.submodules)
-    runtime_env = {
+    # the dependencies' wheels are installed with this one: their runtime env is its too
+    runtime_env = {k: v for d in depends for k, v in d.runtime_env.items()} | {
         k: fill(v, values, f"{recipe.path.name}: variants.{variant_name}.runtime_env.{k}")
         for k, v in (variant.runtime_env if variant else ())
     }

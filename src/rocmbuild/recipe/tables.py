@@ -92,7 +92,7 @@ class Patch:
         "when", "conditions",
         "Conditions, all of which must hold (empty: always). Keys: variant, source (an "
         "alternative's name or default), arch, gpu_vendor (amd or nvidia), rocm (the plan's ROCm "
-        "major.minor); each value is a "
+        "major.minor), release (a release line's name); each value is a "
         "string or a list of strings, any of which matches.",
         '{ variant = "triton", gpu_vendor = "nvidia" }', default=(), choices=WHEN_KEYS,
         noun="condition",
@@ -347,6 +347,22 @@ class Option:
         "The variants it applies to; another variant neither sets its variable nor accepts it "
         "in ``--opt``.", '["ck"]', default=(), default_text="`[]`: every variant",
     )
+    sources: tuple[str, ...] = toml(
+        "sources", "strings",
+        "The sources that honour it (``default`` or an alternative's name): on another source "
+        "the build would ignore the variable, so it is not set and ``--opt`` is refused, naming "
+        "the release line and source.", '["pypi"]', default=(),
+        default_text="`[]`: every source",
+    )
+    sources_reason: str = toml(
+        "sources_reason", "string", "Why the other sources do not honour it (the refusal's "
+        "hint).", '"the fork\'s setup.py never passes OPT_DIM to generate.py"', default="",
+    )
+
+    def honoured_by(self, variant: str, source: str) -> bool:
+        """Whether a plan of ``variant`` from ``source`` sets this option's variable."""
+        return ((not self.variants or variant in self.variants)
+                and (not self.sources or source in self.sources))
 
     def problem(self, value: str) -> str | None:
         """Why ``value`` is not allowed (None: it is)."""

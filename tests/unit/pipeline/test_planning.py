@@ -76,14 +76,41 @@ def test_a_host_that_fits_no_line_gets_one_line_per_line(name: str) -> None:
     assert "--release NAME" in (info.value.hint or "")
 
 
+def ck_only_main() -> Recipe:
+    """flash-attn with its main line limited to CK (as it was before main built Triton)."""
+    r = flash()
+    main = replace(r.releases["main"], offers=("ck",), offers_reason="CK only, for this test")
+    return replace(r, releases={**r.releases, "main": main})
+
+
 def test_a_line_without_the_variant_is_passed_over_with_its_reason() -> None:
-    """main builds ck only: --variant triton on a torch 2.14 host gets the fork's line, whose
-    Triton variant needs only a torch."""
-    plan = planning.plan(flash(), Target(arch="gfx942", variant="triton"),
-                      HOSTS["rocm7.14-torch2.14"])
+    """A line that builds ck only: --variant triton on a torch 2.14 host gets the fork's line,
+    whose Triton variant needs only a torch."""
+    plan = planning.plan(ck_only_main(), Target(arch="gfx942", variant="triton"),
+                         HOSTS["rocm7.14-torch2.14"])
     assert plan.release == "2.8-fork" and plan.variant == "triton"
-    assert "main does not build variant 'triton' (on main the Triton backend" \
-        in plan.release_why
+    assert "main does not build variant 'triton' (CK only, for this test)" in plan.release_why
+
+
+def test_main_builds_triton_from_the_aiter_wheel() -> None:
+    """main's Triton variant: aiter (its default variant, triton) is planned first, patch 0002
+    (and not the fork's 0001) applies, and aiter's runtime env is the wheel's too."""
+    plan = planning.plan(flash(), Target(arch="gfx942", variant="triton", release="main"), BASE)
+    (aiter,) = plan.depends
+    assert (aiter.recipe, aiter.variant, aiter.package) == ("aiter", "triton", "amd-aiter")
+    assert aiter.env["AITER_TRITON_ONLY"] == "1"
+    assert [p.file.name for p in plan.patches] == ["0002-main-aiter-from-build-env.patch"]
+    assert plan.runtime_env == {"AITER_TRITON_ONLY": "1",
+                                "FLASH_ATTENTION_TRITON_AMD_ENABLE": "TRUE"}
+    assert plan.env["FLASH_ATTENTION_TRITON_AMD_ENABLE"] == "TRUE"
+    assert plan.source.submodules == () and plan.build_env is not None
+    ck = planning.plan(flash(), Target(arch="gfx942", release="main"), BASE)
+    assert ck.depends == () and ck.patches == ()  # CK needs no aiter (variants.ck.depends = [])
+    fork = planning.plan(flash(), Target(arch="gfx942", variant="triton", release="2.8-fork",
+                                         gpu_vendor="nvidia"), BASE)
+    assert fork.depends == () and "AITER_TRITON_ONLY" not in fork.runtime_env
+    assert [p.file.name for p in fork.patches] == [
+        "0001-triton-amd-drop-amd-only-autotune-keys-on-non-hip.patch"]
 
 
 def test_release_forces_a_line_whatever_the_host() -> None:
@@ -110,8 +137,9 @@ def test_unknown_release_is_a_usage_error_listing_the_lines() -> None:
 
 
 def test_forcing_a_variant_the_line_does_not_build() -> None:
-    with pytest.raises(UsageError, match="line main does not build variant 'triton': on main"):
-        planning.plan(flash(), Target(arch="gfx942", variant="triton", release="main"), BASE)
+    with pytest.raises(UsageError, match="line main does not build variant 'triton': CK only"):
+        planning.plan(ck_only_main(), Target(arch="gfx942", variant="triton", release="main"),
+                      BASE)
 
 
 def test_a_source_the_line_lacks() -> None:

@@ -14,7 +14,7 @@ import pytest
 from rocmbuild.commands.common import parse_opts
 from rocmbuild.core.errors import RecipeError, UsageError
 from rocmbuild.host.compiler import HipCompiler
-from rocmbuild.pipeline import units
+from rocmbuild.pipeline import planning, units
 from rocmbuild.recipe.load import load
 from rocmbuild.recipe.render import Target, render
 from rocmbuild.recipe.search import find_recipe
@@ -22,12 +22,19 @@ from tests.conftest import REPO
 from tests.unit.recipe.test_render import HOST
 
 
-def flash(**kw: object):  # type: ignore[no-untyped-def]
-    recipe = load(find_recipe("flash-attn")).on_line("2.8-fork")
-    return render(recipe, Target(arch="gfx942", **kw), HOST)  # type: ignore[arg-type]
+def flash(line: str = "2.8-fork", **kw: object):  # type: ignore[no-untyped-def]
+    recipe = load(find_recipe("flash-attn")).on_line(line)
+    return render(recipe, Target(arch=str(kw.pop("arch", "gfx942")), **kw),  # type: ignore[arg-type]
+                  HOST)
+
+
+def sdist(**kw: object):  # type: ignore[no-untyped-def]
+    """The 2.8-fork line from the PyPI sdist, whose setup.py passes OPT_DIM to generate.py."""
+    return flash(source="pypi", **kw)
 
 
 def test_flash_attn_opt_dim_reaches_env_key_and_provenance() -> None:
+    flash = sdist
     default = flash()
     assert default.env["OPT_DIM"] == "32,64,128,256"
     assert default.options == (("opt_dim", "32,64,128,256"),)
@@ -40,7 +47,41 @@ def test_flash_attn_opt_dim_reaches_env_key_and_provenance() -> None:
     assert flash(options=(("opt_dim", "32,64,128,256"),)).cache_key == default.cache_key
 
 
+def test_opt_dim_refused_on_the_fork_source_naming_line_and_source() -> None:
+    """The fork at b3ae4966 never passes OPT_DIM to generate.py: its plans do not set it, and
+    --opt is refused in one line naming the recipe, the line and the source."""
+    fork = flash()
+    assert "OPT_DIM" not in fork.env and fork.options == ()
+    with pytest.raises(UsageError, match=r"^--opt: flash-attn.opt_dim is not honoured by "
+                       r"source 'default' on line 2.8-fork: the fork's setup.py") as e:
+        flash(options=(("opt_dim", "128"),))
+    assert "\n" not in str(e.value) and e.value.hint.startswith(
+        "source(s) that honour it on line 2.8-fork: --source pypi")
+
+
+def test_opt_dim_honoured_on_main() -> None:
+    """Dao-AILab main reads OPT_DIM (setup.py l.472) and passes it as --optdim (l.499-501)."""
+    main = flash("main", options=(("opt_dim", "64,128"),))
+    assert main.env["OPT_DIM"] == "64,128" and main.options == (("opt_dim", "64,128"),)
+    assert flash("main").env["OPT_DIM"] == "32,64,128,256"
+    with pytest.raises(UsageError, match="does not apply to variant 'triton'"):
+        planning.plan(load(find_recipe("flash-attn")), Target(
+            arch="gfx942", variant="triton", release="main", options=(("opt_dim", "128"),)),
+            HOST)
+
+
+def test_option_sources_are_checked(tmp_path: Path) -> None:
+    f = tmp_path / "demo.toml"
+    f.write_text(RECIPE.format(options='[options.dims]\nenv = "DIMS"\ndefault = "1"\n'
+                               'help = "x"\nsources = ["pypy"]'))
+    with pytest.raises(RecipeError) as e:
+        load(f)
+    assert "demo.toml: options.dims.sources[0]: 'pypy' is not a source here; sources: " \
+        "default" in " ".join(e.value.problems), e.value.problems
+
+
 def test_option_scoped_to_its_variant() -> None:
+    flash = sdist
     triton = flash(variant="triton")
     assert "OPT_DIM" not in triton.env and triton.options == ()
     assert "options" not in triton.to_json()
@@ -57,7 +98,7 @@ def test_option_scoped_to_its_variant() -> None:
 ])
 def test_bad_option_values(given: tuple[str, str], message: str) -> None:
     with pytest.raises(UsageError, match=message):
-        flash(options=(given,))
+        sdist(options=(given,))
 
 
 def test_parse_opts() -> None:
@@ -170,7 +211,13 @@ def test_generate_argv_is_setup_pys() -> None:
     assert argv[1:] == ["-B", "/ck/generate.py", "-d", "fwd", "--receipt", "2", "--optdim",
                         "128", "--list_blobs", "/t/fwd.txt"]
     calls = units.generate_argv(Path("/g.py"), {"CK_FMHA_DIRECTIONS": "bwd"}, Path("/t"))
-    assert [(d, a[a.index("--optdim") + 1]) for d, a in calls] == [("bwd", "32,64,128,256")]
+    assert [d for d, _ in calls] == ["bwd"]  # no OPT_DIM: no --optdim (the fork's setup.py)
+    assert "--optdim" not in calls[0][1] and "--targets" not in calls[0][1]
+    # Dao-AILab main (l.499-501): --optdim and every arch in one --targets
+    (_, argv), *_ = units.generate_argv(Path("/g.py"), {"OPT_DIM": "128"}, Path("/t"),
+                                        ("gfx90a", "gfx942"))
+    assert argv[5:] == ["--receipt", "2", "--optdim", "128", "--targets", "gfx90a,gfx942",
+                        "--list_blobs", "/t/fwd.txt"]
     count = units.UnitCount(697, "generate.py", (("OPT_DIM", "128"),))
     assert count.line() == "compile units: 697 (OPT_DIM=128)"
     assert count.to_json() == {"count": 697, "how": "generate.py", "settings": {"OPT_DIM": "128"}}
@@ -209,3 +256,4 @@ def test_object_outputs_are_the_compile_edges() -> None:
                                             "CMakeFiles/u.dir/k.hip.o", "CMakeFiles/w.dir/x.obj"]
     assert units.UnitCount(6, "ninja", note="ninja, after configure").line() == \
         "compile units: 6 (ninja, after configure)"
+
