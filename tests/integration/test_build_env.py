@@ -96,12 +96,12 @@ def test_build_sees_only_the_allow_list(tmp_path: Path) -> None:
 def test_ck_plan_ignores_an_exported_variant_switch() -> None:
     env = {"FLASH_ATTENTION_TRITON_AMD_ENABLE": "TRUE"}
     res = rocmbuild("plan", "flash-attn", "--arch", "gfx942", "--variant", "ck", "--json",
-                    env=env)
+                    "--release", "2.8-fork", env=env)
     assert res.returncode == 0, res.stderr
     plan = json.loads(res.stdout)
     assert "FLASH_ATTENTION_TRITON_AMD_ENABLE" not in plan["env"]
     assert "FLASH_ATTENTION_TRITON_AMD_ENABLE" not in plan["host_env"]["passed"]
     assert "PATH" in plan["host_env"]["passed"]
-    human = rocmbuild("plan", "flash-attn", "--arch", "gfx942", env=env)
+    human = rocmbuild("plan", "flash-attn", "--arch", "gfx942", "--release", "2.8-fork", env=env)
     line = next(ln for ln in human.stdout.splitlines() if ln.startswith("host env"))
     assert "FLASH_ATTENTION_TRITON_AMD_ENABLE" not in line and "PATH" in line

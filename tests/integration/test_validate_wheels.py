@@ -240,7 +240,8 @@ def _stage_ctx(tmp_path: Path, wheel: Path):
 
     here = host.detect(want_compiler=False)
     plan = render.render(load.load(search.find_recipe("flash-attn")),
-                         render.Target(arch="gfx942", variant="triton", source="pypi"), here)
+                         render.Target(arch="gfx942", variant="triton", source="pypi",
+                                       release="2.8-fork"), here)
     ws = config.workspace(str(tmp_path / "work"), str(tmp_path / "cache"))
     ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key, wheel_dir=ws.wheels,
                   host=here, artifacts=Artifacts(wheel=wheel))
