@@ -11,7 +11,7 @@ import pytest
 
 from rocmbuild.core.errors import ToolchainError, UsageError
 from rocmbuild.host.detect import Host
-from rocmbuild.host.toolchain import RocmRoot, TorchInfo
+from rocmbuild.host.toolchain import PIP_WHERE, RocmRoot, TorchInfo
 from rocmbuild.pipeline import planning
 from rocmbuild.recipe.load import load
 from rocmbuild.recipe.model import Recipe
@@ -216,3 +216,21 @@ host_requires = ["torch>=2.14"]
     assert recipe.on_line("old").host_requires == ("torch>=2.0",)
     torch = replace(BASE, torch=TorchInfo("2.9.0+cpu", None, None))
     assert planning.plan(recipe, Target(arch="gfx942"), torch).release == "old"
+
+
+def test_a_pip_installed_rocm_picks_its_line_and_is_shown_as_such() -> None:
+    """A ROCm from pip (TheRock's devel tree in site-packages; a value here: no such install on
+    this machine) is judged like any ROCm root: 7.14 with a torch 2.14 built for it gets main,
+    and the plan's ROCm root, version and label come from it."""
+    devel = Path("/venv/lib/python3.11/site-packages/_rocm_sdk_devel")
+    pip_root = replace(HOSTS["rocm7.14-torch2.14"].rocm_root, path=devel, where=PIP_WHERE,
+                       targets=("gfx942", "gfx950"))
+    h = replace(HOSTS["rocm7.14-torch2.14"], rocm_root=pip_root)
+    plan = planning.plan(flash(), Target(arch="gfx942"), h)
+    assert plan.release == "main" and plan.rocm.root == devel
+    assert plan.local_version.startswith("rocm7.14.")
+    # the same root with an unusable devel tree (not unpacked): no line fits, naming the root
+    packed = replace(h, rocm_root=replace(pip_root, unusable="run `rocm-sdk init` first"))
+    with pytest.raises(ToolchainError, match="no release line fits") as err:
+        planning.plan(flash(), Target(arch="gfx942"), packed)
+    assert str(devel) in err.value.message or PIP_WHERE in err.value.message
