@@ -22,6 +22,8 @@ CASES = {  # every release line with each variant it builds (the fixture host fi
                                     "--release", "2.8-fork"],
     "flash-attn-triton-pypi-gfx942": ["flash-attn", "--arch", "gfx942", "--variant", "triton",
                                       "--source", "pypi", "--release", "2.8-fork"],
+    "flash-attn-fork-triton-gfx942": ["flash-attn", "--arch", "gfx942", "--variant", "triton",
+                                      "--release", "2.8-fork"],
     "flash-attn-main-ck-gfx942": ["flash-attn", "--arch", "gfx942", "--release", "main"],
     # main's Triton backend: the aiter wheel first (depends), patch 0002, AITER_TRITON_ONLY=1
     "flash-attn-main-triton-gfx942": ["flash-attn", "--arch", "gfx942", "--release", "main",
