@@ -216,7 +216,9 @@ def test_flash_attn_triton_from_a_local_git_repository_builds_offline(
     recipe = tmp_path / "flash-attn.toml"
     recipe.write_text(text)
     env = {"ROCMBUILD_WORKDIR": str(tmp_path / "w"), "ROCMBUILD_CACHE_DIR": str(cache)}
-    res = rocmbuild("build", str(recipe), "--arch", "gfx942", "--variant", "triton", env=env)
+    # the fork's line: its git source is the one pointed at the local repository
+    res = rocmbuild("build", str(recipe), "--arch", "gfx942", "--variant", "triton",
+                    "--release", "2.8-fork", env=env)
     assert res.returncode == 0, res.stderr
     log = next((tmp_path / "w" / "logs" / "flash-attn").glob("*/build.log")).read_text()
     assert log.startswith("$ unshare --net ")
