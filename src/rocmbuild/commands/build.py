@@ -81,7 +81,7 @@ def _remember(args: argparse.Namespace, rendered: common.Rendered, ws: Workspace
     """The memo that lets the same command line be served by ``commands.quickhit`` next time."""
     from rocmbuild.recipe import load, search
 
-    files = load.files_read(rendered.recipe)
+    files = load.files_read(rendered.recipe, rendered.plan)
     if files is None:
         return
     absent, dirs = search.search_inputs(args.recipe, rendered.recipe.path)

@@ -19,6 +19,7 @@ from rocmbuild.recipe import depends, readers
 from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree
 from rocmbuild.recipe.keys import key_of
 from rocmbuild.recipe.model import Recipe
+from rocmbuild.recipe.plan import Plan
 from rocmbuild.recipe.tables import (
     Floor,
     Hipify,
@@ -28,15 +29,15 @@ from rocmbuild.recipe.tables import (
 )
 
 
-def files_read(recipe: Recipe) -> tuple[Path, ...] | None:
-    """The files loading ``recipe`` read: the recipe and its patches; None when it has a local
-    source (a path, or a git repository on this machine), whose content only the full render and
-    the fetch stage look at (``rocmbuild.commands.quickhit`` then keeps no memo), or when it
-    depends on other recipes (their files are not tracked by the memo)."""
-    lines = recipe.releases.values()
-    if recipe.depends or any(v.depends for v in recipe.variants.values()) or any(
-            line.depends for line in lines):
+def files_read(recipe: Recipe, plan: Plan) -> tuple[Path, ...] | None:
+    """The files loading ``recipe`` for ``plan`` read: the recipe and its patches; None when it
+    has a local source (a path, or a git repository on this machine), whose content only the
+    full render and the fetch stage look at (``rocmbuild.commands.quickhit`` then keeps no
+    memo), or when the plan depends on other recipes (their files are not tracked by the
+    memo)."""
+    if plan.depends:
         return None
+    lines = recipe.releases.values()
     for src in (recipe.source, *recipe.alternatives.values(), *(
             s for line in lines for s in (line.source, *(line.alternatives or {}).values())
             if s is not None)):
