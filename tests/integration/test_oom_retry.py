@@ -33,7 +33,7 @@ HEAVY_MB = 320
 LAUNCHER = """import os, subprocess, sys, time
 obj = sys.argv[sys.argv.index("-o") + 1]
 block = b"x" * ({mb} << 20) if "heavy" in obj else b""  # touched: charged to the cgroup
-time.sleep(1.0 if block else 0)
+time.sleep(3.0 if block else 0)  # long enough to overlap on a loaded machine
 del block
 rc = subprocess.call(sys.argv[1:])
 if rc == 0:
