@@ -8,10 +8,11 @@ not:
 - **The release line** (docs/releases.md). A recipe without ``[releases]`` renders as it is;
   ``--release NAME`` (``Target.release``) renders that line. Otherwise the lines are tried newest
   first (the order the recipe declares them): each is rendered and judged with
-  ``requirements.missing``, the same check ``preflight`` makes, without the ROCm components (a
-  line is picked by its ranges; a missing component of the picked line is preflight's to
-  report). The first line with nothing missing wins and the plan says why; when none fits, a
-  ToolchainError names what each line is missing, one line per line.
+  ``requirements.missing``, the same check ``preflight`` makes, on it and on the recipes it
+  depends on, without the ROCm components (a line is picked by its ranges; a missing component
+  of the picked line is preflight's to report). The first line with nothing missing wins and
+  the plan says why; when none fits, a ToolchainError names what each line is missing, one
+  line per line.
 - **Dependencies** (``build.depends``, docs/build-env.md): each recipe a plan depends on is
   loaded by name, planned for ``render.dependency_target`` first (recursively, on its own line),
   and passed to ``render``, which folds their cache keys into the dependent's.
@@ -99,6 +100,15 @@ def _render(recipe: Recipe, target: render.Target, host: Host, learned: Learned)
     return render.render(recipe, target, host, learned(recipe.path.stem), deps)
 
 
+def _lacking(plan: Plan, host: Host) -> list[str]:
+    """What the host lacks for ``plan`` and for the plans it depends on, ROCm components aside
+    (a line is picked by its ranges and its dependencies'; the components are preflight's)."""
+    out = requirements.missing(replace(plan, rocm_components=()), host)
+    for dep in plan.depends:
+        out += [f"for its dependency {dep.recipe}: {m}" for m in _lacking(dep, host)]
+    return out
+
+
 def _unavailable(recipe: Recipe, name: str, target: render.Target) -> str | None:
     """Why line ``name`` cannot give this target at all (a variant it does not build, a source
     it does not have), whatever the host."""
@@ -124,7 +134,7 @@ def plan(recipe: Recipe, target: render.Target, host: Host,
         why = _unavailable(recipe, name, target)
         if why is None:
             candidate = _render(recipe, replace(target, release=name), host, learned)
-            lacking = requirements.missing(replace(candidate, rocm_components=()), host)
+            lacking = _lacking(candidate, host)
             if not lacking:
                 ranges = ", ".join(candidate.host_requires) or "no host ranges"
                 return replace(candidate, release_why=(

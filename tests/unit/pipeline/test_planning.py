@@ -234,3 +234,16 @@ def test_a_pip_installed_rocm_picks_its_line_and_is_shown_as_such() -> None:
     with pytest.raises(ToolchainError, match="no release line fits") as err:
         planning.plan(flash(), Target(arch="gfx942"), packed)
     assert str(devel) in err.value.message or PIP_WHERE in err.value.message
+
+
+def test_a_line_fits_only_where_the_recipes_it_depends_on_fit() -> None:
+    """main's Triton variant depends on aiter, whose kernels need triton >= 3.6 (torch >= 2.10):
+    on a torch 2.9 host the fork's line is picked and says why main was passed over; on torch
+    2.14 main is picked."""
+    target = Target(arch="gfx942", variant="triton")
+    old = planning.plan(flash(), target, HOSTS["rocm7.0-torch2.9"])
+    assert old.release == "2.8-fork"
+    assert "main needs for its dependency aiter: " in old.release_why
+    assert ">=2.10" in old.release_why
+    new = planning.plan(flash(), target, HOSTS["rocm7.14-torch2.14"])
+    assert new.release == "main" and [d.recipe for d in new.depends] == ["aiter"]
