@@ -11,21 +11,19 @@ lower-case form pip normalises a label to, so the wheel's file name is the one a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from rocmbuild.core import gfx as arch
-
-_MAJOR_MINOR = re.compile(r"^(\d+)\.(\d+)")
+from rocmbuild.core.pep508 import major_minor
 
 
 def torch_part(version: str, cxx11_abi: bool) -> str:
     """``2.9.1+rocm6.4``, True -> ``torch2.9.cxx11abitrue``. ValueError for a version without a
     major.minor."""
-    m = _MAJOR_MINOR.match(version)
-    if not m:
+    mm = major_minor(version)
+    if not mm:
         raise ValueError(f"torch version {version!r} has no major.minor")
-    return f"torch{m.group(1)}.{m.group(2)}.cxx11abi{'true' if cxx11_abi else 'false'}"
+    return f"torch{mm}.cxx11abi{'true' if cxx11_abi else 'false'}"
 
 
 def local(rocm_version: str, archs: Sequence[str], torch: str = "") -> str:

@@ -4,7 +4,8 @@ Every write goes to a temporary file in a private directory next to the target (
 file already has the target's name, which ``wheel.wheelfile.WheelFile`` needs), is fsynced, and is
 renamed over the target with ``os.replace``; then the target's directory is fsynced so the rename
 itself survives a power loss. A killed writer leaves at most a ``.tmp-*`` directory behind, never a
-half-written target.
+half-written target. ``read_capped`` is the other direction: a small file we did not write, read
+once, never through a symlink, never blocking on a FIFO.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import contextlib
 import errno
 import os
 import shutil
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -154,3 +156,21 @@ def disk_bytes(tree: Path) -> int:
         except OSError:
             continue
     return total
+
+
+class TooLarge(ValueError):
+    """``read_capped``: the file is larger than the limit."""
+
+
+def read_capped(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file ``path``, read once. Untrusted: opened without following a
+    symlink (``O_NOFOLLOW``) and without blocking on a FIFO; ValueError when it is not a regular
+    file, TooLarge when it is larger than ``limit`` bytes; OSError from the open as it comes."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise ValueError("not a regular file")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(f"larger than {limit} bytes")
+    return data

@@ -7,7 +7,7 @@ and more) costs a cache hit about a tenth of a second. The common forms (``ninja
 accepts only strings ``packaging`` accepts as well (tests/unit/core/test_pep508.py checks that);
 anything else, valid or not, goes to ``packaging`` as before: the same answers and messages.
 ``simple_contains`` does the same for host.preflight's check of a host's versions against a
-recipe's ranges."""
+recipe's ranges; ``major_minor`` is the one reading of a version's ``X.Y``."""
 
 from __future__ import annotations
 
@@ -78,3 +78,10 @@ def simple_contains(version: str, spec: str) -> bool | None:
         if not ok:
             return False
     return True
+
+
+def major_minor(version: str) -> str:
+    """ "6.2.41133-dd7f95766" -> "6.2", "2.9.1+rocm6.4" -> "2.9"; "" when it does not start with
+    one."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return f"{m.group(1)}.{m.group(2)}" if m else ""

@@ -22,14 +22,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocmbuild.core import options
+from rocmbuild.core import fsutil, options
 from rocmbuild.core.errors import ToolchainError
+from rocmbuild.core.pep508 import major_minor
 from rocmbuild.host import components
 
 PIP_WHERE = "rocm_sdk (pip)"
@@ -108,12 +108,6 @@ class TorchInfo:
         return f"torch.version.hip {self.hip} (no torch.version.rocm: HIP = ROCm before ROCm 10)"
 
 
-def major_minor(version: str) -> str:
-    """ "6.2.41133-dd7f95766" -> "6.2"; "" when it does not start with one."""
-    m = re.match(r"(\d+)\.(\d+)", version)
-    return f"{m.group(1)}.{m.group(2)}" if m else ""
-
-
 _HINT = "reinstall ROCm there, or point --rocm-path / ROCM_PATH at another ROCm root"
 _PIP_HINT = ('reinstall it (pip install --force-reinstall "rocm[libraries,devel]" from the index '
              "it came from), or set ROCM_PATH to use another ROCm root")
@@ -135,15 +129,13 @@ def read_fact(path: Path, boundary: Path, hint: str = _HINT) -> str | None:
     if not Path(real).is_relative_to(os.path.realpath(boundary)):
         raise _fail(path, f"a link leading out of {boundary} (to {real})", hint)
     try:
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        data = fsutil.read_capped(Path(real), FACT_MAX_BYTES)
     except OSError as exc:
         raise _fail(path, f"cannot read: {exc.strerror or exc}", hint) from exc
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise _fail(path, "not a regular file", hint)
-        data = f.read(FACT_MAX_BYTES + 1)
-    if len(data) > FACT_MAX_BYTES:
-        raise _fail(path, f"over {FACT_MAX_BYTES} bytes, not a version file", hint)
+    except fsutil.TooLarge:
+        raise _fail(path, f"over {FACT_MAX_BYTES} bytes, not a version file", hint) from None
+    except ValueError as exc:  # not a regular file
+        raise _fail(path, str(exc), hint) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

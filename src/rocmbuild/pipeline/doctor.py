@@ -24,6 +24,7 @@ from rocmbuild.core import config, jobs, log
 from rocmbuild.core import gfx as archmod
 from rocmbuild.core.errors import RocmbuildError
 from rocmbuild.core.jobs import GiB
+from rocmbuild.core.pep508 import major_minor
 from rocmbuild.core.run import no_network
 from rocmbuild.host import access, components, toolchain
 from rocmbuild.host import compiler as compmod
@@ -458,7 +459,7 @@ def _torch_check(t: toolchain.TorchInfo, root: toolchain.RocmRoot | None) -> Che
                      "install torch --index-url https://download.pytorch.org/whl/rocm6.2 (match "
                      "your ROCm)", data={"torch": info})
     built = t.rocm_short
-    if root is not None and built and toolchain.major_minor(root.version) not in ("", built):
+    if root is not None and built and major_minor(root.version) not in ("", built):
         return Check("torch", "warn", f"torch {t.version} is built for ROCm {built} "
                      f"({t.rocm_from}) but the ROCm root is ROCm {root.version} (from "
                      f"{root.version_from or 'its version file'}): extensions may fail to load",

@@ -7,7 +7,8 @@ from __future__ import annotations
 import sys
 
 from rocmbuild.core.errors import ToolchainError
-from rocmbuild.host import components, toolchain
+from rocmbuild.core.pep508 import major_minor
+from rocmbuild.host import components
 from rocmbuild.host.detect import Host
 from rocmbuild.recipe.plan import Plan
 
@@ -65,7 +66,7 @@ def torch_sdk_mismatch(plan: Plan, host: Host) -> str | None:
     torch, root = host.torch, host.rocm_root
     if not {"rocm-torch", "rocm-sdk"} <= names or root is None or root.kind != "rocm":
         return None
-    sdk, built = toolchain.major_minor(root.version), torch.rocm_short
+    sdk, built = major_minor(root.version), torch.rocm_short
     if not built or not sdk or built == sdk:
         return None
     return (f"a ROCm torch built for the SDK's ROCm {sdk} (compared torch {torch.version}'s "

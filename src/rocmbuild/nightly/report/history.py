@@ -10,12 +10,12 @@ import json
 import math
 import os
 import re
-import stat
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rocmbuild.artifacts.results import Status
+from rocmbuild.core import fsutil
 from rocmbuild.nightly.model import CELL_ID, RUN_ID, CellOutcome, End, RunReport
 from rocmbuild.nightly.report.fmt import one_line
 
@@ -44,7 +44,7 @@ def load_history(reports_dir: Path, exclude: str = "",
         if not os.path.lexists(path):
             continue  # a run that is still going, or died before its report
         try:
-            r = parse_report(json.loads(_read_capped(path)))
+            r = parse_report(json.loads(fsutil.read_capped(path, MAX_REPORT_BYTES)))
             if r.run_id != d.name:
                 raise ValueError(f"it names run {r.run_id!r}, not its directory's")
             runs.append((iso_time(r.started), r))
@@ -53,18 +53,6 @@ def load_history(reports_dir: Path, exclude: str = "",
             warnings.append(f"nightly history: {path}: skipped: {one_line(why, 200)}")
     runs.sort(key=lambda t: (t[0], t[1].run_id), reverse=True)
     return tuple(r for _, r in runs[:limit]), tuple(warnings)
-
-
-def _read_capped(path: Path) -> str:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise ValueError("not a regular file")
-        data = f.read(MAX_REPORT_BYTES + 1)
-    if len(data) > MAX_REPORT_BYTES:
-        raise ValueError(f"larger than {MAX_REPORT_BYTES} bytes")
-    return data.decode("utf-8")
 
 
 def iso_time(iso: str) -> _dt.datetime:
