@@ -162,14 +162,40 @@ class TooLarge(ValueError):
     """``read_capped``: the file is larger than the limit."""
 
 
+class NotRegular(OSError):
+    """``open_regular``: the path is a symlink, a directory, a FIFO or a device."""
+
+
+_OPEN = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def open_regular(path: Path, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
+    """A descriptor of the regular file ``path`` (``flags`` as for ``os.open``, e.g. ``O_RDWR |
+    O_CREAT`` for a lock), never through a symlink and never blocking on a FIFO: NotRegular (an
+    OSError naming ``path``) for anything else; other OSErrors as they come. For every file we
+    did not just make: locks, state, reports, manifests, memos, baselines, configs."""
+    try:
+        fd = os.open(path, flags | _OPEN, mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotRegular(errno.ELOOP, "is a symbolic link, which rocmbuild does not follow",
+                             os.fspath(path)) from None
+        if exc.errno in (errno.EISDIR, errno.ENXIO):  # ENXIO: a FIFO opened to write
+            raise NotRegular(exc.errno, "is not a regular file", os.fspath(path)) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotRegular(errno.EINVAL, "is not a regular file", os.fspath(path))
+    if not flags & (os.O_WRONLY | os.O_RDWR):
+        os.set_blocking(fd, True)
+    return fd
+
+
 def read_capped(path: Path, limit: int) -> bytes:
-    """The bytes of the regular file ``path``, read once. Untrusted: opened without following a
-    symlink (``O_NOFOLLOW``) and without blocking on a FIFO; ValueError when it is not a regular
-    file, TooLarge when it is larger than ``limit`` bytes; OSError from the open as it comes."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-            raise ValueError("not a regular file")
+    """The bytes of the regular file ``path``, read once (``open_regular``: NotRegular for a
+    symlink, FIFO or directory); TooLarge when it is larger than ``limit`` bytes; OSError from
+    the open as it comes."""
+    with os.fdopen(open_regular(path), "rb") as f:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise TooLarge(f"larger than {limit} bytes")

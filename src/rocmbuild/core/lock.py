@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from rocmbuild.core import log
+from rocmbuild.core import fsutil, log
 
 PID_WIDTH = 20
 """The holder's pid is written right-aligned in this many characters (and a newline)."""
@@ -28,9 +28,11 @@ def _holder(fd: int) -> str:
 @contextlib.contextmanager
 def held(path: Path, what: str, shared: bool = False) -> Iterator[None]:
     """Hold an exclusive (or ``shared``) lock on ``path`` (created if missing); ``what`` names
-    it for people. Only an exclusive holder writes its pid."""
+    it for people. Only an exclusive holder writes its pid. A lock path that is a symlink, a
+    directory or a FIFO is refused (``fsutil.NotRegular``, an OSError naming it), never
+    followed or truncated."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = fsutil.open_regular(path, os.O_RDWR | os.O_CREAT)
     mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     try:
         try:

@@ -130,12 +130,12 @@ def read_fact(path: Path, boundary: Path, hint: str = _HINT) -> str | None:
         raise _fail(path, f"a link leading out of {boundary} (to {real})", hint)
     try:
         data = fsutil.read_capped(Path(real), FACT_MAX_BYTES)
+    except fsutil.NotRegular as exc:
+        raise _fail(path, exc.strerror or "not a regular file", hint) from None
     except OSError as exc:
         raise _fail(path, f"cannot read: {exc.strerror or exc}", hint) from exc
     except fsutil.TooLarge:
         raise _fail(path, f"over {FACT_MAX_BYTES} bytes, not a version file", hint) from None
-    except ValueError as exc:  # not a regular file
-        raise _fail(path, str(exc), hint) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:

@@ -1,0 +1,118 @@
+"""The one reader for JSON we did not just write: files on disk (memos, baselines, saved hosts,
+manifests, reports, slurm.json, cache entries) and bytes from elsewhere (a wheel's
+rocmbuild.json, a server's reply, a tool's output).
+
+``read_json(path, limit)`` reads a regular file once (``fsutil.read_capped``: no symlink, no
+FIFO, at most ``limit`` bytes); ``loads(blob)`` parses bytes. Both check, before and while
+parsing: UTF-8, nesting at most ``MAX_DEPTH`` deep (100k ``[`` never reaches the recursive
+parser), no NaN or Infinity, finite floats, numbers of at most 19 digits in a row. Failures are one
+``BadJson`` with a short reason; the caller names the file and picks its error class. The typed
+getters (``obj``, ``text``, ``integer``, ``number``, ``flag``) check one value each and name it by
+the path the caller gives (``runs[3].tflops``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from rocmbuild.core import fsutil
+
+MAX_DEPTH = 32
+_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_KEEP_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
+_PAIR = re.compile(rb"[\[{][\]}]")
+_LONG_INT = re.compile(rb"\d{20}")
+
+
+class BadJson(ValueError):
+    """Not JSON we accept: the reason, in a few words."""
+
+
+def _depth_ok(brackets: bytes, limit: int) -> bool:
+    """Whether ``brackets`` (a document's brackets outside strings) nest at most ``limit`` deep:
+    each pass removes the innermost pairs (C speed), so a balanced tree is empty after its depth
+    in passes."""
+    for _ in range(limit):
+        if not brackets:
+            return True
+        brackets = _PAIR.sub(b"", brackets)
+    return not brackets
+
+
+def _no_constant(name: str) -> Any:
+    raise BadJson(f"{name} is not a number we accept")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise BadJson(f"{text[:20]} is not a finite number")
+    return value
+
+
+def loads(blob: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
+    """Parse ``blob`` (bytes: UTF-8) as JSON we accept, or raise BadJson."""
+    if isinstance(blob, str):
+        text, blob = blob, blob.encode("utf-8", "surrogatepass")
+    else:
+        try:
+            text = blob.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadJson("not UTF-8") from None
+    outside = _STRINGS.sub(b"", blob)
+    if _LONG_INT.search(outside):
+        raise BadJson("a number of more than 19 digits")
+    if not _depth_ok(outside.translate(None, _KEEP_BRACKETS), max_depth):
+        raise BadJson(f"nested deeper than {max_depth} levels, or brackets that do not pair")
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except json.JSONDecodeError as exc:
+        raise BadJson(f"not valid JSON ({exc.msg})") from None
+
+
+def read_json(path: Path, limit: int, max_depth: int = MAX_DEPTH) -> Any:
+    """The JSON in the regular file ``path``, read once; BadJson when it is too large, not a
+    regular file (a symlink, a FIFO) or not JSON we accept; other OSErrors as they come (a missing
+    file)."""
+    try:
+        blob = fsutil.read_capped(path, limit)
+    except fsutil.TooLarge:
+        raise BadJson(f"larger than {limit} bytes") from None
+    except fsutil.NotRegular as exc:
+        raise BadJson(exc.strerror or "not a regular file") from None
+    return loads(blob, max_depth)
+
+
+def obj(value: object, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise BadJson(f"{where}: expected an object")
+    return value
+
+
+def text(value: object, where: str, max_len: int = 4096) -> str:
+    if not isinstance(value, str) or len(value) > max_len or "\0" in value:
+        raise BadJson(f"{where}: expected a string of at most {max_len} characters")
+    return value
+
+
+def integer(value: object, where: str, lo: int, hi: int) -> int:
+    if type(value) is not int or not lo <= value <= hi:
+        raise BadJson(f"{where}: expected a whole number from {lo} to {hi}")
+    return value
+
+
+def number(value: object, where: str, lo: float, hi: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or not lo <= value <= hi:
+        raise BadJson(f"{where}: expected a number from {lo:g} to {hi:g}")
+    return float(value)
+
+
+def flag(value: object, where: str) -> bool:
+    if type(value) is not bool:
+        raise BadJson(f"{where}: expected true or false")
+    return value
