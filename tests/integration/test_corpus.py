@@ -209,6 +209,18 @@ CLASS_DOC = {
     "prune": "cache prune: sizes, day counts, a prune without a rule",
     "options": "recipe options: --opt, [options] tables, plan --units",
     "nightly": "nightly: nightly.toml keys, --only/--cell, the webhook URL kept secret",
+    # round two (hardening of the features added since the first corpus)
+    "integrity": "round two, 1. memo and lock integrity: a memo proves its entry, no symlink "
+    "followed",
+    "json": "round two, 2. untrusted JSON and numbers: size, depth, types, finite, in range",
+    "files": "round two, 3. files that are not what they should be: FIFOs, directories, read "
+    "once",
+    "config": "round two, 4. the nightly config checked as a whole before anything runs",
+    "leaks": "round two, 5. secrets and terminal escapes from files never echoed",
+    "exits": "round two, 6. exit codes of promote, --stage, audit of a .o, forged provenance",
+    "preproc": "round two, 7. hipify strict judges only code the build compiles",
+    "delivery": "round two, 8. delivery: a view prefers its arch's build; --json-file always "
+    "written",
 }
 
 
