@@ -23,7 +23,7 @@ from rocmbuild.core import config, fsutil, log
 from rocmbuild.core.errors import Busy, RocmbuildError, UsageError
 from rocmbuild.host import detect as host
 from rocmbuild.nightly import cell as cellmod
-from rocmbuild.nightly import detect, drift, lock
+from rocmbuild.nightly import check, detect, drift, lock
 from rocmbuild.nightly.config import NightlyConfig
 from rocmbuild.nightly.executors import Local
 from rocmbuild.nightly.model import (
@@ -78,7 +78,9 @@ def detect_host(cells: Sequence[Cell]) -> host.Host:
 
 def plan(cfg: NightlyConfig, only: Sequence[str] = (), exclude_run: str = "",
          get: detect.Fetch = detect.http_get) -> list[detect.Planned]:
-    """Every selected cell's pin, plan and decision (what --dry-run prints)."""
+    """Every selected cell's pin, plan and decision (what --dry-run prints); first the whole
+    matrix is checked against its recipes (``check.check``), whatever ``only`` selects."""
+    check.check(cfg.cells, cfg.path.name)
     cells = select(cfg, only)
     ws = workspace(cfg)
     previous = detect.last_manifest(cfg.reports, exclude=exclude_run)
