@@ -276,8 +276,10 @@ def _matrix(r: _Reader, entries: object, base: Path) -> tuple[Cell, ...]:
                              hint="recipe, variant and source names of letters, digits, ., _ "
                              "and -")
             if cid in cells:
-                raise r.fail(where, f"cell {cid} is already in the matrix",
-                             hint="each recipe x variant x source x archs once")
+                raise r.fail(where, f"cell {cid} is already in the matrix, from "
+                             f"matrix[{cells[cid].entry}]",
+                             hint="each recipe x variant x source x archs once (options are "
+                             "not in a cell's id: one set of option values per cell)")
             cells[cid] = Cell(id=cid, recipe=recipe, variant=v, source=source, arch=arch,
                               follow=follow, options=options, timeout_s=timeout_s, entry=i)
             if len(cells) > MAX_CELLS:
