@@ -16,6 +16,20 @@ from rocmbuild.recipe import load, options, render, search
 from rocmbuild.recipe.model import Recipe
 
 Key = tuple[str, str, str, frozenset[str], tuple[tuple[str, str], ...]]
+FLAG_KEYS = {"--variant": "variants", "--source": "sources", "--opt": "options",
+             "--arch": "archs", "--release": "recipes"}
+"""The recipe layer's flags and the matrix keys a nightly cell's values come from."""
+
+
+def renamed(exc: UsageError, cell: Cell, name: str) -> UsageError:
+    """``exc`` raised while planning ``cell`` (a release line picked for this host that does not
+    build its variant, ...) with the nightly key in place of the flag it names (``--variant:
+    ...`` -> ``nightly.toml: matrix[1].variants: ...``); ``exc`` when it names no such flag."""
+    flag, sep, rest = exc.message.partition(": ")
+    if not sep or flag not in FLAG_KEYS:
+        return exc
+    return UsageError(f"{name}: matrix[{cell.entry}].{FLAG_KEYS[flag]}: {rest} (cell {cell.id})",
+                      hint=exc.hint)
 
 
 def key(cell: Cell, recipe: Recipe, name: str) -> Key:

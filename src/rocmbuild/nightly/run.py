@@ -84,8 +84,15 @@ def plan(cfg: NightlyConfig, only: Sequence[str] = (), exclude_run: str = "",
     cells = select(cfg, only)
     ws = workspace(cfg)
     previous = detect.last_manifest(cfg.reports, exclude=exclude_run)
-    return detect.plan_cells(cells, detect_host(cells), ws, cfg.index, cfg.stage, cfg.pypi,
-                             previous, get)
+    found = detect_host(cells)
+    out: list[detect.Planned] = []
+    for c in cells:  # one at a time: an error of the recipe layer names the cell's key
+        try:
+            out += detect.plan_cells([c], found, ws, cfg.index, cfg.stage, cfg.pypi, previous,
+                                     get)
+        except UsageError as exc:
+            raise check.renamed(exc, c, cfg.path.name) from None
+    return out
 
 
 def jobs_json(plan: Plan) -> dict[str, Any]:

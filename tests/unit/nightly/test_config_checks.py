@@ -227,3 +227,26 @@ def test_symlink_and_directory_refused(tmp_path: Path) -> None:
         with pytest.raises(UsageError) as exc:
             config.read(p)
         assert exc.value.message.startswith(f"--config: {p}: {why}")
+
+
+@pytest.mark.parametrize(("message", "key"), [
+    ("--variant: flash-attn line main does not build variant 'triton'", "variants"),
+    ("--source: flash-attn has no source 'pypi'", "sources"),
+    ("--opt: flash-attn.opt_dim is not honoured by source 'pypi' on line main", "options"),
+    ("--arch: gfx908 is not supported by flash-attn.toml: arch.supported", "archs"),
+    ("--release: flash-attn has release lines; name one", "recipes"),
+])
+def test_planning_errors_name_the_key(message: str, key: str) -> None:
+    """What the recipe layer can only say once a release line is picked for this host (a line
+    that does not build the cell's variant or has no such source) names the matrix key and the
+    cell, not the flag (``run.plan`` plans one cell at a time through ``check.renamed``)."""
+    from rocmbuild.nightly.model import Cell
+
+    cell = Cell(id="flash-attn.triton.pypi.gfx942", recipe="flash-attn", variant="triton",
+                source="pypi", arch="gfx942", entry=2)
+    got = check.renamed(UsageError(message, hint="h"), cell, "nightly.toml")
+    rest = message.split(": ", 1)[1]
+    assert got.message == f"nightly.toml: matrix[2].{key}: {rest} (cell {cell.id})"
+    assert got.hint == "h"
+    other = UsageError("--only/--cell: no cell 'x' in nightly.toml", hint="h")
+    assert check.renamed(other, cell, "nightly.toml") is other
