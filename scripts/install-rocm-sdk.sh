@@ -27,7 +27,8 @@ while [ $# -gt 0 ]; do
     --with-kernels) KERNELS=1 ;;
     --dir) W=$2; shift ;;
     --dir=*) W=${1#--dir=} ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+               exit 0 ;;
     *) echo "install-rocm-sdk.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -47,6 +48,11 @@ PKGS=("${DEV[@]}" "${RUNTIME[@]}")
 if [ "$KERNELS" = 1 ]; then PKGS+=("${LARGE[@]}"); fi
 
 say() { echo "[rocm-sdk] $*"; }
+for tool in clang-22 readelf python3 dpkg apt-get; do
+  command -v "$tool" >/dev/null || {
+    echo "install-rocm-sdk.sh: needs $tool (clang-22: scripts/install-hip-toolchain.sh --with-gfx950)" >&2
+    exit 1; }
+done
 t0=$SECONDS
 mkdir -p "$W"
 W=$(cd "$W" && pwd)

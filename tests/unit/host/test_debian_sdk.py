@@ -33,10 +33,12 @@ def debian_sdk(prefix: Path, facts: dict[str, object] | None = None) -> Path:
     root = prefix / "usr"
     (root / "include/rocm-core").mkdir(parents=True)
     (root / "include/rocm-core/rocm_version.h").write_text(
-        "#define ROCM_VERSION_MAJOR 7\n#define ROCM_VERSION_MINOR 2\n#define ROCM_VERSION_PATCH 4\n")
+        "#define ROCM_VERSION_MAJOR 7\n#define ROCM_VERSION_MINOR 2\n"
+        "#define ROCM_VERSION_PATCH 4\n")
     (root / "include/hip").mkdir()
     (root / "include/hip/hip_version.h").write_text(
-        "#define HIP_VERSION_MAJOR 7\n#define HIP_VERSION_MINOR 2\n#define HIP_VERSION_PATCH 53211\n")
+        "#define HIP_VERSION_MAJOR 7\n#define HIP_VERSION_MINOR 2\n"
+        "#define HIP_VERSION_PATCH 53211\n")
     (root / "include/hip/hip_runtime.h").write_text("")
     for name in ("hip", "hipblas", "hiprand", "rocrand", "hipblaslt", "rocblas"):
         d = root / MULTIARCH / "cmake" / name
