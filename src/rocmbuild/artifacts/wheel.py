@@ -93,8 +93,6 @@ class WheelInfo:
     provenance: dict[str, Any] | None  # *.dist-info/rocmbuild.json; None when absent
     top_level: tuple[str, ...]  # importable top-level modules
     native: bool  # holds a shared library (bound to the torch C++ ABI it was built against)
-    native_libs: tuple[str, ...] = ()
-    """The file names of its shared libraries (``libbitsandbytes_rocm72.so``), sorted."""
 
 
 def read_wheel(path: Path) -> WheelInfo:
@@ -166,7 +164,6 @@ def read_wheel(path: Path) -> WheelInfo:
         provenance=provenance,
         top_level=tuple(sorted(set(top))),
         native=any(SHARED_LIB.search(n) for n in names),
-        native_libs=tuple(sorted({n.rsplit("/", 1)[-1] for n in names if SHARED_LIB.search(n)})),
     )
 
 
