@@ -123,3 +123,25 @@ def test_a_library_linking_hipblas_hiprand_hipblaslt_builds_against_the_tree(
 def _readelf(path: Path) -> str:
     return subprocess.run(["readelf", "-d", str(path)], capture_output=True, text=True,
                           check=True).stdout
+
+
+@pytest.mark.slow  # about a minute: 32 MB of runtime copied, patched and zipped
+def test_bundling_takes_the_real_runtime_libraries_not_the_link_stubs(tmp_path: Path) -> None:
+    """rocm_runtime = "bundle" against the tree: the HIP runtime the library needs
+    (libamdhip64.so.7, and its libhsa-runtime64.so.1) is copied from the tree's runtime dir (the
+    real ROCm 7.2.4 files), never from the link dir's stubs."""
+    recipe = tmp_path / "rocm72lib.toml"
+    recipe.write_text(RECIPE.read_text().replace(
+        'path = "../fixtures/rocm72-lib"', f'path = "{REPO / "tests/fixtures/rocm72-lib"}"')
+        .replace('cmake_args = ', 'rocm_runtime = "bundle"\ncmake_args = '))
+    res = rocmbuild("build", str(recipe), "--arch", "gfx942", "--jobs", "2", "--cache-dir",
+                    str(tmp_path / "cache"), env=env_for(ROCMBUILD_WORKDIR=str(tmp_path / "w")))
+    assert res.returncode == 0, res.stderr
+    (wheel,) = (tmp_path / "w/wheels").glob("*.whl")
+    facts = json.loads((ROOT / toolchain.SDK_FACTS).read_text())
+    runtime = Path(facts["runtime_lib"])
+    with zipfile.ZipFile(wheel) as zf:
+        for name in ("libamdhip64.so.7", "libhsa-runtime64.so.1"):
+            data = zf.read(f"rocm72lib/lib/{name}")
+            real = (runtime / name).resolve().stat().st_size  # MBs; a stub is 2-50 KB
+            assert abs(len(data) - real) < 65536, (name, len(data), real)  # patchelf's RPATH

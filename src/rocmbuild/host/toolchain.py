@@ -205,14 +205,26 @@ def sdk_facts(root: Path) -> tuple[str, str]:
     file is untrusted: a regular file of at most FACT_MAX_BYTES, a JSON object whose ``layout``
     is "debian" and whose ``device_lib_path`` is a directory inside the root; anything else is a
     one-line ToolchainError naming the file and key."""
+    return _facts(root)[:2]
+
+
+def sdk_runtime_lib(root: Path) -> Path | None:
+    """The directory of the real runtime libraries SDK_FACTS names (``runtime_lib``: beside the
+    root, in the prefix install-rocm-sdk.sh unpacked; its link directory holds stubs), for
+    bundling; None when the root has no facts file or names none."""
+    return _facts(root)[2]
+
+
+def _facts(root: Path) -> tuple[str, str, Path | None]:
     path = root / SDK_FACTS
     hint = "run scripts/install-rocm-sdk.sh again (it rewrites the file)"
     if not os.path.lexists(path):
-        return "", ""
+        return "", "", None
     try:
         data = untrusted.obj(untrusted.read_json(path, FACT_MAX_BYTES), "the file")
         layout = untrusted.text(data.get("layout"), "layout", 32)
         dlp = untrusted.text(data.get("device_lib_path"), "device_lib_path")
+        rt = untrusted.text(data.get("runtime_lib", ""), "runtime_lib")
     except untrusted.BadJson as exc:
         raise _fail(path, str(exc), hint) from None
     except OSError as exc:
@@ -223,7 +235,11 @@ def sdk_facts(root: Path) -> tuple[str, str]:
     if not Path(real).is_relative_to(os.path.realpath(root)) or not Path(real).is_dir():
         raise _fail(path, f"device_lib_path: {dlp[:200]!r} is not a directory inside {root}",
                     hint)
-    return layout, real
+    prefix = os.path.realpath(root.parent)
+    rt_real = os.path.realpath(rt) if rt else ""
+    if rt and (not Path(rt_real).is_relative_to(prefix) or not Path(rt_real).is_dir()):
+        raise _fail(path, f"runtime_lib: {rt[:200]!r} is not a directory inside {prefix}", hint)
+    return layout, real, Path(rt_real) if rt else None
 
 
 def rocm_candidates(fs_root: Path = Path("/")) -> list[tuple[Path, str]]:

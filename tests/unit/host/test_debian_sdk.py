@@ -128,3 +128,22 @@ def test_bad_facts_files_are_one_line_errors(tmp_path: Path, spoil: Callable[[Pa
     msg = exc.value.message
     assert "\n" not in msg and needle in msg and "rocm-sdk.json" in msg, msg
     assert exc.value.hint and "install-rocm-sdk.sh" in exc.value.hint
+
+
+def test_bundling_searches_the_runtime_dir_not_the_stubs(tmp_path: Path) -> None:
+    from rocmbuild.buildtools import bundle
+
+    runtime = tmp_path / "rocm-7.2/runtime/usr/lib/x86_64-linux-gnu"
+    runtime.mkdir(parents=True)
+    root = debian_sdk(tmp_path / "rocm-7.2")
+    facts = json.loads((root / toolchain.SDK_FACTS).read_text())
+    (root / toolchain.SDK_FACTS).write_text(json.dumps({**facts, "runtime_lib": str(runtime)}))
+    assert toolchain.sdk_runtime_lib(root) == runtime.resolve()
+    dirs = bundle.search_dirs(root)
+    assert dirs[0] == runtime.resolve() and root / "lib" not in dirs
+    amd = make_rocm_root(tmp_path / "amd")
+    assert bundle.search_dirs(amd)[0] == amd / "lib"  # AMD's layout: as before
+    (root / toolchain.SDK_FACTS).write_text(json.dumps({**facts, "runtime_lib": "/usr/lib"}))
+    with pytest.raises(ToolchainError) as exc:
+        toolchain.sdk_runtime_lib(root)
+    assert "runtime_lib: '/usr/lib' is not a directory inside" in exc.value.message
