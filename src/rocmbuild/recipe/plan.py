@@ -167,6 +167,9 @@ class Plan:
     runtime_env: dict[str, str] = field(default_factory=dict)
     source_dir: str = ""
     """cmake backend: the CMakeLists.txt directory, relative to the fetched tree ("": its top)."""
+    cmake_wheel: str = ""
+    """cmake backend: "install" (the staging prefix is packaged) or "pip-wheel" (the last
+    command, pip wheel, makes it); "" for pip-wheel recipes."""
     runtime: RocmRuntime = field(default_factory=RocmRuntime)
     rocm_components: tuple[str, ...] = ()
     """ROCm components the host must have under its ROCm root (``rocmbuild.host.components``)."""
@@ -329,6 +332,7 @@ class Plan:
             "version": self.version,
             "runtime_env": dict(self.runtime_env),
             **({"source_dir": self.source_dir} if self.source_dir else {}),
+            **({"cmake_wheel": self.cmake_wheel} if self.cmake_wheel == "pip-wheel" else {}),
             **({"hipify_step": self.hipify_json()} if self.hipify_json() else {}),
             "pass_env": list(self.pass_env),
             "label_torch": self.label_torch,

@@ -235,6 +235,12 @@ for mod in sys.argv[1:]:
     except BaseException as exc:
         res["imports"][mod] = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
                                "traceback": traceback.format_exc()[-2000:]}
+try:  # the shared libraries the imports mapped (which of a wheel's native libraries loaded)
+    with open("/proc/self/maps") as maps:
+        res["mapped"] = sorted({ln.split()[-1].rsplit("/", 1)[-1] for ln in maps
+                                if len(ln.split()) >= 6 and ".so" in ln.split()[-1]})
+except OSError:
+    pass
 print("@@ROCMBUILD@@" + json.dumps(res))
 """
 
