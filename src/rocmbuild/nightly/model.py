@@ -44,6 +44,8 @@ class Cell:
     options: tuple[tuple[str, str], ...] = ()
     """Recipe options (``--opt``), sorted by name."""
     timeout_s: int = 6 * 3600
+    entry: int = 0
+    """The ``[[matrix]]`` table it came from (``matrix[entry]`` in errors); not in its id."""
 
 
 class Decision(enum.Enum):

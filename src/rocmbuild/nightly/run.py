@@ -24,7 +24,7 @@ from rocmbuild.core import config, fsutil, log
 from rocmbuild.core.errors import Busy, RocmbuildError, UsageError
 from rocmbuild.host import detect as host
 from rocmbuild.nightly import cell as cellmod
-from rocmbuild.nightly import detect, drift, lock
+from rocmbuild.nightly import check, detect, drift, lock
 from rocmbuild.nightly.config import NightlyConfig
 from rocmbuild.nightly.executors import Local
 from rocmbuild.nightly.model import (
@@ -80,26 +80,33 @@ def detect_host(cells: Sequence[Cell]) -> host.Host:
 
 def plan(cfg: NightlyConfig, only: Sequence[str] = (), exclude_run: str = "",
          get: detect.Fetch = detect.http_get) -> list[detect.Planned]:
-    """Every selected cell's pin, plan and decision (what --dry-run prints)."""
+    """Every selected cell's pin, plan and decision (what --dry-run prints); first the reports
+    directory's paths (``check_outputs``) and the whole matrix against its recipes
+    (``check.check``), whatever ``only`` selects."""
     check_outputs(cfg)
+    check.check(cfg.cells, cfg.path.name)
     cells = select(cfg, only)
     ws = workspace(cfg)
     previous = detect.last_manifest(cfg.reports, exclude=exclude_run)
-    return detect.plan_cells(cells, detect_host(cells), ws, cfg.index, cfg.stage, cfg.pypi,
-                             previous, get)
+    found = detect_host(cells)
+    out: list[detect.Planned] = []
+    for c in cells:  # one at a time: an error of the recipe layer names the cell's key
+        try:
+            out += detect.plan_cells([c], found, ws, cfg.index, cfg.stage, cfg.pypi, previous,
+                                     get)
+        except UsageError as exc:
+            raise check.renamed(exc, c, cfg.path.name) from None
+    return out
 
 
 def check_outputs(cfg: NightlyConfig) -> None:
-    """Before anything runs (the dry run too): the reports directory must be a directory (or
-    not exist yet), and its ``index.html`` and ``rocmbuild.prom`` regular files (or not exist
-    yet), so that a run never ends in a report it cannot write. UsageError naming the key and
-    the path."""
+    """Before anything runs (the dry run too): the reports directory's ``index.html`` and
+    ``rocmbuild.prom`` must be regular files (or not exist yet), so that a run never ends in a
+    report it cannot write (a file where the directory belongs is the config's to refuse).
+    UsageError naming the key and the path."""
     where = f"{cfg.path.name}: reports.dir"
     hint = ("move it away, or set reports.dir in the config to a directory of the nightly's "
             "own (it makes the directory and its files itself)")
-    blocker = fsutil.in_the_way(cfg.reports)
-    if blocker is not None:
-        raise UsageError(f"{where}: {blocker}: is a file, not a directory", hint=hint)
     for name in (PAGE, PROM):
         p = cfg.reports / name
         try:

@@ -128,6 +128,28 @@ def _rocm_target(recipe: Recipe, target: Target, host: Host) -> RocmTarget:
                       root_version=root.version if root else None, compiler=comp)
 
 
+def variant_of(recipe: Recipe, name: str | None, flag: str = "--variant") -> str:
+    """The variant ``name`` (None: the recipe's default) builds, checked; ``flag`` names where
+    the name came from in errors (``--variant``, or a nightly.toml key)."""
+    if name and recipe.variants and name not in recipe.variants:
+        raise UsageError(f"{flag}: {recipe.path.stem} has no variant {name!r}",
+                         hint=f"variants: {', '.join(recipe.variants)}")
+    if not recipe.variants and name not in (None, "default"):
+        raise UsageError(f"{flag}: {recipe.path.stem} has no variants",
+                         hint=f"leave {flag.split(': ')[-1]} out")
+    return name or recipe.default_variant
+
+
+def source_of(recipe: Recipe, name: str, flag: str = "--source") -> Source:
+    """The source ``name`` (``default`` or an alternative's name) stands for, checked."""
+    if name == "default":
+        return recipe.source
+    if name in recipe.alternatives:
+        return recipe.alternatives[name]
+    raise UsageError(f"{flag}: {recipe.path.stem} has no source {name!r}",
+                     hint="sources: " + ", ".join(["default", *recipe.alternatives]))
+
+
 def render(recipe: Recipe, target: Target, host: Host,
            learned: Sequence[LearnedMemory] = (), depends: Sequence[Plan] = ()) -> Plan:
     """The plan. ``learned``: measured unit memory loaded by ``pipeline.planning``
@@ -140,26 +162,9 @@ def render(recipe: Recipe, target: Target, host: Host,
             raise UsageError(f"--release: {recipe.path.stem} has release lines; name one",
                              hint=f"lines (newest first): {', '.join(recipe.releases)}")
         recipe = recipe.on_line(target.release, target.variant)
-    if target.variant and recipe.variants and target.variant not in recipe.variants:
-        raise UsageError(
-            f"--variant: {recipe.path.stem} has no variant {target.variant!r}",
-            hint=f"variants: {', '.join(recipe.variants)}",
-        )
-    if not recipe.variants and target.variant not in (None, "default"):
-        raise UsageError(
-            f"--variant: {recipe.path.stem} has no variants", hint="leave --variant out"
-        )
-    variant_name = target.variant or recipe.default_variant
+    variant_name = variant_of(recipe, target.variant)
     variant = recipe.variants.get(variant_name)
-    if target.source == "default":
-        source: Source = recipe.source
-    elif target.source in recipe.alternatives:
-        source = recipe.alternatives[target.source]
-    else:
-        raise UsageError(
-            f"--source: {recipe.path.stem} has no source {target.source!r}",
-            hint="sources: " + ", ".join(["default", *recipe.alternatives]),
-        )
+    source = source_of(recipe, target.source)
     if target.pin is not None:
         source = _pinned(recipe, source, target.pin)
     if target.gpu_vendor not in ("amd", "nvidia"):
