@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -36,6 +37,7 @@ from rocmbuild.nightly.model import (
     RunReport,
     Task,
 )
+from rocmbuild.nightly.report.history import PAGE, PROM
 from rocmbuild.nightly.report.write import write as report_write
 from rocmbuild.nightly.slurm.executor import SlurmExecutor
 from rocmbuild.nightly.slurm.settings import SlurmSettings
@@ -78,8 +80,10 @@ def detect_host(cells: Sequence[Cell]) -> host.Host:
 
 def plan(cfg: NightlyConfig, only: Sequence[str] = (), exclude_run: str = "",
          get: detect.Fetch = detect.http_get) -> list[detect.Planned]:
-    """Every selected cell's pin, plan and decision (what --dry-run prints); first the whole
-    matrix is checked against its recipes (``check.check``), whatever ``only`` selects."""
+    """Every selected cell's pin, plan and decision (what --dry-run prints); first the reports
+    directory's paths (``check_outputs``) and the whole matrix against its recipes
+    (``check.check``), whatever ``only`` selects."""
+    check_outputs(cfg)
     check.check(cfg.cells, cfg.path.name)
     cells = select(cfg, only)
     ws = workspace(cfg)
@@ -93,6 +97,29 @@ def plan(cfg: NightlyConfig, only: Sequence[str] = (), exclude_run: str = "",
         except UsageError as exc:
             raise check.renamed(exc, c, cfg.path.name) from None
     return out
+
+
+def check_outputs(cfg: NightlyConfig) -> None:
+    """Before anything runs (the dry run too): the reports directory's ``index.html`` and
+    ``rocmbuild.prom`` must be regular files (or not exist yet), so that a run never ends in a
+    report it cannot write (a file where the directory belongs is the config's to refuse).
+    UsageError naming the key and the path."""
+    where = f"{cfg.path.name}: reports.dir"
+    hint = ("move it away, or set reports.dir in the config to a directory of the nightly's "
+            "own (it makes the directory and its files itself)")
+    for name in (PAGE, PROM):
+        p = cfg.reports / name
+        try:
+            st = p.lstat()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise UsageError(f"{where}: {p}: {exc.strerror}", hint=hint) from None
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else \
+                "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+            raise UsageError(f"{where}: {p}: is {kind}, where the nightly writes its {name}",
+                             hint=hint)
 
 
 def jobs_json(plan: Plan) -> dict[str, Any]:
@@ -202,9 +229,12 @@ class Pending:
 
 def outstanding(reports: Path) -> str | None:
     """A run submitted with ``--no-wait`` and not collected yet (slurm.json, no report.json)."""
-    if not reports.is_dir():
-        return None
-    for d in sorted(reports.iterdir(), reverse=True):
+    try:
+        runs = sorted(reports.iterdir(), reverse=True) if reports.is_dir() else []
+    except OSError as exc:
+        raise UsageError(f"{reports}: cannot list the reports directory: {exc.strerror}",
+                         hint="check reports.dir in the config and its permissions") from None
+    for d in runs:
         if (RUN_ID.fullmatch(d.name) and not d.is_symlink() and d.is_dir()
                 and (d / "slurm.json").is_file()
                 and not (d / "report.json").exists()):
@@ -243,10 +273,12 @@ def nightly(cfg: NightlyConfig, executor: str | None = None, only: Sequence[str]
         run_dir = cfg.reports / f"{rid}-{n}"
     rid = run_dir.name
     planned = plan(cfg, only, exclude_run=rid, get=get)
-    run_dir.mkdir(parents=True)
     data = manifest(cfg, rid, started, planned)
     data["executor"] = kind
-    fsutil.write_atomic(run_dir / "manifest.json", json.dumps(data, indent=1) + "\n")
+    with fsutil.os_errors(UsageError, "nightly manifest", cfg.reports,
+                          "check that reports.dir in the config is a writable directory"):
+        run_dir.mkdir(parents=True)
+        fsutil.write_atomic(run_dir / "manifest.json", json.dumps(data, indent=1) + "\n")
     for p in planned:
         cp = p.cell_plan
         log.info(escape(f"{cp.cell.id}: {cp.decision.value}: {'; '.join(cp.reasons)}"))
@@ -276,6 +308,7 @@ def collect(cfg: NightlyConfig, run: str, lock_note: str = "") -> RunReport:
                          hint=f"read {run_dir / 'report.json'}")
     if lock_note:
         log.warn(escape(lock_note))
+    check_outputs(cfg)
     data = cellmod.read_manifest(run_dir)
     if not RUN_ID.fullmatch(str(data.get("run"))) or not isinstance(data.get("started"), str) \
             or not all(isinstance(e, dict) and isinstance(e.get("cell"), dict)
