@@ -39,6 +39,10 @@ def register(sub: common.Subparsers) -> None:
                        + common.env_help("hip_compiler", "as build finds it"))
         common.add_json(a)
         a.set_defaults(handler=run)
+        if name == "plan":
+            a.add_argument("--host", default=None, metavar="FILE",
+                           help="plan for a saved host (`rocmbuild doctor --json > host.json` "
+                           "there) instead of this machine")
         if name == "build":
             a.add_argument("--index", default=None, help="the index directory the set is "
                            "published to " + common.env_help("index", "<workdir>/index"))
@@ -59,6 +63,8 @@ def _host(args: argparse.Namespace, wants: tuple[bool, bool, tuple[str, ...]]) -
     from rocmbuild.host import detect
 
     compiler, components, dists = wants
+    if getattr(args, "host", None):
+        return detect.load(Path(args.host))
     return detect.detect(rocm_path=options.resolve("rocm_path", args.rocm_path),
                          hip_compiler=options.resolve("hip_compiler", args.hip_compiler),
                          want_compiler=compiler, want_components=components, dists=dists)
