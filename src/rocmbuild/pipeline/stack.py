@@ -30,7 +30,7 @@ from typing import Any
 from rocmbuild.artifacts.wheel import WheelInfo
 from rocmbuild.core import gfx, log
 from rocmbuild.core.config import Workspace
-from rocmbuild.core.errors import BuildError, PublishError, ToolchainError
+from rocmbuild.core.errors import BuildError, PublishError, ToolchainError, UsageError
 from rocmbuild.core.log import escape
 from rocmbuild.host.detect import Host
 from rocmbuild.pipeline import planning
@@ -220,6 +220,7 @@ def build_stack(splan: StackPlan, ws: Workspace, build_one: BuildOne, publishing
     from rocmbuild.publish.checks import read_wheel_for_publish
 
     t0 = time.monotonic()
+    stage_url(publishing)  # a bad index, stage or URL is refused before anything is built
     name, n = splan.stack.name, len(splan.members)
     built: list[Built] = []
     for i, mp in enumerate(splan.members, 1):
@@ -270,9 +271,13 @@ def _validate(splan: StackPlan, ws: Workspace, built: Sequence[Built], kernels: 
     return stem.with_suffix(".md")
 
 
-def _publish(splan: StackPlan, built: Sequence[Built], torch: str, pub: Publishing
-             ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    from rocmbuild.publish import api, lockfile, views
+def stage_url(pub: Publishing) -> tuple[Path, str]:
+    """(the index directory, the URL its stage is served at, ending in ``/``): PublishError for
+    an index that is no directory, UsageError for a bad stage or ``--index-url`` (one with a
+    user or password is refused: the lock files are public)."""
+    from urllib.parse import urlsplit
+
+    from rocmbuild.publish.static_index import StaticIndex
     from rocmbuild.publish.target import parse_index
 
     target = parse_index(pub.index, pub.index_from)
@@ -280,7 +285,30 @@ def _publish(splan: StackPlan, built: Sequence[Built], torch: str, pub: Publishi
         raise PublishError(f"{pub.index_from}: a stack is published to a directory index (its "
                            "lock files are written in the same transaction)",
                            hint="give a directory, served by any web server")
-    base = pub.url.rstrip("/") + "/" if pub.url else target.path.absolute().as_uri() + "/"
+    StaticIndex(target.path).stage_path(pub.stage)  # checks the stage name
+    if not pub.url:
+        return target.path, f"{target.path.absolute().as_uri()}/{pub.stage}/"
+    try:
+        parts = urlsplit(pub.url)
+        bad = (parts.scheme not in ("http", "https", "file") or parts.username is not None
+               or parts.password is not None or bool(parts.query) or bool(parts.fragment)
+               or (parts.scheme != "file" and not parts.hostname) or any(
+                   c.isspace() or c in "\"'<>" for c in pub.url))
+    except ValueError:
+        bad = True
+    if bad:
+        raise UsageError("--index-url: not an http(s) or file URL without a user, password, "
+                         "query or fragment (it is written into the public lock files)",
+                         hint="e.g. --index-url https://wheels.example.org/ (the index "
+                         "directory's URL; credentials belong in pip.conf / netrc)")
+    return target.path, f"{pub.url.rstrip('/')}/{pub.stage}/"
+
+
+def _publish(splan: StackPlan, built: Sequence[Built], torch: str, pub: Publishing
+             ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    from rocmbuild.publish import api, lockfile, views
+
+    index_dir, stage = stage_url(pub)
     locks = []
     for view in gfx.names(splan.archs):
         missing = [b.wheel.filename for b in built if view not in views.views_of(b.wheel)]
@@ -289,13 +317,13 @@ def _publish(splan: StackPlan, built: Sequence[Built], torch: str, pub: Publishi
                                "view (its device code does not cover it)",
                                hint="the audit of the validation says which archs it has")
         locks.append(lockfile.StackLock(
-            splan.stack.name, view, f"{base}{pub.stage}/",
+            splan.stack.name, view, stage,
             tuple(lockfile.Locked(str(b.wheel.name), str(b.wheel.version), b.wheel.filename,
                                   b.wheel.size, b.wheel.sha256, b.wheel.requires_python)
                   for b in built), torch, splan.stack.torch_from))
     extra = lockfile.files(locks)
     log.info(f"[bold]stack {escape(splan.stack.name)}: publishing {len(built)} wheels and "
-             f"{len(extra)} lock files to {escape(str(target.path))} ({pub.stage})[/bold]")
+             f"{len(extra)} lock files to {escape(str(index_dir))} ({pub.stage})[/bold]")
     res = api.publish([b.wheel.path for b in built],
                       api.PublishOptions(index=pub.index, stage=pub.stage,
                                          index_from=pub.index_from), extra)

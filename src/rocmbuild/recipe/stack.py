@@ -163,6 +163,9 @@ def load_stack(path: Path) -> Stack:
     docstring)."""
     data = _read(path)
     r = _Reader(path)
+    if not _NAME.match(path.stem):
+        r.bad("(file name)", f"{path.stem[:80]!r} is not a stack name (letters, digits, '.', "
+              "'_', '-'; it names the lock files' directory)")
     r.known(data, _TOP, "")
     version = data.get("schema_version")
     if version is None:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from rocmbuild.artifacts.wheel import read_wheel
-from rocmbuild.core.errors import UsageError
-from rocmbuild.pipeline.stack import Built, mix_problems
+from rocmbuild.core.errors import PublishError, UsageError
+from rocmbuild.pipeline.stack import Built, Publishing, mix_problems, stage_url
 from rocmbuild.publish.static_index import StaticIndex
 from rocmbuild.recipe import load
 from rocmbuild.recipe.stack import Member
@@ -114,3 +114,27 @@ def test_a_lock_path_outside_a_view_is_refused(tmp_path: Path, rel: str) -> None
     a = read_wheel(_wheel(tmp_path / "w", "a-pure", "1.0", None))
     with pytest.raises(UsageError, match="is not a path under a view directory"):
         StaticIndex(tmp_path / "index").publish([a], "stable", extra={rel: b""})
+
+
+def test_the_index_url_names_where_the_stage_is_served(tmp_path: Path) -> None:
+    idx = str(tmp_path / "index")
+    assert stage_url(Publishing(idx, "stable", "https://w.example/r")) == \
+        (tmp_path / "index", "https://w.example/r/stable/")
+    assert stage_url(Publishing(idx, "staging", "")) == \
+        (tmp_path / "index", f"{(tmp_path / 'index').as_uri()}/staging/")
+
+
+@pytest.mark.parametrize("url", ["https://bob:pw@w.example/", "ftp://w.example/",
+                                 "https:///nohost", "https://w.example/?token=1",
+                                 "https://w.example/#x", 'https://w.example/"a'])
+def test_an_index_url_with_secrets_or_no_host_is_refused(tmp_path: Path, url: str) -> None:
+    with pytest.raises(UsageError, match="--index-url: not an http") as info:
+        stage_url(Publishing(str(tmp_path / "index"), "stable", url))
+    assert "pw" not in info.value.message
+
+
+def test_a_stack_goes_to_a_directory_index_and_a_valid_stage(tmp_path: Path) -> None:
+    with pytest.raises(PublishError, match="a stack is published to a directory index"):
+        stage_url(Publishing("https://up.example/legacy/", "stable", ""))
+    with pytest.raises(UsageError):
+        stage_url(Publishing(str(tmp_path / "index"), "../x", ""))

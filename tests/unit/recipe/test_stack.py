@@ -112,6 +112,13 @@ BAD = [
 ]
 
 
+def test_the_file_name_is_the_stack_name(tmp_path: Path) -> None:
+    p = _write(tmp_path, HEAD + f"[[members]]\n{PURE}\n", "my stack.toml")
+    assert _problems(p) == ["my stack.toml: (file name): 'my stack' is not a stack name "
+                            "(letters, digits, '.', '_', '-'; it names the lock files' "
+                            "directory)"]
+
+
 @pytest.mark.parametrize(("text", "want"), [(t, w) for _, t, w in BAD],
                          ids=[i for i, _, _ in BAD])
 def test_bad_stack_file(tmp_path: Path, text: str, want: str) -> None:
