@@ -11,7 +11,7 @@ import itertools
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +35,8 @@ DEFAULT_HISTORY = 30
 _KEYS: dict[str, tuple[str, ...]] = {
     "": ("matrix", "publish", "reports", "retention", "executor", "notify", "workdir",
          "cache_dir", "pypi"),
-    "matrix": ("recipes", "variants", "sources", "archs", "follow", "timeout", "options"),
+    "matrix": ("recipes", "variants", "sources", "archs", "follow", "timeout", "options",
+               "stacks"),
     "publish": ("index", "stage", "promote_to"),
     "reports": ("dir", "history"),
     "retention": ("max_size", "keep_days"),
@@ -217,7 +218,8 @@ def _matrix(r: _Reader, entries: object, base: Path) -> tuple[Cell, ...]:
             raise r.fail(where, f"expected a table, got {_kind(entry)}",
                          hint="write each entry as [[matrix]]")
         r.known(entry, "matrix", where)
-        recipes = r.strings(entry, "recipes", where)
+        stacks = r.strings(entry, "stacks", where, []) if "stacks" in entry else []
+        recipes = r.strings(entry, "recipes", where) if "recipes" in entry or not stacks else []
         variants: list[str | None] = list(r.strings(entry, "variants", where, ["default"]))
         sources = r.strings(entry, "sources", where, ["default"])
         archs = r.strings(entry, "archs", where)
@@ -262,12 +264,58 @@ def _matrix(r: _Reader, entries: object, base: Path) -> tuple[Cell, ...]:
             if cid in cells:
                 raise r.fail(where, f"cell {cid} is already in the matrix",
                              hint="each recipe x variant x source x archs once")
-            cells[cid] = Cell(id=cid, recipe=recipe, variant=v, source=source, arch=arch,
-                              follow=follow, options=options, timeout_s=timeout_s)
-            if len(cells) > MAX_CELLS:
-                raise r.fail("matrix", f"more than {MAX_CELLS} cells",
-                             hint="split the matrix over several configs")
+            _add(r, cells, where, Cell(id=cid, recipe=recipe, variant=v, source=source,
+                                       arch=arch, follow=follow, options=options,
+                                       timeout_s=timeout_s))
+        for stack in stacks:
+            for c in _stack_cells(r, stack, f"{where}.stacks", base, archs):
+                _add(r, cells, where, replace(c, follow=follow, timeout_s=timeout_s))
     return tuple(cells.values())
+
+
+def _add(r: _Reader, cells: dict[str, Cell], where: str, cell: Cell) -> None:
+    if cell.id in cells:
+        raise r.fail(where, f"cell {cell.id} is already in the matrix",
+                     hint="each recipe x variant x source x archs once (a stack's members too)")
+    cells[cell.id] = cell
+    if len(cells) > MAX_CELLS:
+        raise r.fail("matrix", f"more than {MAX_CELLS} cells",
+                     hint="split the matrix over several configs")
+
+
+def _stack_cells(r: _Reader, name: str, where: str, base: Path, archs: list[str]
+                 ) -> list[Cell]:
+    """The cells of stack ``name`` (a stack name or a .toml path, docs/stacks.md): one per
+    member and arch set, in the group ``<stack>.<archs>``, promoted only all together."""
+    from rocmbuild.core.errors import RecipeError
+    from rocmbuild.recipe import stack as stackfile
+
+    try:
+        st = stackfile.load_stack(stackfile.find(
+            str(_resolve(base, name)) if name.endswith(".toml") else name))
+    except RecipeError as exc:
+        raise r.fail(where, f"stack {name!r}: {exc.problems[0] if exc.problems else exc}",
+                     hint=exc.hint or "fix the stack file") from None
+    except UsageError as exc:
+        raise r.fail(where, exc.message, hint=exc.hint or "name a stack file") from None
+    out = []
+    for arch in archs:
+        group = f"{st.name}.{arch.replace(',', '-').replace(':', '_')}".lower()
+        for m in st.all_members:
+            if m.release:
+                raise r.fail(where, f"stack {st.name}: {m.key}.release: a nightly cell builds "
+                             "the line the host picks", hint="drop the release from the stack "
+                             "for the nightly, or list the recipe in recipes")
+            recipe = str(m.recipe.path.absolute())  # the file the stack named, as a path
+            cid = cell_id(recipe, m.variant, m.source, arch)
+            if not CELL_ID.fullmatch(cid):
+                raise r.fail(where, f"stack {st.name}: {cid!r} is not a usable cell id",
+                             hint="recipe, variant and source names of letters, digits, ., _ "
+                             "and -")
+            out.append(Cell(id=cid, recipe=recipe,
+                            variant=m.variant, source=m.source, arch=arch,
+                            options=tuple(sorted(m.options)), group=group))
+    return out
 
 
 def workdir_of(path: Path) -> Path:
