@@ -218,3 +218,15 @@ def test_a_member_built_against_another_torch_is_refused(
     assert after == before  # nothing published
     assert not (index / "stable" / "gfx942" / "stacks" / "mixed").exists()
     shutil.rmtree(links)
+
+
+def test_a_host_torch_outside_the_stack_range_is_refused_before_planning(tmp_path: Path) -> None:
+    stack = tmp_path / "new.toml"
+    stack.write_text('schema_version = 1\n[torch]\nrequires = ">=2.14"\n'
+                     f'[[members]]\nrecipe = "{RECIPES / "stack-pure.toml"}"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROCMBUILD_")} | {
+        "ROCMBUILD_WORKDIR": str(tmp_path / "w")}
+    r = _run("stack", "plan", str(stack), "--arch", "gfx942", env=env, timeout=120)
+    assert r.returncode == 10, r.stderr
+    assert "toolchain error: new.toml: torch.requires: the host's torch 2.13.0+cpu is not " \
+        ">=2.14" in r.stderr, r.stderr

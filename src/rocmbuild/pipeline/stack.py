@@ -100,9 +100,15 @@ def plan_stack(stack: Stack, arch: str, host: Host, cache: Path, jobs: int | Non
                                  "but this Python has no torch",
                                  hint="install the torch the stack is built against here")
         from packaging.specifiers import SpecifierSet
-        from packaging.version import Version
+        from packaging.version import InvalidVersion, Version
 
-        if Version(torch).public not in SpecifierSet(stack.torch_requires):
+        try:
+            public = Version(torch).public
+        except InvalidVersion:
+            raise ToolchainError(f"the host's torch version {torch[:60]!r} is not a version",
+                                 hint="check the torch installed here (or the --host file)"
+                                 ) from None
+        if public not in SpecifierSet(stack.torch_requires):
             raise ToolchainError(f"{stack.path.name}: torch.requires: the host's torch {torch} "
                                  f"is not {stack.torch_requires}",
                                  hint="build the stack with a torch in that range")

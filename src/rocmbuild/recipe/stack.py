@@ -213,7 +213,7 @@ def _torch(r: _Reader, data: Any, path: Path) -> tuple[str, str, Member | None]:
         r.bad("torch.from", f"{str(how)[:40]!r} is not one of {', '.join(TORCH_FROM)}")
         how = "host"
     requires = data.get("requires", "")
-    if not isinstance(requires, str) or (requires and not _SPEC.match(requires)):
+    if not isinstance(requires, str) or (requires and not _specifiers(requires)):
         r.bad("torch.requires", f"{str(requires)[:80]!r} is not a version range like "
               "\">=2.9,<2.14\"")
         requires = ""
@@ -228,6 +228,19 @@ def _torch(r: _Reader, data: Any, path: Path) -> tuple[str, str, Member | None]:
         return how, requires, None
     return how, requires, _member(r, {k: data[k] for k in member_keys}, "torch", path,
                                   prefix="torch.")
+
+
+def _specifiers(text: str) -> bool:
+    """Whether ``text`` is a PEP 440 specifier set (``>=2.9,<2.14``)."""
+    if len(text) > 200 or not _SPEC.match(text):
+        return False
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet  # only when there is one
+
+    try:
+        SpecifierSet(text)
+    except InvalidSpecifier:
+        return False
+    return True
 
 
 def _member(r: _Reader, item: Any, key: str, path: Path, prefix: str = "") -> Member | None:

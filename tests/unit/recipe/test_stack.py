@@ -100,6 +100,8 @@ BAD = [
      "torch.from: 'pip' is not one of host, recipe"),
     ("torch-requires", HEAD + f'[torch]\nrequires = "2.9+"\n[[members]]\n{PURE}\n',
      "torch.requires: '2.9+' is not a version range"),
+    ("torch-requires-pep440", HEAD + f'[torch]\nrequires = "~=2"\n[[members]]\n{PURE}\n',
+     "torch.requires: '~=2' is not a version range"),
     ("torch-host-recipe", HEAD + f'[torch]\nrecipe = "pytorch"\n[[members]]\n{PURE}\n',
      "torch.recipe: only with from = \"recipe\""),
     ("torch-no-recipe", HEAD + f'[torch]\nfrom = "recipe"\n[[members]]\n{PURE}\n',
