@@ -60,7 +60,7 @@ def _entry(manifest: dict[str, Any], cell_id: str) -> tuple[Cell, Pin, str | Non
             cell = Cell(id=c["id"], recipe=c["recipe"], variant=c.get("variant"),
                         source=c["source"], arch=c["arch"], follow=bool(c.get("follow")),
                         options=tuple((str(k), str(v)) for k, v in c.get("options", [])),
-                        timeout_s=int(c.get("timeout_s", 0)))
+                        timeout_s=int(c.get("timeout_s", 0)), group=str(c.get("group", "")))
             pin = Pin(str(p.get("kind", "recipe")), str(p.get("value", "")),
                       str(p.get("url", "")), str(p.get("sha256", "")))
             tag = e.get("build_tag")

@@ -14,7 +14,7 @@ import re
 import stat
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +40,8 @@ DEFAULT_HISTORY = 30
 _KEYS: dict[str, tuple[str, ...]] = {
     "": ("matrix", "publish", "reports", "retention", "executor", "notify", "workdir",
          "cache_dir", "pypi"),
-    "matrix": ("recipes", "variants", "sources", "archs", "follow", "timeout", "options"),
+    "matrix": ("recipes", "variants", "sources", "archs", "follow", "timeout", "options",
+               "stacks"),
     "publish": ("index", "stage", "promote_to"),
     "reports": ("dir", "history"),
     "retention": ("max_size", "keep_days"),
@@ -227,7 +228,8 @@ def _matrix(r: _Reader, entries: object, base: Path) -> tuple[Cell, ...]:
             raise r.fail(where, f"expected a table, got {_kind(entry)}",
                          hint="write each entry as [[matrix]]")
         r.known(entry, "matrix", where)
-        recipes = r.strings(entry, "recipes", where)
+        stacks = r.strings(entry, "stacks", where, []) if "stacks" in entry else []
+        recipes = r.strings(entry, "recipes", where) if "recipes" in entry or not stacks else []
         variants: list[str | None] = list(r.strings(entry, "variants", where, ["default"]))
         sources = r.strings(entry, "sources", where, ["default"])
         archs = r.strings(entry, "archs", where)
@@ -280,12 +282,59 @@ def _matrix(r: _Reader, entries: object, base: Path) -> tuple[Cell, ...]:
                              f"matrix[{cells[cid].entry}]",
                              hint="each recipe x variant x source x archs once (options are "
                              "not in a cell's id: one set of option values per cell)")
-            cells[cid] = Cell(id=cid, recipe=recipe, variant=v, source=source, arch=arch,
-                              follow=follow, options=options, timeout_s=timeout_s, entry=i)
-            if len(cells) > MAX_CELLS:
-                raise r.fail("matrix", f"more than {MAX_CELLS} cells",
-                             hint="split the matrix over several configs")
+            _add(r, cells, where, Cell(id=cid, recipe=recipe, variant=v, source=source,
+                                       arch=arch, follow=follow, options=options,
+                                       timeout_s=timeout_s, entry=i))
+        for stack in stacks:
+            for c in _stack_cells(r, stack, f"{where}.stacks", base, archs):
+                _add(r, cells, where, replace(c, follow=follow, timeout_s=timeout_s, entry=i))
     return tuple(cells.values())
+
+
+def _add(r: _Reader, cells: dict[str, Cell], where: str, cell: Cell) -> None:
+    if cell.id in cells:
+        raise r.fail(where, f"cell {cell.id} is already in the matrix, from "
+                     f"matrix[{cells[cell.id].entry}]",
+                     hint="each recipe x variant x source x archs once (a stack's members too)")
+    cells[cell.id] = cell
+    if len(cells) > MAX_CELLS:
+        raise r.fail("matrix", f"more than {MAX_CELLS} cells",
+                     hint="split the matrix over several configs")
+
+
+def _stack_cells(r: _Reader, name: str, where: str, base: Path, archs: list[str]
+                 ) -> list[Cell]:
+    """The cells of stack ``name`` (a stack name or a .toml path, docs/stacks.md): one per
+    member and arch set, in the group ``<stack>.<archs>``, promoted only all together."""
+    from rocmbuild.core.errors import RecipeError
+    from rocmbuild.recipe import stack as stackfile
+
+    try:
+        st = stackfile.load_stack(stackfile.find(
+            str(r.checked_path(where, name, base)) if name.endswith(".toml") else name))
+    except RecipeError as exc:
+        raise r.fail(where, f"stack {name!r}: {exc.problems[0] if exc.problems else exc}",
+                     hint=exc.hint or "fix the stack file") from None
+    except UsageError as exc:
+        raise r.fail(where, exc.message, hint=exc.hint or "name a stack file") from None
+    out = []
+    for arch in archs:
+        group = f"{st.name}.{arch.replace(',', '-').replace(':', '_')}".lower()
+        for m in st.all_members:
+            if m.release:
+                raise r.fail(where, f"stack {st.name}: {m.key}.release: a nightly cell builds "
+                             "the line the host picks", hint="drop the release from the stack "
+                             "for the nightly, or list the recipe in recipes")
+            recipe = str(m.recipe.path.absolute())  # the file the stack named, as a path
+            cid = cell_id(recipe, m.variant, m.source, arch)
+            if not CELL_ID.fullmatch(cid):
+                raise r.fail(where, f"stack {st.name}: {cid!r} is not a usable cell id",
+                             hint="recipe, variant and source names of letters, digits, ., _ "
+                             "and -")
+            out.append(Cell(id=cid, recipe=recipe,
+                            variant=m.variant, source=m.source, arch=arch,
+                            options=tuple(sorted(m.options)), group=group))
+    return out
 
 
 def read(path: Path) -> bytes:

@@ -137,7 +137,7 @@ def manifest(cfg: NightlyConfig, rid: str, started: float,
         cells.append({
             "cell": {"id": c.id, "recipe": c.recipe, "variant": c.variant, "source": c.source,
                      "arch": c.arch, "follow": c.follow, "options": [list(o) for o in c.options],
-                     "timeout_s": c.timeout_s},
+                     "timeout_s": c.timeout_s, **({"group": c.group} if c.group else {})},
             "pin": p.cell_plan.pin.to_json(),
             "cache_key": p.cell_plan.cache_key,
             "build_tag": p.build_tag,
@@ -347,6 +347,7 @@ def finish(cfg: NightlyConfig, data: dict[str, Any], built: dict[str, CellOutcom
     """After the executor: every cell's outcome from the manifest (``data``) and what was built
     (SKIP cells served, green cells promoted), the retention prune, the report."""
     outcomes: list[CellOutcome] = []
+    held = _held_groups(data, built)
     for e in data["cells"]:
         cid = str(e["cell"]["id"])
         if e.get("decision") == Decision.SKIP.value:
@@ -359,8 +360,12 @@ def finish(cfg: NightlyConfig, data: dict[str, Any], built: dict[str, CellOutcom
             continue
         o = built.get(cid) or CellOutcome(cid, Status.FAILED, End.FAILED,
                                           reason="the executor returned no outcome")
-        outcomes.append(_promote(cfg, o) if o.status in (Status.SUCCESS, Status.WARNING)
-                        else o)
+        why = held.get(str(e["cell"].get("group") or ""))
+        if why and o.status in (Status.SUCCESS, Status.WARNING):
+            o = replace(o, reason="; ".join(r for r in (o.reason, why) if r))
+        elif o.status in (Status.SUCCESS, Status.WARNING):
+            o = _promote(cfg, o)
+        outcomes.append(o)
     freed, prune_note = _prune(cfg)
     report = RunReport(str(data["run"]), str(data["started"]), _iso(time.time()),
                        str(data.get("executor", cfg.executor.kind)), tuple(outcomes),
@@ -369,6 +374,22 @@ def finish(cfg: NightlyConfig, data: dict[str, Any], built: dict[str, CellOutcom
                        drift=drift.for_manifest(data, cfg.pypi))
     report_write(cfg.reports, report, cfg.history, cfg.notify_url)
     return report
+
+
+def _held_groups(data: dict[str, Any], built: dict[str, CellOutcome]) -> dict[str, str]:
+    """Stack groups with a member that is not green (failed, timed out, not planned, no
+    outcome), each with why its green members are not promoted: a stack is green only when all
+    its members are."""
+    bad: dict[str, list[str]] = {}
+    for e in data["cells"]:
+        group, cid = str(e["cell"].get("group") or ""), str(e["cell"]["id"])
+        if not group or e.get("decision") == Decision.SKIP.value:
+            continue
+        o = built.get(cid)
+        if e.get("error") or o is None or o.status not in (Status.SUCCESS, Status.WARNING):
+            bad.setdefault(group, []).append(cid)
+    return {g: f"not promoted: stack {g} is not green ({', '.join(ids)} not)"
+            for g, ids in bad.items()}
 
 
 def _slurm(cfg: NightlyConfig, run_dir: Path) -> SlurmExecutor:

@@ -88,9 +88,12 @@ OS_HINT = ("check that the index directory (--index) is a writable directory wit
            "and move away a file that stands where one of its directories belongs")
 
 
-def publish(wheels: Sequence[Path], options: PublishOptions) -> PublishResult:
+def publish(wheels: Sequence[Path], options: PublishOptions,
+            extra: Mapping[str, bytes] | None = None) -> PublishResult:
     """Publish ``wheels`` to ``options.index``: one atomic transaction into a directory index, or
-    an upload to a server after checking it holds no different bytes under the same names."""
+    an upload to a server after checking it holds no different bytes under the same names.
+    ``extra``: files written in the same transaction (stage-relative path -> bytes: a stack's
+    lock files); a directory index only."""
     target = parse_index(options.index, options.index_from)
     simple = (
         parse_server_url(options.simple_url, options.simple_url_from).url
@@ -100,6 +103,10 @@ def publish(wheels: Sequence[Path], options: PublishOptions) -> PublishResult:
     if options.broken_dir is not None:
         check_not_broken(infos, options.broken_dir)
     if target.url is not None:
+        if extra:
+            raise UsageError(f"{options.index_from}: a stack is published to a directory index "
+                             "(its lock files are written in the same transaction)",
+                             hint="give a directory, served by any web server")
         if options.stage:
             raise UsageError(
                 "--stage: applies to a directory index only",
@@ -123,7 +130,7 @@ def publish(wheels: Sequence[Path], options: PublishOptions) -> PublishResult:
     with fsutil.os_errors(PublishError, "publish", target.path, OS_HINT):
         idx = StaticIndex(target.path, on_step=options.on_step)
         change = idx.publish(infos, stage=options.stage or DEFAULT_STAGE,
-                             dry_run=options.dry_run)
+                             dry_run=options.dry_run, extra=extra)
     return PublishResult(str(idx.root), options.dry_run, change=change)
 
 
