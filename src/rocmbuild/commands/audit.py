@@ -44,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
                 kinds = ",".join(o.bundle_kinds) or "-"
                 what = ", ".join(o.archs) if o.archs else (
                     "NO DEVICE CODE" if o.hip_host else "host-only")
+                if o.kind != "shared object":
+                    what += f" ({o.kind})"
                 log.console.print(f"    {escape(o.name)}: {escape(what)}  [dim]bundles: "
                                   f"{len(o.bundles)} ({kinds})[/dim]")
     for a in audits:

@@ -138,7 +138,7 @@ class StaticIndex:
     # -- reading -------------------------------------------------------------------------------
 
     def stage_path(self, stage: str, flag: str = "--stage") -> Path:
-        _check_stage_name(stage, flag)
+        check_stage_name(stage, flag)
         return self.root / stage
 
     def live(self, stage: str) -> Path | None:
@@ -323,7 +323,7 @@ class StaticIndex:
         self, wheels: Sequence[WheelInfo], stage: str = DEFAULT_STAGE, dry_run: bool = False
     ) -> Change:
         """Add ``wheels`` to ``stage`` in one atomic transaction."""
-        _check_stage_name(stage)
+        check_stage_name(stage)
         if dry_run:
             return self._plan(stage, wheels)[0]
 
@@ -347,11 +347,11 @@ class StaticIndex:
         broken_dir: Path | None = None,
     ) -> Change:
         """Copy every file of ``project==version`` from stage ``src`` to ``dst`` atomically."""
-        _check_stage_name(src, "--from")
-        _check_stage_name(dst, "--to")
+        check_stage_name(src, "--from")
+        check_stage_name(dst, "--to")
         check_project_name(project, "promote NAME==VERSION")
-        if src == dst:
-            raise PublishError(
+        if src == dst:  # the command line's mistake: a usage error, before anything is read
+            raise UsageError(
                 f"promote: --from and --to are both {src!r}",
                 hint="promote from one stage to another, e.g. staging -> stable",
             )
@@ -359,7 +359,7 @@ class StaticIndex:
         try:
             want = Version(version)
         except InvalidVersion as exc:
-            raise PublishError(
+            raise UsageError(
                 f"promote: {version!r} is not a valid version",
                 hint="give NAME==VERSION, e.g. flash-attn==2.8.3+rocm6.2",
             ) from exc
@@ -433,7 +433,9 @@ class StaticIndex:
 _STAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
-def _check_stage_name(stage: str, flag: str = "--stage") -> None:
+def check_stage_name(stage: str, flag: str = "--stage") -> None:
+    """Refuse (UsageError) a name that is not a plain stage name: ``''`` too, which never means
+    the default stage."""
     if not _STAGE.match(stage) or stage in {"files", "simple"}:
         raise UsageError(
             f"{flag}: invalid stage name {stage!r}",

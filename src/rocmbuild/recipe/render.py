@@ -267,9 +267,11 @@ def render(recipe: Recipe, target: Target, host: Host,
     downloads = tuple(d for d in recipe.downloads if _applies(d, facts))
     for i, d in enumerate(recipe.downloads):
         if d in downloads and not d.sha256:
+            from rocmbuild.core.run import redact
+
             raise RecipeError(
                 [f"{recipe.path.name}: downloads[{i}].sha256: missing for {d.name!r}, which "
-                 f"this plan needs ({d.url})"],
+                 f"this plan needs ({redact(d.url)})"],
                 hint="pin it: sha256sum the file from a trusted listing and set sha256 "
                 "(an unpinned download is never fetched)",
             )
