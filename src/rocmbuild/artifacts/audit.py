@@ -150,7 +150,7 @@ def kind_problem(name: str, kind: str, in_wheel: bool) -> str | None:
     if kind in ("shared object", "offload bundle"):
         return None
     if _SO_NAME.search(name) or (in_wheel and kind != "executable"):
-        return (f"{name} is a{'n' if kind[0] in 'aeiou' else ''} {kind}, not a shared object: "
+        return (f"{name} is a{'n' if kind[0] in 'aeiouE' else ''} {kind}, not a shared object: "
                 "nothing can load it" + (" from an installed wheel" if in_wheel else ""))
     return None
 
