@@ -13,7 +13,9 @@ def register(sub: common.Subparsers) -> None:
         "audit", help="list the gfx targets in the device code of wheels / .so",
         description="For every ELF shared object in each wheel (or each .so/.o given), list the "
         "gfx targets in its HIP offload bundles (.hip_fatbin, CCOB-compressed, -fgpu-rdc). Exit 7 "
-        "when a requested arch is missing or a .so has HIP host code but no device code.")
+        "when a requested arch is missing, a .so has HIP host code but no device code, or a file "
+        "named .so (or a wheel member) is not a shared object (a relocatable object, a core "
+        "dump).")
     p.add_argument("paths", nargs="+", metavar="PATH", help="wheel, .so, .o or .hipfb files")
     common.add_arch(p, "gfx targets every HIP .so must carry, e.g. gfx90a,gfx942 (gfx90a also "
                     "matches gfx90a:xnack+)", "none: list what is there")
