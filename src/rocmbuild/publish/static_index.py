@@ -369,8 +369,8 @@ class StaticIndex:
         check_stage_name(src, "--from")
         check_stage_name(dst, "--to")
         check_project_name(project, "promote NAME==VERSION")
-        if src == dst:
-            raise PublishError(
+        if src == dst:  # the command line's mistake: a usage error, before anything is read
+            raise UsageError(
                 f"promote: --from and --to are both {src!r}",
                 hint="promote from one stage to another, e.g. staging -> stable",
             )
@@ -378,7 +378,7 @@ class StaticIndex:
         try:
             want = Version(version)
         except InvalidVersion as exc:
-            raise PublishError(
+            raise UsageError(
                 f"promote: {version!r} is not a valid version",
                 hint="give NAME==VERSION, e.g. flash-attn==2.8.3+rocm6.2",
             ) from exc
@@ -462,7 +462,8 @@ _STAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 def check_stage_name(stage: str, flag: str = "--stage") -> None:
     """The one check of a stage's name (``flag`` names where it came from: ``--stage``, or
-    nightly.toml's ``publish.stage``)."""
+    nightly.toml's ``publish.stage``): UsageError for a name that is not a plain stage name,
+    ``''`` too, which never means the default stage."""
     if not _STAGE.match(stage) or stage in {"files", "simple"}:
         raise UsageError(
             f"{flag}: invalid stage name {stage!r}",

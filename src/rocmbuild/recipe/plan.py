@@ -263,11 +263,15 @@ class Plan:
                 )[:12]
 
     def source_json(self) -> dict[str, Any]:
+        """The source as the plan, the cache key and the provenance show it: its URL without a
+        ``user:password@`` (the pin decides the bytes, not the credentials)."""
+        from rocmbuild.core.run import redact
+
         s = self.source
         out: dict[str, Any] = {"kind": s.kind}
         for key in ("url", "commit", "ref", "sha256"):
             if getattr(s, key):
-                out[key] = getattr(s, key)
+                out[key] = redact(s.url) if key == "url" else getattr(s, key)
         if s.path:
             out["path"] = str(display(Path(s.path)))
         out["submodules"] = list(s.submodules)
@@ -294,7 +298,10 @@ class Plan:
                  "cache_key": d.cache_key} for d in self.depends]
 
     def downloads_json(self) -> list[dict[str, Any]]:
-        return [{"name": d.name, "url": d.url, "sha256": d.sha256, "extract": d.extract,
+        """The [[downloads]], their URLs without a ``user:password@`` (as ``source_json``)."""
+        from rocmbuild.core.run import redact
+
+        return [{"name": d.name, "url": redact(d.url), "sha256": d.sha256, "extract": d.extract,
                  "env": d.env} for d in self.downloads]
 
     def to_json(self) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from rocmbuild.artifacts import wheel
 from rocmbuild.artifacts.wheel import WheelInfo
 from rocmbuild.core import fsutil, hostenv
 from rocmbuild.core.errors import ToolchainError, UsageError, ValidationError
-from rocmbuild.core.run import run
+from rocmbuild.core.run import redact, run
 
 # Requirements never installed from an index by the validator.
 NEVER_INSTALL = {"torch", "pytorch-triton-rocm"}
@@ -179,7 +179,7 @@ def install(venv: Venv, wheels: list[WheelInfo]) -> tuple[bool, str]:
     if reqs:
         r = run([*pip, *reqs], env=venv.env(), log_path=venv.log, check=False)
         if r.returncode != 0:
-            return False, f"installing requirements {' '.join(reqs)} failed:\n{r.output}"
+            return False, redact(f"installing requirements {' '.join(reqs)} failed:\n{r.output}")
     return True, r.output
 
 
@@ -195,7 +195,7 @@ def install_extra(venv: Venv, reqs: list[str], origin: str) -> None:
         cause = next((ln.strip() for ln in reversed(r.output.splitlines())
                       if ln.strip().startswith("ERROR:")), f"pip exited with {r.returncode}")
         raise ToolchainError(
-            f"{origin}: cannot install {' '.join(reqs)} into the validation venv: {cause}",
+            redact(f"{origin}: cannot install {' '.join(reqs)} into the validation venv: {cause}"),
             hint="check the name and that the configured index / find-links (pip.conf, "
             f"PIP_INDEX_URL, PIP_FIND_LINKS) carries it; pip's output is in {venv.log}")
 

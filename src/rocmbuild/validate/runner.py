@@ -21,6 +21,7 @@ from rocmbuild.cache import store as cache
 from rocmbuild.core import config, fsutil, log
 from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import CacheError, ToolchainError, ValidationError
+from rocmbuild.core.run import redact
 from rocmbuild.validate import baseline as baseline_cmp
 from rocmbuild.validate import install as inst
 from rocmbuild.validate import kernels as kernel_step
@@ -216,7 +217,7 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
         installed, out = inst.install(venv, infos) if infos else (True, "")
         extra = _extra_requirements(infos, opts)
         if installed and extra[0]:
-            log.step(f"installing {' '.join(extra[0])} ({extra[1]})")
+            log.step(redact(f"installing {' '.join(extra[0])} ({extra[1]})"))
             inst.install_extra(venv, *extra)
         modules = sorted({m for w in infos for m in w.top_level})
         log.step(f"importing {', '.join(modules) or 'torch'} in the venv")
