@@ -7,7 +7,8 @@ HIP compiler's preprocessor (``-E``) over every compilation unit given, with the
 defines: a ``.cu``/``.hip`` unit once for the host and once for the device code of every target
 arch, a ``.c`` unit as C, the rest as C++. A pragma reaches the output only from a group the
 preprocessor kept, in any unit, pass or inclusion, so a line is compiled when the innermost
-group around it (or, outside any, the file's top) printed its pragma. We parse only the nesting
+group around it printed its pragma. A file no unit reached (its top pragma never printed) is
+not judged: a unit we were not given may include it. We parse only the nesting
 of the directives; which groups are on is the compiler's answer, with the macros of the headers
 really included (HIP's, the project's) and those the compiler predefines (``__HIP__``,
 ``__HIP_DEVICE_COMPILE__``, ``__gfx942__``).
@@ -62,11 +63,10 @@ class Live:
     def compiled(self, rel: str, line: int) -> bool:
         if line in self.conditions.get(rel, frozenset()):
             return False
-        if self.unknown or rel not in self.top:
-            return True
+        if self.unknown or self.top.get(rel) not in self.seen:
+            return True  # no unit given reached the file: one we do not know of may
         inner = [g for g in self.groups[rel] if g.first <= line <= g.last]
-        mark = inner[-1].mark if inner else self.top[rel]
-        return mark is None or mark in self.seen
+        return not inner or inner[-1].mark is None or inner[-1].mark in self.seen
 
 
 def groups(text: str) -> tuple[tuple[Group, ...], list[int], frozenset[int]]:
