@@ -115,7 +115,8 @@ CASES: list[Case] = [
                  f"inline int h() {{ return (int){L2}(); }}\n"}),
     _strict("preproc-strict-header-of-no-unit", "lone.cuh:3", L2, {
         "k.cu": "__global__ void k() {}\n",
-        "lone.cuh": f"#pragma once\n#include <cuda_runtime.h>\nint h() {{ return (int){L2}(); }}\n"}),
+        "lone.cuh": "#pragma once\n#include <cuda_runtime.h>\n"
+                    f"int h() {{ return (int){L2}(); }}\n"}),
     _strict("preproc-strict-not-preprocessable", "k.cu:4", CLUSTERS, _unit(
         '#include "generated_by_the_build.h"\n'
         f"#ifdef CUSOLVER_COMMON_H_\nint off() {{ return (int){CLUSTERS}(0, 0, 0); }}\n#endif\n")),
