@@ -5,7 +5,7 @@ key); and ``strict`` refusing a CUDA name hipify cannot translate in code the bu
 as the HIP compiler's preprocessor finds it: a plain use, the ``#else`` the build takes, a block
 a recipe define or a define's value turns on, device-only code, code for the target arch, a
 header a unit includes, a header no unit includes (not judged: it counts), and a unit the
-preprocessor cannot read (nothing judged: every use counts). Each tree has exactly one such
+preprocessor cannot read (nothing judged: every use counts, but an ``#if`` condition never). Each tree has exactly one such
 use, next to uses in blocks that are off (warnings), so the one error line names its file:line
 and name. These run torch.utils.hipify for real (the CPU torch of the venv), then stop.
 
@@ -114,12 +114,12 @@ CASES: list[Case] = [
         "h.cuh": f"#pragma once\n#include <cuda_runtime.h>\n{_OFF}"
                  f"inline int h() {{ return (int){L2}(); }}\n"}),
     _strict("preproc-strict-header-of-no-unit", "lone.cuh:3", L2, {
-        "k.cu": "__global__ void k() {}\n",
+        "k.cu": f"#include <cuda_runtime.h>\n{_OFF}",
         "lone.cuh": "#pragma once\n#include <cuda_runtime.h>\n"
                     f"int h() {{ return (int){L2}(); }}\n"}),
     _strict("preproc-strict-not-preprocessable", "k.cu:4", CLUSTERS, _unit(
-        '#include "generated_by_the_build.h"\n'
-        f"#ifdef CUSOLVER_COMMON_H_\nint off() {{ return (int){CLUSTERS}(0, 0, 0); }}\n#endif\n")),
+        '#include "generated_by_the_build.h"\n'  # absent here: no block can be judged
+        f"#ifdef CUDA_DRIVER_API\nint f() {{ return (int){CLUSTERS}(0, 0, 0); }}\n#endif\n")),
     Case("delivery-validate-json-file-bad-time", ("validate", "--upstream-time", "0",
                                                   *_WHEEL_OK),
          EXIT["usage"], "--upstream-time: must be a number of seconds > 0", "delivery",
