@@ -5,9 +5,10 @@ key); and ``strict`` refusing a CUDA name hipify cannot translate in code the bu
 as the HIP compiler's preprocessor finds it: a plain use, the ``#else`` the build takes, a block
 a recipe define or a define's value turns on, device-only code, code for the target arch, a
 header a unit includes, a header no unit includes (not judged: it counts), and a unit the
-preprocessor cannot read (nothing judged: every use counts, but an ``#if`` condition never). Each tree has exactly one such
-use, next to uses in blocks that are off (warnings), so the one error line names its file:line
-and name. These run torch.utils.hipify for real (the CPU torch of the venv), then stop.
+preprocessor cannot read (nothing judged: every use counts, but an ``#if`` condition never).
+Each tree has exactly one such use, next to uses in blocks that are off (warnings), so the one
+error line names its file:line and name. These run torch.utils.hipify for real (the CPU torch
+of the venv), then stop.
 
 delivery: ``validate --json-file`` runs that stop early (a bad flag, no wheels, a missing
 baseline, an unreadable wheel, a report path under a file): each is one clean error (the

@@ -299,7 +299,7 @@ class Hipify:
     defines: tuple[str, ...] = toml(
         "defines", "strings",
         "Macros the build defines (``NAME`` or ``NAME=VALUE``, what it passes as ``-D``): the "
-        "preprocessor that decides which ``#if`` blocks are compiled sees them.",
+        "preprocessor that decides, for ``strict``, which ``#if`` blocks are compiled sees them.",
         '["USE_FAST_MATH", "BLOCK=256"]', default=(), pattern=DEFINE, pattern_msg=DEFINE_MSG,
     )
     include_dirs: tuple[str, ...] = toml(

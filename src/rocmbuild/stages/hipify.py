@@ -128,9 +128,10 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     found = [(u, rel, at) for rel in scan
              for u, at in _uses(rel, now[rel], before.get(origin.get(rel, rel)),
                                 origin.get(rel, rel), defined)]
-    # which of them the build compiles: the preprocessor over the translated units
+    # strict: which of them the build compiles (the preprocessor over the translated units;
+    # without strict nothing depends on it, and a large tree is not preprocessed for a log)
     live = _judge(plan, step, ctx, tree, prefix, sorted({rel for _, rel, _ in found}),
-                  scan, log_path) if found else livecode.Live()
+                  scan, log_path) if found and step.strict else livecode.Live()
     split: tuple[list[Unmapped], list[Unmapped]] = ([], [])
     for u, rel, at in found:
         split[0 if live.compiled(prefix + rel, at) else 1].append(
