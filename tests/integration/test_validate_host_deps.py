@@ -112,3 +112,28 @@ def test_missing_triton_says_it_needs_triton_and_a_gpu(tmp_path: Path) -> None:
     (hint,) = [ln for ln in res.stderr.splitlines() if ln.startswith("hint:")]
     assert "needs triton and a GPU" in hint and "--with triton" in hint, hint
     assert not (tmp_path / "work" / "broken").exists() and whl.is_file()
+
+
+def test_json_file_is_written_when_the_host_stops_validation(wheels: dict[str, Path],
+                                                              tmp_path: Path) -> None:
+    """issue 24: a --json-file run that stops at a host problem (exit 10) still writes the
+    file, with the error in it, so a CI step that reads it sees why; so does an early exit on
+    a bad flag (exit 2) and on a missing baseline, before the venv."""
+    report = tmp_path / "out/report.json"
+    res = _validate(wheels, tmp_path, str(wheels["needs"]), "--json-file", str(report))
+    assert res.returncode == 10, res.stderr
+    data = json.loads(report.read_text())
+    assert data["status"] == "error" and data["wheels"] == [wheels["needs"].name]
+    assert data["error"]["kind"] == "toolchain error" and data["error"]["exit_code"] == 10
+    assert "'rbhostdep'" in data["error"]["message"] and "--with" in data["error"]["hint"]
+    assert data["failures"] == [f"toolchain error: {data['error']['message']}"]
+    early = tmp_path / "early.json"
+    res = _validate(wheels, tmp_path, str(wheels["needs"]), "--with", "x @ https://u:pw@h/x.whl",
+                    "--upstream-time", "0", "--json-file", str(early))
+    assert res.returncode == 2, res.stderr
+    blob = early.read_text()
+    assert json.loads(blob)["error"]["exit_code"] == 2 and "pw@" not in blob
+    res = _validate(wheels, tmp_path, str(wheels["needs"]), "--baseline",
+                    str(tmp_path / "no-such-baseline.json"), "--json-file", str(early))
+    assert res.returncode not in (0, 10, 70), res.stderr
+    assert json.loads(early.read_text())["error"]["exit_code"] == res.returncode

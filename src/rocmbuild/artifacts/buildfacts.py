@@ -50,11 +50,20 @@ class HipifyReport:
     renamed: tuple[tuple[str, str], ...] = ()
     """In place: ``.cu`` files renamed ``.hip`` (from, to)."""
     unmapped: tuple[Unmapped, ...] = ()
+    """Uses in code the build compiles (what ``strict`` refuses)."""
+    not_compiled: tuple[Unmapped, ...] = ()
+    """Uses the preprocessor leaves out (``#if`` blocks that are off, ``#if`` conditions):
+    warnings only."""
+    not_judged: str = ""
+    """Why the ``#if`` blocks could not be judged (then every use outside a condition counts
+    as compiled); "" when the preprocessor ran."""
 
     def to_json(self) -> dict[str, Any]:
         return {"tool": self.tool, "changed_files": list(self.changed),
                 "renamed": {a: b for a, b in self.renamed},
-                "unmapped": [str(u) for u in self.unmapped]}
+                "unmapped": [str(u) for u in self.unmapped],
+                "not_compiled": [str(u) for u in self.not_compiled],
+                **({"not_judged": self.not_judged} if self.not_judged else {})}
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rocmbuild.commands import common
 from rocmbuild.programs.kernelgate import FAULTS
+
+if TYPE_CHECKING:
+    from rocmbuild.validate.model import ValidateOptions
 
 
 def register(sub: common.Subparsers) -> None:
@@ -65,13 +69,32 @@ def register(sub: common.Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rocmbuild.core import config, log, options
+    from rocmbuild.core import log
+    from rocmbuild.core.errors import RocmbuildError
+    from rocmbuild.validate import report as render
+    from rocmbuild.validate import runner as vrunner
+
+    wheels = [Path(w) for w in args.wheels]
+    try:
+        opts, archs = _options(args)
+    except RocmbuildError as exc:  # --json-file is written for every early exit
+        vrunner.write_stopped(exc, Path(args.json_file) if args.json_file else None, wheels)
+        raise
+    rep = vrunner.run(wheels, archs, opts)
+    if args.json:
+        common.print_json(rep.to_json())
+    else:
+        log.out.print(render.to_markdown(rep.to_json()), markup=False)
+    vrunner.raise_if_failed(rep, opts, shown=not args.json)
+    return 0
+
+
+def _options(args: argparse.Namespace) -> tuple[ValidateOptions, tuple[str, ...]]:
+    from rocmbuild.core import config, options
     from rocmbuild.core.errors import UsageError
     from rocmbuild.core.gfx import parse_archs
     from rocmbuild.recipe.load import requirement_problem
     from rocmbuild.validate import model as vmodel
-    from rocmbuild.validate import report as render
-    from rocmbuild.validate import runner as vrunner
 
     for req in args.with_requirements:
         problem = requirement_problem(req)
@@ -100,10 +123,4 @@ def run(args: argparse.Namespace) -> int:
         with_requirements=tuple(args.with_requirements),
         upstream_tests=max(0, args.upstream_tests), upstream_time_s=args.upstream_time,
         upstream_src=path(args.upstream_src), baseline_store=args.baseline_store)
-    rep = vrunner.run([Path(w) for w in args.wheels], parse_archs(arch) if arch else (), opts)
-    if args.json:
-        common.print_json(rep.to_json())
-    else:
-        log.out.print(render.to_markdown(rep.to_json()), markup=False)
-    vrunner.raise_if_failed(rep, opts, shown=not args.json)
-    return 0
+    return opts, tuple(parse_archs(arch)) if arch else ()

@@ -76,6 +76,7 @@ def write_simple(simple: Path, stage: str, new_files: dict[str, list[FileEntry]]
         files = list(old["files"]) if old else []
         files.extend(entries)
         files.sort(key=lambda f: (pages.version_of(f["filename"]), f["filename"]))
+        files = pages.preferred(files)  # a view: the builds made for it win (stage: no-op)
         pj = pages.project_json(project, files)
         # JSON first, HTML second; both are new inodes (temp + rename), never edited in place
         write(pdir / "index.json", pages.dump(pj))

@@ -45,10 +45,24 @@ def file_entry(w: WheelInfo, upload_time: str) -> FileEntry:
     }
 
 
-def view_entry(entry: FileEntry) -> FileEntry:
+def view_entry(entry: FileEntry, fallback: bool = False) -> FileEntry:
     """``entry`` as a view's project page links it: one directory further from ``files/``
-    (``<stage>/<view>/simple/<project>/``)."""
-    return {**entry, "url": f"../{entry['url']}"}
+    (``<stage>/<view>/simple/<project>/``). ``fallback``: the wheel is in this view only
+    because it runs everywhere (``views.fallback_views``); the private key ``_fallback``
+    (PEP 691 leaves ``_`` keys to the index) keeps that for the next transaction's merge."""
+    return {**entry, "url": f"../{entry['url']}", **({FALLBACK: True} if fallback else {})}
+
+
+FALLBACK = "_fallback"
+
+
+def preferred(files: list[FileEntry]) -> list[FileEntry]:
+    """A view's files less the fallback builds of each release (same public version) that has
+    a build made for the view: pip, which takes the highest local label of a release, then
+    gets one of those."""
+    made = {version_of(f["filename"]).public for f in files if not f.get(FALLBACK)}
+    return [f for f in files
+            if not f.get(FALLBACK) or version_of(f["filename"]).public not in made]
 
 
 def version_of(filename: str) -> Version:
@@ -155,8 +169,9 @@ def _snippet_block(path: str, own: str, project: str, view: str) -> str:
 
 def _view_kind(view: str) -> str:
     if view.startswith("gfx"):
-        return f"wheels whose device code runs on {view} (multi-arch and pure-Python ROCm " \
-               "wheels included)"
+        return f"wheels whose device code runs on {view} (multi-arch wheels included; of a " \
+               f"pure-Python ROCm release, the build made for {view} when there is one, else " \
+               "every build)"
     if view.startswith("rocm"):
         return f"wheels built for ROCm {view[4:]}"
     return "a subset of the wheels"

@@ -241,9 +241,10 @@ class StaticIndex:
             when = upload_time(w) if upload_time else now
             entry = pages.file_entry(w, when)
             new_files.setdefault(w.name, []).append(entry)
+            fallback = views.fallback_views(w)
             for view in views.views_of(w):
                 view_files.setdefault(view, {}).setdefault(w.name, []).append(
-                    pages.view_entry(entry))
+                    pages.view_entry(entry, view in fallback))
         for rel, data in sorted((extra or {}).items()):
             (new / rel).parent.mkdir(parents=True, exist_ok=True)
             write(new / rel, data)

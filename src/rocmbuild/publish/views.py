@@ -70,10 +70,25 @@ def arch_views(w: WheelInfo) -> tuple[str, ...]:
         return found
     if w.provenance is None:
         return ()
-    claimed = w.provenance.get("archs")
-    extra = [a.split(":", 1)[0] for a in claimed if isinstance(a, str)] \
+    return tuple(sorted({*KNOWN_ARCHS, *_claimed(w)}, key=_arch_key))
+
+
+def fallback_views(w: WheelInfo) -> frozenset[str]:
+    """The arch views a wheel is in only because it runs everywhere: for a rocmbuild wheel
+    without device code, every arch its build did not target. There it is listed only while
+    no build of the same release was made for that arch (``pages.preferred``): a gfx90a host
+    gets the gfx90a-labelled build of a pure-Python release, not the gfx942 one whose local
+    label sorts higher; an arch no build targeted gets them all, as before."""
+    if _audited_archs(str(w.path), w.sha256) != () or w.provenance is None:
+        return frozenset()
+    return frozenset(arch_views(w)) - set(_claimed(w))
+
+
+def _claimed(w: WheelInfo) -> list[str]:
+    """The base archs rocmbuild.json says the build targeted."""
+    claimed = (w.provenance or {}).get("archs")
+    return [a.split(":", 1)[0] for a in claimed if isinstance(a, str)] \
         if isinstance(claimed, list) else []
-    return tuple(sorted({*KNOWN_ARCHS, *extra}, key=_arch_key))
 
 
 def _arch_key(name: str) -> tuple[int, str]:

@@ -284,14 +284,19 @@ class Plan:
     def hipify_json(self) -> dict[str, Any]:
         """The [hipify] settings ({} for none, or for a plain command: ``hipify`` says it)."""
         step = self.hipify_step
-        if step is None or (step.tool == "command" and not step.strict):
+        if step is None:
+            return {}
+        # the preprocessor's settings only when set: plans and keys of other recipes stay
+        pre = {k: list(v) for k, v in (("defines", step.defines),
+                                       ("include_dirs", step.include_dirs)) if v}
+        if step.tool == "command" and not step.strict and not pre:
             return {}
         if step.tool == "command":
-            return {"tool": step.tool, "strict": step.strict}
+            return {"tool": step.tool, "strict": step.strict, **pre}
         return {"tool": step.tool, "project_dir": step.project_dir,
                 "includes": list(step.includes), "ignores": list(step.ignores),
                 "header_include_dirs": list(step.header_include_dirs),
-                "out_of_place": step.out_of_place, "strict": step.strict}
+                "out_of_place": step.out_of_place, "strict": step.strict, **pre}
     def depends_json(self) -> list[dict[str, str]]:
         """What the plan (and so the cache key) holds of each dependency: its key."""
         return [{"recipe": d.recipe, "variant": d.variant, "package": d.package,

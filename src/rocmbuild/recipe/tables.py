@@ -233,6 +233,12 @@ class Variant:
 
 
 
+DEFINE = r"^[A-Za-z_][A-Za-z0-9_]*(=[ -~]*)?$(?!\n)"
+"""A ``-D`` of the build: a macro name, optionally ``=`` and a printable value."""
+DEFINE_MSG = ("must be a macro the build defines, NAME or NAME=VALUE (no -D, no spaces in the "
+              "name), got %r")
+
+
 @dataclass(frozen=True)
 class Hipify:
     """The [hipify] table: translate CUDA sources to HIP before the build (docs/hipify.md)."""
@@ -284,9 +290,24 @@ class Hipify:
     )
     strict: bool = toml(
         "strict", "boolean",
-        "Fail the build when a translated file still uses a CUDA API (``cuda*``, ``cu*``, "
-        "``CU*``, cuBLAS/cuRAND/... names, ``cuda*`` headers) that the tool could not map, "
-        "naming file, line and symbol; false: they are only logged.", "true", default=False,
+        "Fail the build when compiled code of a translated file still uses a CUDA API "
+        "(``cuda*``, ``cu*``, ``CU*``, cuBLAS/cuRAND/... names, ``cuda*`` headers) that the tool "
+        "could not map, naming file, line and symbol; uses in ``#if`` blocks the preprocessor "
+        "leaves out, and in ``#if`` conditions, are warnings (docs/hipify.md); false: all are "
+        "only logged.", "true", default=False,
+    )
+    defines: tuple[str, ...] = toml(
+        "defines", "strings",
+        "Macros the build defines (``NAME`` or ``NAME=VALUE``, what it passes as ``-D``): the "
+        "preprocessor that decides, for ``strict``, which ``#if`` blocks are compiled sees them.",
+        '["USE_FAST_MATH", "BLOCK=256"]', default=(), pattern=DEFINE, pattern_msg=DEFINE_MSG,
+    )
+    include_dirs: tuple[str, ...] = toml(
+        "include_dirs", "strings",
+        "Directories (relative to the fetched tree's top) the build searches for headers "
+        "(``-I``): the preprocessor reads the project's headers from them (project_dir, the "
+        "tree's top and header_include_dirs are searched anyway).", '["common/inc"]',
+        default=(), pattern=RELATIVE, pattern_msg=RELATIVE_MSG,
     )
 
 @dataclass(frozen=True)

@@ -7,8 +7,10 @@ recipe's own command (``build.hipify``, e.g. PyTorch's tools/amd_build/build_amd
 
 Whatever the tool, the stage snapshots the C/C++/CUDA files and CMakeLists.txt of the project
 before and after and records what changed. Every changed file is then scanned for CUDA API names
-the tool left (it had no HIP name for them): they are logged, and with ``strict`` they fail the
-build, one line each with the original file, line and symbol. The report goes into the wheel's
+the tool left (it had no HIP name for them), and the preprocessor tells which of those uses the
+build compiles (buildtools/livecode.py): those are logged, and with ``strict`` they fail the
+build, one line each with the original file, line and symbol; uses in ``#if`` blocks that are
+off, and in ``#if`` conditions, are warnings. The report goes into the wheel's
 provenance (``ctx.artifacts.hipify``, written by the tag stage).
 """
 
@@ -26,9 +28,12 @@ from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
 
+from rich.markup import escape
+
 from rocmbuild.artifacts.buildfacts import HipifyReport, Unmapped
 from rocmbuild.artifacts.results import Artifacts, StageResult, Status
-from rocmbuild.core import hostenv
+from rocmbuild.buildtools import livecode
+from rocmbuild.core import hostenv, log
 from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import BuildError, CommandFailed, ToolchainError
 from rocmbuild.core.run import run as sh
@@ -119,29 +124,47 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     now = {rel: _seen(root / rel) for rel in scan}
     defined = _defines(root, after, [*scan, *(r for r, b in before.items()
                                               if b.names and r in after)])
-    unmapped = sorted(
-        (u for rel in scan for u in _left(rel, now[rel], before.get(origin.get(rel, rel)),
-                                         origin.get(rel, rel), defined)),
-        key=lambda u: (u.file, u.line, u.symbol))
     prefix = f"{step.project_dir.strip('/')}/" if step.project_dir.strip("/") else ""
+    found = [(u, rel, at) for rel in scan
+             for u, at in _uses(rel, now[rel], before.get(origin.get(rel, rel)),
+                                origin.get(rel, rel), defined)]
+    # strict: which of them the build compiles (the preprocessor over the translated units;
+    # without strict nothing depends on it, and a large tree is not preprocessed for a log)
+    live = _judge(plan, step, ctx, tree, prefix, sorted({rel for _, rel, _ in found}),
+                  scan, log_path) if found and step.strict else livecode.Live()
+    split: tuple[list[Unmapped], list[Unmapped]] = ([], [])
+    for u, rel, at in found:
+        split[0 if live.compiled(prefix + rel, at) else 1].append(
+            Unmapped(prefix + u.file, u.line, u.symbol))
     report = HipifyReport(
         tool=step.tool,
         changed=tuple(prefix + rel for rel in changed),
         renamed=tuple((prefix + a, prefix + b) for a, b in renamed),
-        unmapped=tuple(Unmapped(prefix + u.file, u.line, u.symbol) for u in unmapped),
+        unmapped=tuple(sorted(split[0], key=_order)),
+        not_compiled=tuple(sorted(split[1], key=_order)), not_judged=live.unknown,
     )
     _log(log_path, report)
+    for u in report.not_compiled:
+        log.warn(escape(f"hipify: {u}: CUDA API with no HIP mapping, in code this build does "
+                        "not compile (an #if block that is off, or an #if condition): not "
+                        "refused by strict"))
     if step.strict and report.unmapped:
+        why = (f"; every use counts as compiled: {live.unknown}" if live.unknown else "")
         raise BuildError(
             "\n".join(f"hipify: {u}: CUDA API with no HIP mapping" for u in report.unmapped),
             hint=f"port these by hand with a [[patches]] entry, or leave the files out "
-            f"(hipify.ignores); strict = false builds anyway; the log: {log_path}",
+            f"(hipify.ignores); when the build leaves such a block out by its own -D flags or "
+            f"include paths, list them in hipify.defines / hipify.include_dirs{why}; strict = "
+            f"false builds anyway; the log: {log_path}",
         )
     note = (f"; {len(report.unmapped)} unmapped CUDA API use(s) left (see {log_path.name})"
             if report.unmapped else "")
+    if report.not_compiled:
+        note += (f"; {len(report.not_compiled)} more in code the build does not compile "
+                 "(warnings)")
     what = " ".join(plan.hipify) if step.tool == "command" else f"tool {step.tool}"
-    return StageResult(Status.WARNING if report.unmapped else Status.SUCCESS,
-                       time.monotonic() - start,
+    warn = bool(report.unmapped or report.not_compiled)
+    return StageResult(Status.WARNING if warn else Status.SUCCESS, time.monotonic() - start,
                        f"{what}: {len(report.changed)} file(s) changed{note}", log_path,
                        Artifacts(hipify=report))
 
@@ -325,15 +348,39 @@ def _left(rel: str, now: _Seen, was: _Seen | None, source: str, defined: set[str
           ) -> Iterator[Unmapped]:
     """The CUDA names still in translated file ``rel``, at their line in the original (the n-th
     use of a name in the output is the n-th in the source: hipify leaves it as it was)."""
+    return (u for u, _ in _uses(rel, now, was, source, defined))
+
+
+def _uses(rel: str, now: _Seen, was: _Seen | None, source: str, defined: set[str]
+          ) -> Iterator[tuple[Unmapped, int]]:
+    """``_left``'s uses, each with its line in the translated file."""
     for name, lines in now.names.items():
         if name in defined:
             continue
         old = was.names.get(name, []) if was is not None else []
         for i, line in enumerate(lines):
-            if i < len(old):
-                yield Unmapped(source, old[i], name)
-            else:
-                yield Unmapped(rel, line, name)
+            yield (Unmapped(source, old[i], name) if i < len(old)
+                   else Unmapped(rel, line, name)), line
+
+
+def _order(u: Unmapped) -> tuple[str, int, str]:
+    return (u.file, u.line, u.symbol)
+
+
+def _judge(plan: Plan, step: Hipify, ctx: Context, tree: Path, prefix: str, files: list[str],
+           scan: list[str], log_path: Path) -> livecode.Live:
+    """What the build compiles of ``files`` (relative to project_dir), by the preprocessor
+    over the translated units among ``scan``, with the recipe's defines and include dirs."""
+    hipc = ctx.host.compiler
+    dirs = ["", prefix.rstrip("/"), *(prefix + d for d in step.header_include_dirs),
+            *step.include_dirs]
+    return livecode.judge(
+        tree, [prefix + f for f in files],
+        [prefix + u for u in scan if u.endswith(livecode.UNIT_SUFFIXES)],
+        compiler=hipc.path if hipc is not None else None,
+        flags=hipc.flags if hipc is not None else (), archs=plan.archs, defines=step.defines,
+        include_dirs=[d for d in dict.fromkeys(dirs) if d], scratch=ctx.log_dir,
+        log_path=log_path, skip=SKIP_DIRS)
 
 
 def _log(log_path: Path, report: HipifyReport) -> None:
@@ -345,3 +392,7 @@ def _log(log_path: Path, report: HipifyReport) -> None:
             f.write(f"renamed: {old} -> {new}\n")
         for u in report.unmapped:
             f.write(f"unmapped: {u}\n")
+        for u in report.not_compiled:
+            f.write(f"not compiled: {u}\n")
+        if report.not_judged:
+            f.write(f"not judged: {report.not_judged}\n")

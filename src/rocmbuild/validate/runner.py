@@ -14,13 +14,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rocmbuild import __version__
 from rocmbuild.artifacts import audit
 from rocmbuild.artifacts.results import Status
 from rocmbuild.artifacts.wheel import WheelInfo
 from rocmbuild.cache import store as cache
 from rocmbuild.core import config, fsutil, log
 from rocmbuild.core.digest import sha256_file
-from rocmbuild.core.errors import CacheError, ToolchainError, ValidationError
+from rocmbuild.core.errors import CacheError, RocmbuildError, ToolchainError, ValidationError
 from rocmbuild.core.run import redact
 from rocmbuild.validate import baseline as baseline_cmp
 from rocmbuild.validate import install as inst
@@ -180,9 +181,33 @@ def run(wheels: Sequence[Path], archs: Sequence[str] = (),
     input (UsageError, ValidationError for an unreadable wheel or an OSError on the workdir or a
     report path)."""
     opts = options or ValidateOptions()
-    where = config.workspace(opts.workdir).root
-    with fsutil.os_errors(ValidationError, "validate", where, OS_HINT):
-        return _run(wheels, archs, opts)
+    try:
+        where = config.workspace(opts.workdir).root
+        with fsutil.os_errors(ValidationError, "validate", where, OS_HINT):
+            return _run(wheels, archs, opts)
+    except RocmbuildError as exc:
+        write_stopped(exc, opts.json_out, wheels)
+        raise
+
+
+def write_stopped(exc: RocmbuildError, json_out: Path | None, wheels: Sequence[Path]) -> None:
+    """A validation that stopped before its report (a host problem, a bad baseline, an
+    unreadable wheel, a bad flag) still leaves ``--json-file``: status ``error``, the error's
+    kind, exit code, message and hint (user:password of a URL redacted). A run that failed
+    validation (exit 8) is not this: it wrote its whole report before raising."""
+    if json_out is None:
+        return
+    data = {"rocmbuild_version": __version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "status": "error", "wheels": [Path(w).name for w in wheels],
+            "error": {"kind": exc.kind, "exit_code": exc.exit_code,
+                      "message": redact(exc.message), "hint": redact(exc.hint or "")},
+            "failures": [redact(f"{exc.kind}: {exc.message}")]}
+    try:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        fsutil.write_atomic(json_out, json.dumps(data, indent=1))
+    except OSError as err:  # the error being reported says more than this one
+        log.warn(f"{json_out}: the error report could not be written: {err.strerror or err}")
 
 
 OS_HINT = ("check that the workdir (--workdir / ROCMBUILD_WORKDIR) and the report paths "

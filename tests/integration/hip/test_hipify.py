@@ -81,6 +81,7 @@ def test_cuda_cmake_library_becomes_a_gfx90a_gfx942_wheel(tmp_path: Path) -> Non
         "renamed": {"src/scale_kernel.cu": "src/scale_kernel.hip",
                     "src/vecscale.cu": "src/vecscale.hip"},
         "unmapped": [],
+        "not_compiled": [],
     }
     assert prov["plan"]["hipify_step"]["ignores"] == ["contrib/*"]
     log = next((tmp_path / "w/logs").rglob("hipify.log")).read_text()
@@ -172,3 +173,67 @@ def test_perl_tool_in_place_and_strict_names_the_original_lines(tmp_path: Path) 
     assert tree is not None and not list(tree.rglob("*.prehip"))
     assert "hipMemcpy(d_data, data, bytes, hipMemcpyHostToDevice)" in (
         tree / "src/vecscale.cu").read_text()
+
+
+HELPERS = FIX / "cuda-helpers.toml"
+
+
+def _helpers_copy(tmp_path: Path, hipify_extra: str = "", drop: str = "\0") -> Path:
+    """cuda-helpers.toml outside the repo, with more [hipify] keys and less the lines that
+    start with ``drop``."""
+    text = HELPERS.read_text().replace('path = "cuda-helpers"', f'path = "{FIX}/cuda-helpers"')
+    text = text.replace("strict = true", f"strict = true\n{hipify_extra}")
+    out = tmp_path / "helpers.toml"
+    out.write_text("".join(x for x in text.splitlines(keepends=True) if not x.startswith(drop)))
+    return out
+
+
+def test_strict_judges_only_the_code_the_build_compiles(tmp_path: Path) -> None:
+    """issue 24: common/helper_check.h (a CUDA-samples-style helper of our own) has a driver-API
+    block (#ifdef CUDA_DRIVER_API) and a cuSOLVER block (#ifdef CUSOLVER_COMMON_H_) with names
+    no hipify translates; the vecadd build defines neither, so the preprocessor (the HIP
+    compiler's, host and device passes) leaves them out: strict passes, and the three uses are
+    warnings, in the report, the log and on stderr."""
+    ctx, status = _through_hipify(HELPERS, tmp_path / "w")
+    assert status is Status.WARNING
+    report = ctx.artifacts.hipify
+    assert report is not None and report.unmapped == () and report.not_judged == ""
+    assert [str(u) for u in report.not_compiled] == [
+        "common/helper_check.h:12: CUDA_DRIVER_API",  # an #if condition: tested, not compiled
+        "common/helper_check.h:19: cuCtxResetPersistingL2Cache",
+        "common/helper_check.h:24: cusolverStatus_t"]
+    log = (tmp_path / "w/logs/hipify.log").read_text()
+    assert "not compiled: common/helper_check.h:24: cusolverStatus_t" in log
+    res = rocmbuild("plan", str(HELPERS), "--arch", "gfx942", "--json")
+    assert json.loads(res.stdout)["hipify_step"]["include_dirs"] == ["common"]
+
+
+def test_strict_still_refuses_a_name_the_build_compiles(tmp_path: Path) -> None:
+    """The same tree built with -DCUDA_DRIVER_API (hipify.defines says so): the driver block is
+    compiled, and its cuCtxResetPersistingL2Cache, which hipify left, stops the build (exit 6)
+    with file, line and name; the cuSOLVER block stays a warning."""
+    recipe = _helpers_copy(tmp_path, 'defines = ["CUDA_DRIVER_API"]')
+    res = rocmbuild("build", str(recipe), "--arch", "gfx90a,gfx942",
+                    env={"ROCMBUILD_WORKDIR": str(tmp_path / "w")})
+    assert res.returncode == 6, res.stderr
+    errors = [x for x in res.stderr.splitlines() if x.startswith("build error:")]
+    assert errors == ["build error: hipify: common/helper_check.h:19: "
+                      "cuCtxResetPersistingL2Cache: CUDA API with no HIP mapping"]
+    assert "common/helper_check.h:24: cusolverStatus_t: CUDA API with no HIP mapping, in code " \
+           "this build does not compile" in " ".join(res.stderr.split())
+    assert "Traceback" not in res.stderr
+
+
+def test_a_unit_the_preprocessor_cannot_read_judges_nothing(tmp_path: Path) -> None:
+    """Without include_dirs the preprocessor does not find helper_check.h: nothing can be
+    judged, so every use outside an #if condition counts as compiled (as before the
+    preprocessor), and the hint says why."""
+    recipe = _helpers_copy(tmp_path, drop="include_dirs")
+    with pytest.raises(BuildError) as err:
+        _through_hipify(recipe, tmp_path / "w")
+    assert err.value.message.splitlines() == [
+        "hipify: common/helper_check.h:19: cuCtxResetPersistingL2Cache: CUDA API with no HIP "
+        "mapping",
+        "hipify: common/helper_check.h:24: cusolverStatus_t: CUDA API with no HIP mapping"]
+    assert "src/vecadd.hip could not be preprocessed here" in (err.value.hint or "")
+    assert "helper_check.h' file not found" in (err.value.hint or "")

@@ -157,3 +157,32 @@ def test_view_pages_show_pip_and_uv_snippets(tmp_path: Path) -> None:
     shot = chromium(f"--screenshot={png}", (index / "stable/gfx90a/simple/index.html").as_uri())
     assert shot.returncode == 0 and png.exists(), shot.stderr
     assert len(png_pixels(png)[2]) > 5, "view screenshot looks blank"
+
+
+def test_a_view_page_lists_only_the_build_made_for_its_arch(tmp_path: Path) -> None:
+    """issue 24: gfx90a- and gfx942-labelled builds of one pure-Python release: the gfx90a
+    view's project page, as Chromium shows it, links the gfx90a build only; the all-wheels
+    page links both and says what each view holds."""
+    import json
+
+    index = tmp_path / "index"
+    wheels = []
+    for arch in ("gfx90a", "gfx942"):
+        prov = json.dumps({"archs": [arch], "rocm_version": "6.2.0"}).encode()
+        wheels.append(make_wheel(tmp_path / arch, "okpkg", f"1.0+rocm6.2.{arch}", members={
+            f"okpkg-1.0+rocm6.2.{arch}.dist-info/rocmbuild.json": prov}))
+    rocmbuild("publish", *map(str, wheels), "--index", str(index), check=True)
+    dom = chromium("--dump-dom", (index / "stable/gfx90a/simple/okpkg/index.html").as_uri())
+    assert dom.returncode == 0, dom.stderr
+    assert "okpkg-1.0+rocm6.2.gfx90a-py3-none-any.whl" in dom.stdout
+    assert "gfx942" not in dom.stdout and "1 file(s)" in dom.stdout
+    dom = chromium("--dump-dom", (index / "stable/simple/okpkg/index.html").as_uri())
+    assert "okpkg-1.0+rocm6.2.gfx942-py3-none-any.whl" in dom.stdout and "2 file(s)" in dom.stdout
+    dom = chromium("--dump-dom", (index / "stable/simple/index.html").as_uri())
+    assert "of a pure-Python ROCm release, the build made for gfx90a when there is one" in \
+        dom.stdout
+    png = tmp_path / "okpkg.png"
+    shot = chromium(f"--screenshot={png}",
+                    (index / "stable/gfx90a/simple/okpkg/index.html").as_uri())
+    assert shot.returncode == 0 and png.exists(), shot.stderr
+    assert len(png_pixels(png)[2]) > 5, "view page screenshot looks blank"

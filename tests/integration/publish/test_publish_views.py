@@ -111,3 +111,55 @@ def test_wheels_without_device_code(tmp_path: Path) -> None:
         names = [p["name"] for p in
                  json.loads((stage / gfx / "simple/index.json").read_bytes())["projects"]]
         assert names == ["tri"], gfx
+
+
+def pure_wheel(out: Path, arch: str) -> Path:
+    """A pure-Python rocmbuild wheel (no device code) built for ``arch``: okpkg 1.0, its local
+    label naming the arch, as a per-arch build of a Triton package is labelled."""
+    version = f"1.0+rocm6.2.{arch}"
+    prov = json.dumps({"archs": [arch], "rocm_version": "6.2.0"}).encode()
+    return make_wheel(out / arch, "okpkg", version,
+                      members={f"okpkg-{version}.dist-info/rocmbuild.json": prov})
+
+
+def pip_downloads(view: Path, dest: Path) -> str:
+    """The file real pip downloads from ``view`` (its only index) for ``okpkg``."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--no-deps", "--no-cache-dir",
+         "--index-url", view.as_uri() + "/", "--dest", str(dest), "okpkg"],
+        env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return "".join(p.name for p in dest.iterdir())
+
+
+def test_a_view_prefers_the_pure_python_build_made_for_its_arch(tmp_path: Path) -> None:
+    """issue 24: a gfx90a- and a gfx942-labelled build of the same pure-Python release in one
+    stage (published apart, the gfx942 one first): the gfx90a view lists only the gfx90a build,
+    so pip there gets it (both in every view, it got the gfx942 one: the higher local label);
+    gfx950, which neither build targeted, lists both until a gfx950 build comes."""
+    index, w = tmp_path / "index", tmp_path / "w"
+    w942, w90a = pure_wheel(w, "gfx942"), pure_wheel(w, "gfx90a")
+    rocmbuild("publish", str(w942), "--index", str(index), check=True)
+    stage = index / "stable"
+    assert pip_downloads(stage / "gfx90a/simple", tmp_path / "d0") == w942.name  # the only one
+    rocmbuild("publish", str(w90a), "--index", str(index), check=True)
+
+    def listed(view: str) -> list[str]:
+        data = json.loads((stage / view / "simple/okpkg/index.json").read_bytes())
+        return [f["filename"] for f in data["files"]]
+
+    assert listed("gfx90a") == [w90a.name] and listed("gfx942") == [w942.name]
+    assert listed("gfx950") == [w90a.name, w942.name]
+    everything = json.loads((stage / "simple/okpkg/index.json").read_bytes())["files"]
+    assert [f["filename"] for f in everything] == [w90a.name, w942.name]
+    assert not any("_fallback" in f for f in everything)
+    assert pip_downloads(stage / "gfx90a/simple", tmp_path / "d1") == w90a.name
+    assert pip_downloads(stage / "gfx942/simple", tmp_path / "d2") == w942.name
+    assert pip_downloads(stage / "gfx950/simple", tmp_path / "d3") == w942.name
+    view_root = json.loads((stage / "gfx90a/simple/index.json").read_bytes())
+    assert view_root["projects"] == [{"name": "okpkg", "_latest": "1.0+rocm6.2.gfx90a",
+                                      "_files": 1}]
+    w950 = pure_wheel(w, "gfx950")
+    rocmbuild("publish", str(w950), "--index", str(index), check=True)
+    assert listed("gfx950") == [w950.name] and listed("gfx90a") == [w90a.name]
+    assert pip_downloads(stage / "gfx950/simple", tmp_path / "d4") == w950.name

@@ -49,11 +49,13 @@ def test_every_hipify_setting_is_in_the_cache_key(tmp_path: Path) -> None:
                   '[hipify]\ntool = "torch"\nignores = ["csrc/x*"]',
                   '[hipify]\ntool = "torch"\nproject_dir = "csrc"',
                   '[hipify]\ntool = "torch"\nheader_include_dirs = ["csrc"]',
+                  '[hipify]\ntool = "torch"\ndefines = ["USE_X"]',
+                  '[hipify]\ntool = "torch"\ninclude_dirs = ["common"]',
                   '[hipify]\ntool = "perl"', ""):
         d = tmp_path / str(len(keys))
         d.mkdir()
         keys.add(render(load(_recipe(d, table)), Target(arch="gfx942"), HOST).cache_key)
-    assert len(keys) == 9
+    assert len(keys) == 11
 
 
 def test_build_hipify_is_the_command_tool_and_keeps_its_plan(tmp_path: Path) -> None:
