@@ -16,8 +16,6 @@ import time
 import zipfile
 from pathlib import Path
 
-import pytest
-
 from rocmbuild.cache import prune
 from rocmbuild.cache import store as cache
 from rocmbuild.core import config
