@@ -5,9 +5,10 @@ size / duration / count flags that core.quantity parses.
 
 Each bad input is one error line naming the file and key (or the flag), with a hint and the
 reader's exit class: usage (2) for a baseline, the store, a saved host and a flag; validation
-(8) for a wheel. JSON: 100k ``[``, random bytes, NaN / Infinity, 400-digit numbers, numbers out
-of range, wrong types. Files: a directory, a FIFO, a symlink or a character device where a file
-belongs; a FIFO must be refused at once, never read (the cases carry a short timeout).
+(8) for a wheel; recipe (3) for a recipe number too large to compute with. JSON: 100k ``[``,
+random bytes, NaN / Infinity, 400-digit numbers, numbers out of range, wrong types. Files: a
+directory, a FIFO, a symlink or a character device where a file belongs; a FIFO must be refused
+at once, never read (the cases carry a short timeout).
 
 FIFOs and symlinks cannot be written through ``Case.files`` (text or bytes), so this module makes
 them once, at import, in a directory of its own (removed at exit): ``_SPECIAL``. The cases name
@@ -291,4 +292,22 @@ JOBS = [
          files={R: RECIPE, "recipes/tree/setup.py": "\n"}, writes_nothing=True),
 ]
 
-CASES: list[Case] = [*BASELINE, *STORE, *SAVED_HOST, *WHEEL, *FLAGS, *JOBS]
+
+
+def _recipe(cid: str, extra: str, needle: str) -> Case:
+    return Case(cid, PLAN, EXIT["recipe"], needle, "json", writes_nothing=True,
+                files={R: RECIPE + extra, "recipes/tree/setup.py": "\n"})
+
+
+RECIPE_NUMBERS = [
+    _recipe("recipe-mem-per-job-400-digits", f"[build]\nmem_per_job_gb = {HUGE}\n",
+            "r.toml: build.mem_per_job_gb: must be at most 1e+09"),
+    _recipe("recipe-disk-1e300", "[build]\ndisk_gb = 1e300\n",
+            "r.toml: build.disk_gb: must be at most 1e+09"),
+    _recipe("recipe-link-units-400-digits", f"[build]\nlink_units_per_arch = {HUGE}\n",
+            "r.toml: build.link_units_per_arch: must be at most 1e+09"),
+    _recipe("recipe-floor-400-digits", f"[validate.floor.gfx942]\nfwd_tflops = {HUGE}\n",
+            "r.toml: validate.floor.gfx942.fwd_tflops: must be at most 1e+09"),
+]
+
+CASES: list[Case] = [*BASELINE, *STORE, *SAVED_HOST, *WHEEL, *FLAGS, *JOBS, *RECIPE_NUMBERS]
