@@ -15,7 +15,7 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-DATA_DIRS = ("recipes", "patches", "probes", "schemas")
+DATA_DIRS = ("recipes", "patches", "probes", "schemas", "stacks")
 # Build outputs of local probe builds are not data.
 IGNORE = shutil.ignore_patterns("build", "_skbuild", "dist", "__pycache__", "*.egg-info", "*.pyc")
 

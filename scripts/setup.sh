@@ -31,6 +31,11 @@ fi
 if [ -x scripts/install-hip-toolchain.sh ] && [ "${ROCMBUILD_SKIP_APT:-0}" != 1 ]; then
   scripts/install-hip-toolchain.sh --with-gfx950
 fi
+# The ROCm 7.2 SDK tree from Debian experimental (headers, CMake configs, device libraries;
+# about 24 MiB, a minute): the SDK the real-tree tests compile and link against.
+if [ -x scripts/install-rocm-sdk.sh ] && [ "${ROCMBUILD_SKIP_APT:-0}" != 1 ]; then
+  scripts/install-rocm-sdk.sh
+fi
 
 if [ ! -x .venv/bin/python ]; then
   say "creating .venv"

@@ -28,6 +28,7 @@ from rocmbuild.artifacts.elf import (
     ELF_MAGIC,
     Bundle,
     BundleFormatError,
+    elf_kind,
     needed_libraries,
     scan,
 )
@@ -58,6 +59,7 @@ class SharedObjectAudit:
     links_hip_runtime: bool  # DT_NEEDED / dynstr names libamdhip64
     problems: list[str] = field(default_factory=list)
     needed: list[str] = field(default_factory=list)  # DT_NEEDED entries of .dynamic
+    kind: str = "shared object"  # elf.elf_kind: relocatable object, executable, ...
 
     @property
     def bundle_kinds(self) -> list[str]:
@@ -72,7 +74,7 @@ class SharedObjectAudit:
             "name": self.name, "archs": self.archs, "base_archs": self.base_archs,
             "bundle_kinds": self.bundle_kinds, "hip_host": self.hip_host,
             "links_hip_runtime": self.links_hip_runtime, "problems": self.problems,
-            "needed": self.needed,
+            "needed": self.needed, "kind": self.kind,
             "bundles": [{"kind": b.kind, "offset": b.offset, "targets": list(b.targets),
                          "entries": list(b.entries)} for b in self.bundles],
         }
@@ -137,9 +139,28 @@ def hip_label_warnings(wheel_name: str, objects: Sequence[SharedObjectAudit]) ->
     return out
 
 
+_SO_NAME = re.compile(r"\.so(\.\d+)*$")
+
+
+def kind_problem(name: str, kind: str, in_wheel: bool) -> str | None:
+    """Why an ELF file of ``kind`` (``elf.elf_kind``) cannot stand where it was found (None: it
+    can): a file named as a shared object (``.so``, ``.so.N``) must be one, and nothing loads a
+    relocatable object or a core dump from an installed wheel. Executables may ship in a wheel
+    and a ``.o`` or raw bundle given to ``audit`` by itself is audited as it is."""
+    if kind in ("shared object", "offload bundle"):
+        return None
+    if _SO_NAME.search(name) or (in_wheel and kind != "executable"):
+        return (f"{name} is a{'n' if kind[0] in 'aeiouE' else ''} {kind}, not a shared object: "
+                "nothing can load it" + (" from an installed wheel" if in_wheel else ""))
+    return None
+
+
 def audit_buffer(name: str, buf: Any, archs: Sequence[str], label: str) -> SharedObjectAudit:
+    """The audit of one ELF file or raw bundle (``label``: the wheel it is a member of, or
+    ``""`` for a file given by itself)."""
     try:
         bundles, hip_host, links_hip = scan(buf)
+        kind = elf_kind(buf)
     except BundleFormatError as exc:
         raise AuditError(f"{label + ': ' if label else ''}{name}: {exc}",
                          hint="is it a complete file? rebuild it, or report a bug with the file "
@@ -149,9 +170,12 @@ def audit_buffer(name: str, buf: Any, archs: Sequence[str], label: str) -> Share
     except (BundleFormatError, struct.error):
         needed = []
     found = sorted({t for b in bundles for t in b.targets})
-    so = SharedObjectAudit(name, found, bundles, hip_host, links_hip, needed=needed)
+    so = SharedObjectAudit(name, found, bundles, hip_host, links_hip, needed=needed, kind=kind)
     has_device = bool(found)
     who = f"{label}: {name}" if label else name
+    misplaced = kind_problem(who, kind, bool(label))
+    if misplaced:
+        so.problems.append(misplaced)
     if hip_host and not has_device:
         so.problems.append(f"{who} has HIP host code but no device code"
                            + (f" (wanted: {', '.join(archs)})" if archs else ""))
@@ -254,10 +278,13 @@ def require(audit: WheelAudit) -> None:
     if audit.ok:
         return
     more = len(audit.problems) - 1
+    misplaced = ", not a shared object: " in audit.problems[0]  # kind_problem's
     raise AuditError(
         audit.problems[0] + (f" (+{more} more)" if more else ""),
-        hint="rebuild for the missing arch (--arch); check that the arch list reached the "
-        "compiler (CMAKE_HIP_ARCHITECTURES, PYTORCH_ROCM_ARCH, GPU_TARGETS, --offload-arch)",
+        hint="link it as a shared object (-shared -fPIC), or leave it out of the wheel"
+        if misplaced else "rebuild for the missing arch (--arch); check that the arch list "
+        "reached the compiler (CMAKE_HIP_ARCHITECTURES, PYTORCH_ROCM_ARCH, GPU_TARGETS, "
+        "--offload-arch)",
         detail="\n".join(audit.problems) if more else None,
     )
 

@@ -249,6 +249,20 @@ def _wrapper_starts(buf: Any, seg: _Section, fat: _Section) -> list[int] | None:
     return sorted(fat.offset + (p - fat.addr) for p in ptrs)
 
 
+ELF_KINDS = {1: "relocatable object", 2: "executable", 3: "shared object", 4: "core dump"}
+"""ELF e_type -> what it is (ET_REL, ET_EXEC, ET_DYN, ET_CORE)."""
+
+
+def elf_kind(buf: Any) -> str:
+    """What an ELF file or raw bundle in ``buf`` is: an ``ELF_KINDS`` value, ``offload bundle``
+    or ``ELF file of type N``. A position-independent executable is ET_DYN: a shared object."""
+    head = bytes(buf[:24])
+    if head == BUNDLE_MAGIC or head[:4] == CCOB_MAGIC:
+        return "offload bundle"
+    (etype,) = struct.unpack_from("<H", buf, 0x10)
+    return ELF_KINDS.get(etype, f"ELF file of type {etype}")
+
+
 def scan(buf: Any) -> tuple[list[Bundle], bool, bool]:
     """(bundles, hip_host, links_hip_runtime) of an ELF file or a raw bundle in ``buf``."""
     head = bytes(buf[:24])

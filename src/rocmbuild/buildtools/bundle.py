@@ -42,6 +42,7 @@ from rocmbuild.core import fsutil, log, options
 from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import BuildError, ToolchainError
 from rocmbuild.core.run import run
+from rocmbuild.host import toolchain
 from rocmbuild.recipe.plan import RocmRuntime
 
 SYSTEM_LIBS = (
@@ -81,9 +82,14 @@ def find_patchelf() -> Path:
 
 
 def search_dirs(rocm_root: Path | None) -> list[Path]:
-    """Where a needed library is looked for: the ROCm root first, then the system's dirs."""
+    """Where a needed library is looked for: the ROCm root first, then the system's dirs. A
+    Debian-packaged SDK tree (scripts/install-rocm-sdk.sh) links against stubs: its real
+    runtime libraries are in the directory its facts file names, and only there."""
     dirs: list[Path] = []
-    if rocm_root is not None:
+    runtime = toolchain.sdk_runtime_lib(rocm_root) if rocm_root is not None else None
+    if runtime is not None:
+        dirs.append(runtime)
+    elif rocm_root is not None:
         dirs += [rocm_root / "lib", rocm_root / "lib64", rocm_root / "lib" / "llvm" / "lib"]
     multiarch = sysconfig.get_config_var("MULTIARCH")
     for base in ("/usr/lib", "/lib", "/usr/lib64", "/lib64", "/usr/local/lib"):

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rocmbuild.cache import store as cache
-from rocmbuild.core import config
+from rocmbuild.core import config, fsutil, lock
 from rocmbuild.core.errors import CacheError
 
 Kind = Literal["build", "download", "git", "extracted", "trash"]
@@ -163,9 +163,8 @@ class _Locks:
 
     def take(self, path: Path) -> bool:
         """True: taken (or no such lock and ``create`` is off); False: a build holds it."""
-        flags = os.O_RDWR | os.O_NOFOLLOW | (os.O_CREAT if self.create else 0)
-        try:
-            fd = os.open(path, flags, 0o644)
+        try:  # a regular file of its own (core.lock): no symlink, FIFO, directory, hard link
+            fd = lock.open_lock(path) if self.create else fsutil.open_regular(path, os.O_RDWR)
         except FileNotFoundError:
             return True
         except OSError as exc:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from rocmbuild.core import fsutil, lock, log
+from rocmbuild.core import fsutil, lock, log, untrusted
 from rocmbuild.core.errors import CacheError
 from rocmbuild.core.log import escape
 
@@ -156,33 +156,26 @@ def _check_meta(meta: object) -> tuple[dict[str, Any], Validation]:
 
 
 def _open_regular(path: Path, what: str) -> tuple[int, os.stat_result]:
-    """An fd on ``path`` when it is a regular file, never through a symlink; BadEntry naming
-    ``what`` otherwise."""
+    """An fd on ``path`` when it is a regular file (``fsutil.open_regular``: never through a
+    symlink, never blocking on a FIFO); BadEntry naming ``what`` otherwise."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = fsutil.open_regular(path)
     except FileNotFoundError:
         raise BadEntry(f"{what} is missing") from None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise BadEntry(f"{what} is a symlink") from None
-        raise
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise BadEntry(f"{what} is not a regular file")
-    return fd, st
+    except fsutil.NotRegular as exc:
+        raise BadEntry(f"{what} {exc.strerror}") from None
+    return fd, os.fstat(fd)
 
 
 def _read_entry_json(d: Path) -> object:
-    fd, _ = _open_regular(d / "entry.json", "entry.json")
-    with os.fdopen(fd, "rb") as f:
-        blob = f.read(ENTRY_MAX_BYTES + 1)
-    if len(blob) > ENTRY_MAX_BYTES:
-        raise BadEntry(f"entry.json is larger than {ENTRY_MAX_BYTES} bytes")
+    """entry.json's value, read once through ``core.untrusted`` (a regular file, capped, UTF-8,
+    nesting and numbers bounded); BadEntry when it is none of that."""
     try:
-        return json.loads(blob.decode("utf-8"))
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
-        raise BadEntry(f"entry.json is not valid JSON ({type(exc).__name__})") from None
+        return untrusted.read_json(d / "entry.json", ENTRY_MAX_BYTES)
+    except FileNotFoundError:
+        raise BadEntry("entry.json is missing") from None
+    except untrusted.BadJson as exc:
+        raise BadEntry(f"entry.json: {exc}") from None
 
 
 def _hash_wheel(path: Path, size: int) -> str:
@@ -253,7 +246,7 @@ def discard(cache: Path, key: str) -> None:
 def _clone_or_copy(src: Path, dst: Path) -> None:
     """Copy ``src`` to the new file ``dst``: a reflink (shared extents, copy-on-write) where the
     file system supports it, else a plain copy. Never a hard link, never through a symlink."""
-    sfd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+    sfd = fsutil.open_regular(src)
     try:
         dfd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         try:
@@ -390,11 +383,8 @@ def build_record(entry: Entry) -> dict[str, Any] | None:
     """The entry's build record, or None when it has none (or one that is not ours: a regular
     file holding a small JSON object)."""
     try:
-        fd, _ = _open_regular(entry.wheel.parent / RECORD, RECORD)
-        with os.fdopen(fd, "rb") as f:
-            blob = f.read(ENTRY_MAX_BYTES + 1)
-        value = json.loads(blob.decode("utf-8")) if len(blob) <= ENTRY_MAX_BYTES else None
-    except (OSError, BadEntry, ValueError, RecursionError):
+        value = untrusted.read_json(entry.wheel.parent / RECORD, ENTRY_MAX_BYTES)
+    except (OSError, untrusted.BadJson):
         return None
     return value if isinstance(value, dict) else None
 

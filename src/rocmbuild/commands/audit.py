@@ -13,7 +13,9 @@ def register(sub: common.Subparsers) -> None:
         "audit", help="list the gfx targets in the device code of wheels / .so",
         description="For every ELF shared object in each wheel (or each .so/.o given), list the "
         "gfx targets in its HIP offload bundles (.hip_fatbin, CCOB-compressed, -fgpu-rdc). Exit 7 "
-        "when a requested arch is missing or a .so has HIP host code but no device code.")
+        "when a requested arch is missing, a .so has HIP host code but no device code, or a file "
+        "named .so (or a wheel member) is not a shared object (a relocatable object, a core "
+        "dump).")
     p.add_argument("paths", nargs="+", metavar="PATH", help="wheel, .so, .o or .hipfb files")
     common.add_arch(p, "gfx targets every HIP .so must carry, e.g. gfx90a,gfx942 (gfx90a also "
                     "matches gfx90a:xnack+)", "none: list what is there")
@@ -44,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
                 kinds = ",".join(o.bundle_kinds) or "-"
                 what = ", ".join(o.archs) if o.archs else (
                     "NO DEVICE CODE" if o.hip_host else "host-only")
+                if o.kind != "shared object":
+                    what += f" ({o.kind})"
                 log.console.print(f"    {escape(o.name)}: {escape(what)}  [dim]bundles: "
                                   f"{len(o.bundles)} ({kinds})[/dim]")
     for a in audits:

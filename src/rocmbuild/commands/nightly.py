@@ -49,18 +49,20 @@ def run(args: argparse.Namespace) -> int:
                                      or args.only):
         raise UsageError("--collect: give it alone (with --config)",
                          hint="--collect RUN ends a run that --no-wait started")
+    raw = config.read(Path(args.config))  # once: a later step never opens it again
     if args.cell is None and not args.dry_run:
         # the lock first, before the heavy imports: a second nightly is refused at once
-        root = Path(args.workdir) if args.workdir else config.workdir_of(Path(args.config))
+        root = (Path(args.workdir) if args.workdir
+                else config.workdir_of(Path(args.config), raw))
         with lock.held(root.absolute(), time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())) as note:
-            return _controller(args, note)
-    return _other(args)
+            return _controller(args, raw, note)
+    return _other(args, raw)
 
 
-def _load(args: argparse.Namespace) -> Any:
+def _load(args: argparse.Namespace, raw: bytes) -> Any:
     from rocmbuild.nightly import config
 
-    cfg = config.load(Path(args.config))
+    cfg = config.load(Path(args.config), raw)
     if args.workdir or args.cache_dir:  # the controller passes its workspace to each task
         from dataclasses import replace
 
@@ -69,7 +71,7 @@ def _load(args: argparse.Namespace) -> Any:
     return cfg
 
 
-def _other(args: argparse.Namespace) -> int:
+def _other(args: argparse.Namespace, raw: bytes) -> int:
     """``--dry-run`` (no lock: it writes nothing) and ``--cell`` (a task of a running night)."""
     from rich.markup import escape
 
@@ -77,7 +79,7 @@ def _other(args: argparse.Namespace) -> int:
     from rocmbuild.nightly import cell
     from rocmbuild.nightly import run as nightly_run
 
-    cfg = _load(args)
+    cfg = _load(args, raw)
     if args.cell is not None:
         return cell.run_cell(cfg, nightly_run.workspace(cfg), Path(args.run_dir).absolute(),
                              args.cell)
@@ -103,14 +105,14 @@ def _other(args: argparse.Namespace) -> int:
     return 0
 
 
-def _controller(args: argparse.Namespace, lock_note: str) -> int:
+def _controller(args: argparse.Namespace, raw: bytes, lock_note: str) -> int:
     from rich.markup import escape
 
     from rocmbuild.core import log
     from rocmbuild.core.errors import CellsFailed
     from rocmbuild.nightly import run as nightly_run
 
-    cfg = _load(args)
+    cfg = _load(args, raw)
     if args.collect is not None:
         report = nightly_run.collect(cfg, args.collect, lock_note)
     else:

@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
 def _print(plan: object, seen: dict[str, Any]) -> None:
     from rocmbuild.artifacts import label
     from rocmbuild.core import log
+    from rocmbuild.core.run import redact
     from rocmbuild.recipe.plan import Plan, display
 
     assert isinstance(plan, Plan)
@@ -89,13 +90,13 @@ def _print(plan: object, seen: dict[str, Any]) -> None:
     if plan.release:
         p(f"release  {plan.release}: {plan.release_why}", markup=False)
     pin = src.commit or src.sha256 or str(display(Path(src.path)))
-    p(f"source   {plan.source_name}: {src.kind} {src.url} @ {pin}"
+    p(f"source   {plan.source_name}: {src.kind} {redact(src.url)} @ {pin}"
       + (f"  submodules={','.join(src.submodules)}" if src.submodules else ""), markup=False)
     for pt in plan.patches:
         p(f"patch    {display(pt.file)} ({pt.sha256[:12]}): {pt.reason}", markup=False)
     for d in plan.downloads:
         p(f"download {d.name} ({d.sha256[:12]}{', extracted' if d.extract else ''}) -> "
-          f"${d.env}: {d.url}", markup=False)
+          f"${d.env}: {redact(d.url)}", markup=False)
     p(f"MAX_JOBS {plan.jobs}: {plan.jobs_reason}", markup=False)
     p(f"ROCm     {plan.rocm.version} (from {plan.rocm.version_from})", markup=False)
     rt = plan.runtime

@@ -20,10 +20,19 @@ its bytes in ``broken/``, any error) is a miss: the full path runs, decides, rep
 a new memo. A recipe with a local source (a ``path`` source or a local git
 repository, whose content only the full path hashes) gets no memo.
 
-The memo is read like any cache file: size-capped, a regular file, every value type-checked;
-the files it names are hashed only when they are regular files. It cannot send a wheel anywhere
-else: the wheel and cache directories are resolved here from the flags and settings, and must be
-the ones the memo recorded.
+The memo proves that the entry it names is the one its inputs name: its ``seal`` is a sha256
+over the inputs' digest (the memo's own file name) and every other value of the memo, the cache
+key among them. A memo edited by hand (its ``cache_key`` set to another entry of the cache, say
+another arch's build of the same recipe), or copied to another command line's name, no longer
+matches its seal: a miss, and the full path renders and serves the entry these inputs name. (The
+seal is no signature: whoever may write the cache may also write its entries; it makes a memo
+that ``remember`` did not write for these inputs worth nothing.)
+
+The memo is read like any cache file (``core.untrusted.read_json``): size-capped, a regular file
+(no symlink followed, a FIFO never waited on), nesting and numbers bounded, every value
+type-checked; the files it names are hashed only when they are regular files. It cannot send a
+wheel anywhere else: the wheel and cache directories are resolved here from the flags and
+settings, and must be the ones the memo recorded.
 """
 
 from __future__ import annotations
@@ -42,7 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rocmbuild.cache import store as cache
-from rocmbuild.core import config, fsutil, log, options
+from rocmbuild.core import config, fsutil, log, options, untrusted
 from rocmbuild.core.errors import RocmbuildError, ValidationError
 from rocmbuild.pipeline import deliver
 
@@ -50,7 +59,7 @@ if TYPE_CHECKING:
     from rocmbuild.core.config import Workspace
     from rocmbuild.host.detect import Host
 
-SCHEMA = "rocmbuild-memo/1"
+SCHEMA = "rocmbuild-memo/2"
 MEMO_MAX_BYTES = 64 * 1024
 FILE_MAX_BYTES = 64 * 1024 * 1024
 """A recipe or patch larger than this is not hashed here (the full path reads it)."""
@@ -151,7 +160,7 @@ def _code() -> list[tuple[str, int, int]]:
 
 
 def _serve(inputs: Inputs, flags: dict[str, str], t0: float) -> int | None:
-    memo = _read(inputs.memo)
+    memo = _read(inputs.memo, inputs.digest)
     if memo is None or Path(memo["wheel_dir"]) != inputs.wheel_dir:
         return None
     if any(_sha256(Path(p)) != sha for p, sha in memo["files"]) \
@@ -199,44 +208,57 @@ def host_digest(host: Host) -> str:
 
 def _sha256(path: Path) -> str | None:
     """The file's sha256; None when it is not a regular file of sane size (a FIFO or a device
-    named by a forged memo is never opened)."""
+    named by a forged memo is opened without waiting and never read)."""
     try:
-        st = path.stat()
-        if not stat.S_ISREG(st.st_mode) or st.st_size > FILE_MAX_BYTES:
-            return None
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
-def _read(path: Path) -> dict[str, Any] | None:
-    """The memo at ``path`` with every value checked; None when there is none or it is bad."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MEMO_MAX_BYTES:
+        if not stat.S_ISREG(st.st_mode) or st.st_size > FILE_MAX_BYTES:
             return None
-        data = json.loads(os.read(fd, MEMO_MAX_BYTES + 1))
-    except (OSError, ValueError):
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError:
         return None
     finally:
         os.close(fd)
-    return data if _valid(data) else None
+
+
+def seal(digest: str, body: dict[str, Any]) -> str:
+    """What binds a memo to the inputs that name it: sha256 over ``digest`` (the inputs', the
+    memo's file name) and ``body`` (every other value of the memo, the cache key among them)."""
+    return hashlib.sha256(json.dumps([SCHEMA, digest, body], sort_keys=True).encode()).hexdigest()
+
+
+def _read(path: Path, digest: str) -> dict[str, Any] | None:
+    """The memo at ``path`` with every value checked and its seal matching ``digest``; None when
+    there is none or it is bad (not a regular file, not JSON we accept, a value of the wrong
+    type, a seal of other inputs or other values)."""
+    try:
+        data = untrusted.read_json(path, MEMO_MAX_BYTES)
+    except (OSError, untrusted.BadJson):
+        return None
+    if not _valid(data):
+        return None
+    body = {k: v for k, v in data.items() if k != "seal"}
+    return body if data["seal"] == seal(digest, body) else None
 
 
 def _strs(v: object) -> bool:
     return isinstance(v, list) and all(isinstance(s, str) and "\0" not in s for s in v)
 
 
+_KEYS = frozenset({"schema", "seal", "cache_key", "host", "wheel_dir", "level", "github",
+                   "want_compiler", "want_components", "dists", "files", "absent", "dirs"})
+
+
 def _valid(d: object) -> bool:
-    if not isinstance(d, dict) or d.get("schema") != SCHEMA:
+    if not isinstance(d, dict) or d.get("schema") != SCHEMA or set(d) != _KEYS:
         return False
     files = d.get("files")
-    return (isinstance(d.get("cache_key"), str) and _HEX64.fullmatch(d["cache_key"]) is not None
-            and isinstance(d.get("host"), str) and _HEX64.fullmatch(d["host"]) is not None
+    return (all(isinstance(d.get(k), str) and _HEX64.fullmatch(d[k]) is not None
+                for k in ("seal", "cache_key", "host"))
             and isinstance(d.get("wheel_dir"), str) and d["wheel_dir"].startswith("/")
             and type(d.get("level")) is int and 0 <= d["level"] <= 9
             and type(d.get("github")) is bool
@@ -266,19 +288,24 @@ def remember(inputs: Inputs | None, *, cache_key: str, ws: Workspace, wheel_dir:
         "dists": sorted(set(dists)), "files": [list(f) for f in hashed],
         "absent": [str(p) for p in absent], "dirs": [str(p) for p in dirs],
     }
+    memo["seal"] = seal(inputs.digest, memo)
     text = json.dumps(memo, indent=1, sort_keys=True)
     if not _valid(json.loads(text)):
         return  # e.g. a relative wheel dir: nothing serve could use
-    # a hint: no fsync (a memo torn by a crash is not JSON, so a miss), renamed into place
+    with contextlib.suppress(OSError, ValueError):
+        if fsutil.read_capped(inputs.memo, MEMO_MAX_BYTES) == text.encode():
+            return  # the same memo (read as serve reads it: a FIFO is not waited on)
+    # a hint: no fsync (a memo torn by a crash is not JSON, so a miss), renamed into place; the
+    # temporary is made anew (O_EXCL, never through a symlink someone left at its name)
     tmp = inputs.memo.with_name(f".{inputs.digest}.{os.getpid()}.json")
     try:
-        if not inputs.memo.is_symlink() and inputs.memo.read_text() == text:
-            return
-    except (OSError, UnicodeDecodeError):
-        pass
-    try:
         inputs.memo.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text)
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
         os.replace(tmp, inputs.memo)
     except OSError:
         with contextlib.suppress(OSError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 COMMANDS = ("build", "plan", "recipes", "doctor", "audit", "validate", "verify", "publish",
-            "promote", "cache", "nightly", "completion")
+            "promote", "cache", "stack", "nightly", "completion")
 """The commands, in --help's order: ``rocmbuild.commands.<name>``, each imported when its parser
 is built (a run builds the parser of its command only)."""
 

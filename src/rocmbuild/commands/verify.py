@@ -15,7 +15,8 @@ def register(sub: common.Subparsers) -> None:
         "hash, source pin, patches, variant, archs, toolchain), find the recipe, rebuild with "
         "--force in a temporary workspace and compare: 'reproduced' (exit 0) or the first "
         "differing members (exit 13; diffoscope's report when it is installed). Refuses when "
-        "the recipe's hash (exit 3) or this host's toolchain (exit 10) differ from the wheel's.")
+        "the provenance was edited after the build (exit 13), or the recipe's hash or pins "
+        "(exit 3) or this host's toolchain (exit 10) differ from the wheel's.")
     p.add_argument("wheel", help="a wheel built by rocmbuild")
     p.add_argument("--recipe", default=None, help="the recipe file or name to rebuild from "
                    "[default: the recipe named in the wheel, on the recipe search path]")

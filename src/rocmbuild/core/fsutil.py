@@ -49,12 +49,18 @@ def atomic_path(path: Path, *, sync_dir: bool = True) -> Iterator[Path]:
     import tempfile  # only where something is written: a cache hit writes nothing here
 
     path = Path(path)
-    tmp_dir = Path(tempfile.mkdtemp(dir=path.parent, prefix=TMP_PREFIX))
+    try:
+        tmp_dir = Path(tempfile.mkdtemp(dir=path.parent, prefix=TMP_PREFIX))
+    except OSError as exc:  # named by the directory, never by the temporary's random name
+        raise OSError(exc.errno, exc.strerror, os.fspath(path.parent)) from None
     tmp = tmp_dir / path.name
     try:
         yield tmp
-        fsync_file(tmp)
-        os.replace(tmp, path)
+        try:
+            fsync_file(tmp)
+            os.replace(tmp, path)
+        except OSError as exc:  # e.g. a directory at ``path``: named, not the temporary
+            raise OSError(exc.errno, exc.strerror, os.fspath(path)) from None
         if sync_dir:
             fsync_dir(path.parent)
     finally:

@@ -6,6 +6,7 @@ waits for."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 from collections.abc import Iterator
@@ -25,14 +26,27 @@ def _holder(fd: int) -> str:
     return ""
 
 
+def open_lock(path: Path) -> int:
+    """A read-write descriptor of the lock file ``path`` (created if missing): a regular file
+    with no other name (``fsutil.open_regular``: never through a symlink, never a FIFO or a
+    directory; and no hard link to another file, which writing the holder would change);
+    NotRegular (an OSError naming ``path``) otherwise."""
+    fd = fsutil.open_regular(path, os.O_RDWR | os.O_CREAT)
+    if os.fstat(fd).st_nlink > 1:
+        os.close(fd)
+        raise fsutil.NotRegular(errno.EMLINK, "is a hard link to another file, not a lock of "
+                                "its own", os.fspath(path))
+    return fd
+
+
 @contextlib.contextmanager
 def held(path: Path, what: str, shared: bool = False) -> Iterator[None]:
     """Hold an exclusive (or ``shared``) lock on ``path`` (created if missing); ``what`` names
     it for people. Only an exclusive holder writes its pid. A lock path that is a symlink, a
-    directory or a FIFO is refused (``fsutil.NotRegular``, an OSError naming it), never
-    followed or truncated."""
+    directory, a FIFO or a hard link is refused (``open_lock``: ``fsutil.NotRegular``, an
+    OSError naming it), never followed or written."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = fsutil.open_regular(path, os.O_RDWR | os.O_CREAT)
+    fd = open_lock(path)
     mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
     try:
         try:

@@ -4,7 +4,12 @@ for data such as ``--json``).
 Both are rich Consoles created on first use (importing rich was the largest part of a cache
 hit's time, docs/benchmarks.md): until one is, :func:`info` and :func:`plain` write a line that
 rich would print unchanged (printable ASCII, no markup, no ``:name:`` emoji code) straight to
-stderr, the same bytes."""
+stderr, the same bytes.
+
+Text we echo may come from a file (a recipe string, a wheel's METADATA, a server's reply, a
+saved host): every string printed through either Console, or straight to stderr, goes through
+:func:`printable` first, so a terminal escape sequence in it is shown, never obeyed. Our own
+colours are rich markup, turned into escape sequences after that."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ import contextlib
 import re
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -28,10 +33,36 @@ def __getattr__(name: str) -> Console:
     if name not in ("console", "out"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     if name not in _consoles:
-        from rich.console import Console
-
-        _consoles[name] = Console(stderr=name == "console", highlight=False, soft_wrap=True)
+        _consoles[name] = new_console(stderr=name == "console")
     return _consoles[name]
+
+
+def new_console(**kwargs: Any) -> Console:
+    """A rich Console (no highlighting, soft wrap) that prints every string it is given as
+    :func:`printable` makes it: ``console`` and ``out`` are two."""
+    from rich.console import Console
+
+    class Printable(Console):
+        def print(self, *objects: Any, **kw: Any) -> None:
+            Console.print(self, *(printable(o) if isinstance(o, str) else o for o in objects),
+                          **kw)
+
+    return Printable(highlight=False, soft_wrap=True, **kwargs)
+
+
+# C0 controls but tab and newline, DEL, C1 controls (a lone 0x9b is a CSI on some terminals),
+# and the bidirectional overrides and isolates that reorder what a terminal shows
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` safe to show on a terminal: each control character but tab and newline (ESC,
+    BEL, CR, backspace, C1 controls) and each bidirectional override written as Python writes
+    it in a literal (``\\x1b``, ``\\u202e``), so an escape sequence from a file is seen, not
+    obeyed. Text without one is returned as it is."""
+    if not _UNPRINTABLE.search(text):
+        return text
+    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 # A markup tag, as rich reads one: "[" then a lowercase letter, "#", "/" or "@", up to the next

@@ -11,6 +11,10 @@ Search order (first hit wins):
    (``${ROCMBUILD_TOOLCHAIN_DIR:-~/.cache/rocmbuild/hiptc}/toolchain.json``): clang-22 when present
    (gfx950), else clang-19.
 
+When the ROCm root is a Debian-packaged SDK tree (``scripts/install-rocm-sdk.sh``; it has no
+compiler of its own that runs here), toolchain.json's clang-22 (or a clang named by 1.) compiles
+against it: its ``--rocm-path``, device libraries and headers (``for_sdk``).
+
 Whether a compiler accepts an arch is tested by compiling an empty kernel (``accepts_arch``), not
 read from a table. Every child process gets HIP_PLATFORM=amd: with /usr/local/cuda installed, HIP
 tools and CMake otherwise pick the NVIDIA platform.
@@ -232,18 +236,43 @@ def _real_rocm(root: Path) -> HipCompiler | None:
     return None
 
 
-def detect(explicit: str | None = None, root: Path = Path("/")) -> HipCompiler:
+def for_sdk(found: HipCompiler, sdk: toolchain.RocmRoot) -> HipCompiler:
+    """``found`` compiling against a Debian-packaged SDK tree (scripts/install-rocm-sdk.sh): its
+    ROCm root and device libraries, and its headers ahead of any the system has (Debian 12's
+    HIP 5.2 in /usr/include would otherwise be found first). ROCMBUILD_HIP_FLAGS still wins."""
+    flags = (f"--rocm-path={sdk.path}", f"--rocm-device-lib-path={sdk.device_lib_path}",
+             "-isystem", str(sdk.path / "include"))
+    return _make(found.path, found.kind, str(sdk.path), sdk.device_lib_path, flags,
+                 f"{found.source}, against {sdk.path} (layout {sdk.layout})")
+
+
+def detect(explicit: str | None = None, root: Path = Path("/"),
+           sdk: toolchain.RocmRoot | None = None) -> HipCompiler:
     """Find the HIP compiler (see the module docstring for the order). ``root`` moves the
-    file system root for the ROCm search (fixture trees); toolchain.json is never moved."""
+    file system root for the ROCm search (fixture trees); toolchain.json is never moved.
+    ``sdk``: a Debian-packaged SDK tree the build uses (its flags replace the compiler's,
+    ``for_sdk``); its device libraries are clang-22's, so toolchain.json's clang-22 it is."""
     if explicit:
-        return _explicit(explicit, "--hip-compiler")
+        found = _explicit(explicit, "--hip-compiler")
+        return for_sdk(found, sdk) if sdk is not None and found.kind == "clang" else found
     env = options.env("ROCMBUILD_HIP_COMPILER")
     if env:
-        return _explicit(env, "ROCMBUILD_HIP_COMPILER")
+        found = _explicit(env, "ROCMBUILD_HIP_COMPILER")
+        return for_sdk(found, sdk) if sdk is not None and found.kind == "clang" else found
     rocm = _real_rocm(root)
-    if rocm is not None:
+    if rocm is not None and sdk is None:
         return rocm
     entries = load_toolchain_json()
+    if sdk is not None:
+        entries = [c for c in entries if c.get("name") == "clang-22"]
+        if not entries:
+            raise ToolchainError(
+                f"{sdk.path} (layout {sdk.layout}) needs clang-22, and "
+                f"{toolchain_dir() / 'toolchain.json'} lists none",
+                hint="run scripts/install-hip-toolchain.sh --with-gfx950, or set "
+                "ROCMBUILD_HIP_COMPILER to a clang++ 22")
+        return for_sdk(_from_toolchain_entry(entries[0], f"toolchain.json ({toolchain_dir()})"),
+                       sdk)
     if entries:
         entries.sort(key=lambda c: 0 if c.get("name") == "clang-22" else 1)
         return _from_toolchain_entry(entries[0], f"toolchain.json ({toolchain_dir()})")

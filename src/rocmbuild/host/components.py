@@ -1,7 +1,8 @@
 """ROCm components a build needs, found by file checks under the ROCm root (no compiles).
 
 Each component is looked for the way its consumer's CMake finds it: the package config file
-``<root>/lib/cmake/<name>/<name>-config.cmake`` (or ``<Name>Config.cmake``), or else its shared
+``<root>/lib/cmake/<name>/<name>-config.cmake`` (or ``<Name>Config.cmake``; also under
+``lib/<multiarch>/cmake`` and ``share/cmake``, as Debian's packaging has them), or else its shared
 library ``<root>/lib/lib<name>.so*`` (header-only libraries have no library). ``find(root)`` checks
 every component in ``COMPONENTS`` in a few milliseconds; the result travels in ``Host`` (and in
 ``doctor --json``), so a plan for another node is judged from what that node has.
@@ -96,7 +97,9 @@ def _config_in(d: Path, name: str) -> str | None:
 
 
 def _config_evidence(root: Path, comp: Component, dirs: list[str]) -> str | None:
-    for lib in dirs:
+    # share/cmake: where CMake also looks (<prefix>/share/cmake/<name>*/), and where Debian's
+    # packaging of ROCm puts the header-only libraries' configs (rocprim, hipcub)
+    for lib in (*dirs, "share"):
         for n in comp.cmake:
             found = _config_in(root / lib / "cmake" / n, n)
             if found:

@@ -93,7 +93,9 @@ def _root_json(root: toolchain.RocmRoot) -> dict[str, Any]:
         "where": root.where,
         **({} if root.components is None else {"components": list(root.components)}),
         **({} if root.targets is None else {"targets": list(root.targets)}),
-        **({"unusable": root.unusable} if root.unusable else {})}
+        **({"unusable": root.unusable} if root.unusable else {}),
+        **({"layout": root.layout, "device_lib_path": root.device_lib_path}
+           if root.layout else {})}
 
 
 def detect(*, rocm_path: str | None = None, hip_compiler: str | None = None,
@@ -109,11 +111,16 @@ def detect(*, rocm_path: str | None = None, hip_compiler: str | None = None,
     ROCm (fixture trees; default sys.path)."""
     found_compiler: compiler.HipCompiler | None = None
     compiler_error = ""
+    rocm_root = toolchain.find_rocm_root(rocm_path, fs_root=fs_root,
+                                         with_components=want_components,
+                                         site_paths=site_paths)
     if hip_compiler or want_compiler:
         from rocmbuild.host import compiler
 
         try:
-            found_compiler = compiler.detect(hip_compiler, root=fs_root)
+            found_compiler = compiler.detect(
+                hip_compiler, root=fs_root,
+                sdk=rocm_root if rocm_root is not None and rocm_root.layout else None)
         except ToolchainError as exc:
             if hip_compiler and strict_compiler:
                 raise  # named by the user: say what is wrong with it
@@ -127,9 +134,7 @@ def detect(*, rocm_path: str | None = None, hip_compiler: str | None = None,
         python_tag=f"cp{sys.version_info.major}{sys.version_info.minor}",
         platform=sys.platform,
         torch=toolchain.torch_info(site_paths),
-        rocm_root=toolchain.find_rocm_root(rocm_path, fs_root=fs_root,
-                                           with_components=want_components,
-                                           site_paths=site_paths),
+        rocm_root=rocm_root,
         compiler=found_compiler,
         compiler_error=compiler_error,
         cpus=cpus,
@@ -217,7 +222,9 @@ def from_json(data: Any, origin: str) -> Host:
             r.opt_text(rr, "version_from", "rocm_root.") or "",
             r.opt_text(rr, "hip_version", "rocm_root.") or "",
             None if targets is None else tuple(targets),
-            r.opt_text(rr, "unusable", "rocm_root.") or "")
+            r.opt_text(rr, "unusable", "rocm_root.") or "",
+            r.opt_text(rr, "layout", "rocm_root.") or "",
+            r.opt_text(rr, "device_lib_path", "rocm_root.") or "")
     c = r.table(data, "compiler", optional=True)
     comp = None
     if c is not None:

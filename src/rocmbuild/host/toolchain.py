@@ -12,7 +12,10 @@ Versions (docs/host-checks.md): from ROCm 10 the HIP version is not the ROCm ver
 ships HIP 7.16), so a root's ROCm version is read from rocm-core's facts (``.info/version``,
 ``include/rocm-core/rocm_version.h``; for a pip ROCm also ``_rocm_sdk_core/.info/version`` and
 the ``rocm`` dist-info's Version), and ``include/hip/hip_version.h`` gives the HIP version,
-standing in for the ROCm version only when no rocm-core fact exists (ROCm < 10, Debian). Every
+standing in for the ROCm version only when no rocm-core fact exists (ROCm < 10, Debian). A root
+that scripts/install-rocm-sdk.sh unpacked (Debian's packaging of ROCm 7.2.4: multiarch lib dirs,
+no .info/version, its version from rocm-core's rocm_version.h) says so in SDK_FACTS (layout
+"debian", its device libraries); it is an SDK (kind "rocm") without a runnable hipcc. Every
 file read is untrusted: small (FACT_MAX_BYTES), a regular file, no link leading out of the root
 (the site dir for a pip ROCm); anything else is a one-line ToolchainError naming the file.
 """
@@ -31,6 +34,8 @@ from rocmbuild.core.errors import ToolchainError
 from rocmbuild.core.pep508 import major_minor
 from rocmbuild.host import components
 
+SDK_FACTS = "share/rocmbuild/rocm-sdk.json"
+"""The facts file scripts/install-rocm-sdk.sh writes under the root of the tree it unpacks."""
 PIP_WHERE = "rocm_sdk (pip)"
 """``RocmRoot.where`` of ROCm installed from pip (TheRock's rocm_sdk)."""
 FACT_MAX_BYTES = 64 * 1024
@@ -63,6 +68,12 @@ class RocmRoot:
     unusable: str = ""
     """Why this root cannot be built against although it was found (a pip ROCm whose devel tree
     is not unpacked or not installed), with the fix; "" when it can."""
+    layout: str = ""
+    """"debian": Debian's packaging of a ROCm SDK (scripts/install-rocm-sdk.sh: multiarch lib
+    dirs, no .info/version, binaries that need a newer glibc), told by its SDK_FACTS file; "":
+    AMD's layout (/opt/rocm, a pip ROCm) or Debian's own /usr."""
+    device_lib_path: str = ""
+    """The device-library bitcode directory SDK_FACTS names (layout "debian"); "" otherwise."""
 
 
 @dataclass(frozen=True)
@@ -188,6 +199,48 @@ def root_versions(root: Path, boundary: Path | None = None,
     return "", "", ""
 
 
+def sdk_facts(root: Path) -> tuple[str, str]:
+    """(layout, device-library dir) from ``root``'s SDK_FACTS; ("", "") when it has none. The
+    file is untrusted: a regular file of at most FACT_MAX_BYTES, a JSON object whose ``layout``
+    is "debian" and whose ``device_lib_path`` is a directory inside the root; anything else is a
+    one-line ToolchainError naming the file and key."""
+    return _facts(root)[:2]
+
+
+def sdk_runtime_lib(root: Path) -> Path | None:
+    """The directory of the real runtime libraries SDK_FACTS names (``runtime_lib``: beside the
+    root, in the prefix install-rocm-sdk.sh unpacked; its link directory holds stubs), for
+    bundling; None when the root has no facts file or names none."""
+    return _facts(root)[2]
+
+
+def _facts(root: Path) -> tuple[str, str, Path | None]:
+    path = root / SDK_FACTS
+    hint = "run scripts/install-rocm-sdk.sh again (it rewrites the file)"
+    if not os.path.lexists(path):
+        return "", "", None
+    try:
+        data = untrusted.obj(untrusted.read_json(path, FACT_MAX_BYTES), "the file")
+        layout = untrusted.text(data.get("layout"), "layout", 32)
+        dlp = untrusted.text(data.get("device_lib_path"), "device_lib_path")
+        rt = untrusted.text(data.get("runtime_lib", ""), "runtime_lib")
+    except untrusted.BadJson as exc:
+        raise _fail(path, str(exc), hint) from None
+    except OSError as exc:
+        raise _fail(path, f"cannot read: {exc.strerror or exc}", hint) from exc
+    if layout != "debian":
+        raise _fail(path, f"layout: {layout[:40]!r} is not \"debian\"", hint)
+    real = os.path.realpath(dlp)
+    if not Path(real).is_relative_to(os.path.realpath(root)) or not Path(real).is_dir():
+        raise _fail(path, f"device_lib_path: {dlp[:200]!r} is not a directory inside {root}",
+                    hint)
+    prefix = os.path.realpath(root.parent)
+    rt_real = os.path.realpath(rt) if rt else ""
+    if rt and (not Path(rt_real).is_relative_to(prefix) or not Path(rt_real).is_dir()):
+        raise _fail(path, f"runtime_lib: {rt[:200]!r} is not a directory inside {prefix}", hint)
+    return layout, real, Path(rt_real) if rt else None
+
+
 def rocm_candidates(fs_root: Path = Path("/")) -> list[tuple[Path, str]]:
     """(ROCm root, where from): ROCM_PATH, HIP_PATH, /opt/rocm, each moved under ``fs_root``
     (the fixture-tree tests move the file system root)."""
@@ -279,8 +332,9 @@ def find_rocm_root(explicit: str | None = None, fs_root: Path = Path("/"),
 
     def sdk(path: Path, where: str) -> RocmRoot:
         version, version_from, hip = root_versions(path)
+        layout, dlp = sdk_facts(path)
         return RocmRoot(path, version, "rocm", (path / "bin/hipcc").exists(), where,
-                        found(path), version_from, hip)
+                        found(path), version_from, hip, layout=layout, device_lib_path=dlp)
 
     cands = [(Path(explicit), "--rocm-path")] if explicit else []
     *named, opt = rocm_candidates(fs_root)

@@ -87,7 +87,8 @@ def _cell_entry(e: dict[str, Any], c: dict[str, Any], at: str
                 options=tuple((u.text(k, f"{at}.cell.options"), u.text(v, f"{at}.cell.options"))
                               for k, v in opts),
                 timeout_s=u.integer(c.get("timeout_s", 0), f"{at}.cell.timeout_s", 0,
-                                    366 * 86400))
+                                    366 * 86400),
+                group=u.text(c.get("group", ""), f"{at}.cell.group", 200))
     pin = Pin(*(u.text(p.get(k, d), f"{at}.pin.{k}") for k, d in (
         ("kind", "recipe"), ("value", ""), ("url", ""), ("sha256", ""))))
     tag = e.get("build_tag")

@@ -8,14 +8,19 @@ Relative paths in the file are relative to the file's directory.
 from __future__ import annotations
 
 import itertools
+import math
+import os
 import re
+import stat
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rocmbuild.core import fsutil, quantity
 from rocmbuild.core.errors import UsageError
+from rocmbuild.nightly import userpath
 from rocmbuild.nightly.model import CELL_ID, Cell
 
 if TYPE_CHECKING:
@@ -35,17 +40,14 @@ DEFAULT_HISTORY = 30
 _KEYS: dict[str, tuple[str, ...]] = {
     "": ("matrix", "publish", "reports", "retention", "executor", "notify", "workdir",
          "cache_dir", "pypi"),
-    "matrix": ("recipes", "variants", "sources", "archs", "follow", "timeout", "options"),
+    "matrix": ("recipes", "variants", "sources", "archs", "follow", "timeout", "options",
+               "stacks"),
     "publish": ("index", "stage", "promote_to"),
     "reports": ("dir", "history"),
     "retention": ("max_size", "keep_days"),
     "executor": ("kind",),  # and slurm.SETTING_KEYS (read when a config is checked)
     "notify": ("url",),
 }
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)(i?B?)", re.I)
-_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -156,14 +158,25 @@ class _Reader:
             raise self.fail(full, f"lists a value twice: {v!r}", hint="list each value once")
         return v
 
-    def number(self, data: Mapping[str, Any], key: str, where: str) -> float | None:
-        v = data.get(key)
-        if v is None:
-            return None
-        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-            raise self.fail(_join(where, key), f"expected a number >= 0, got {v!r}",
-                            hint=f"e.g. {key} = 14")
-        return float(v)
+    def path_key(self, data: Mapping[str, Any], key: str, where: str, base: Path,
+                 default: str | None = None, directory: bool = True) -> Path | None:
+        """A path key (``userpath.checked``); with ``directory``, a file standing where it or
+        one of its parents should be a directory is refused too."""
+        text = self.text(data, key, where, default)
+        return None if text is None else self.checked_path(_join(where, key), text, base,
+                                                           directory)
+
+    def checked_path(self, key: str, text: str, base: Path, directory: bool = False) -> Path:
+        try:
+            p = userpath.checked(text, base)
+        except userpath.BadPath as exc:
+            raise self.fail(key, str(exc), hint="write a plain path, absolute or relative to "
+                            "the config file's directory") from None
+        blocker = fsutil.in_the_way(p) if directory else None
+        if blocker is not None:
+            raise self.fail(key, f"{blocker} is a file, not a directory",
+                            hint="name a directory (or move the file away)")
+        return p
 
 
 def _join(where: str, key: str) -> str:
@@ -175,24 +188,6 @@ def _kind(v: object) -> str:
             int: "an integer", float: "a number"}.get(type(v), type(v).__name__)
 
 
-def parse_duration(text: str) -> int | None:
-    """``"90m"``, ``"2h"``, ``"1d"``, ``"3600"`` (seconds) -> seconds; None when malformed or 0."""
-    m = _DURATION.fullmatch(text.strip())
-    if not m:
-        return None
-    seconds = int(float(m.group(1)) * _UNITS[m.group(2)])
-    return seconds if seconds > 0 else None
-
-
-def parse_size(text: str) -> int | None:
-    """``"200G"``, ``"512M"``, ``"1.5T"``, ``"1000"`` (bytes) -> bytes (binary units); None when
-    malformed."""
-    m = _SIZE.fullmatch(text.strip())
-    if not m or (m.group(3) and m.group(3).upper() not in ("B", "IB")):
-        return None
-    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).upper()])
-
-
 def cell_id(recipe: str, variant: str | None, source: str, arch: str) -> str:
     """``flash-attn.triton.pypi.gfx942``; ``gfx90a,gfx942`` reads ``gfx90a-gfx942``."""
     stem = Path(recipe).stem if recipe.endswith(".toml") else recipe
@@ -200,9 +195,25 @@ def cell_id(recipe: str, variant: str | None, source: str, arch: str) -> str:
     return ".".join(parts).lower()
 
 
-def _resolve(base: Path, value: str) -> Path:
-    p = Path(value).expanduser()
-    return p if p.is_absolute() else (base / p)
+def url_problem(url: str) -> str | None:
+    """Why ``url`` is not an http(s) URL a client can POST or GET (None: it is): said without
+    the URL itself, which may carry a token."""
+    from urllib.parse import urlsplit
+
+    if re.search(r"[\s\x00-\x1f\x7f]", url):
+        return "contains whitespace or control characters"
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # ValueError for a port that is not 0..65535
+    except ValueError:
+        return "is not a URL (a bad host or port)"
+    if parts.scheme.lower() not in ("http", "https"):
+        return "is not an http(s) URL"
+    if not parts.hostname:
+        return "has no host"
+    if port == 0:
+        return "has port 0"
+    return None
 
 
 def _matrix(r: _Reader, entries: object, base: Path) -> tuple[Cell, ...]:
@@ -217,7 +228,8 @@ def _matrix(r: _Reader, entries: object, base: Path) -> tuple[Cell, ...]:
             raise r.fail(where, f"expected a table, got {_kind(entry)}",
                          hint="write each entry as [[matrix]]")
         r.known(entry, "matrix", where)
-        recipes = r.strings(entry, "recipes", where)
+        stacks = r.strings(entry, "stacks", where, []) if "stacks" in entry else []
+        recipes = r.strings(entry, "recipes", where) if "recipes" in entry or not stacks else []
         variants: list[str | None] = list(r.strings(entry, "variants", where, ["default"]))
         sources = r.strings(entry, "sources", where, ["default"])
         archs = r.strings(entry, "archs", where)
@@ -227,6 +239,13 @@ def _matrix(r: _Reader, entries: object, base: Path) -> tuple[Cell, ...]:
                              hint='one string per cell, e.g. archs = ["gfx942", '
                              '"gfx90a,gfx942"] (no "native": a nightly must say what it '
                              "builds)")
+        arch_sets: dict[frozenset[str], str] = {}
+        for a in archs:
+            spelled = arch_sets.setdefault(frozenset(a.split(",")), a)
+            if spelled != a:
+                raise r.fail(f"{where}.archs", f"{spelled!r} and {a!r} are the same targets",
+                             hint="list each set of targets once (the order within one does "
+                             "not make another build)")
         follow = entry.get("follow", False)
         if not isinstance(follow, bool):
             raise r.fail(f"{where}.follow", f"expected true or false, got {follow!r}",
@@ -234,13 +253,12 @@ def _matrix(r: _Reader, entries: object, base: Path) -> tuple[Cell, ...]:
                          "pin")
         timeout_s = DEFAULT_TIMEOUT_S
         if "timeout" in entry:
-            t = entry["timeout"]
-            parsed = parse_duration(t) if isinstance(t, str) else (
-                int(t) if isinstance(t, int) and not isinstance(t, bool) and t > 0 else None)
-            if parsed is None:
-                raise r.fail(f"{where}.timeout", f"{t!r} is not a duration",
-                             hint='e.g. timeout = "2h" (s, m, h, d; a bare number is seconds)')
-            timeout_s = parsed
+            try:
+                timeout_s = math.ceil(quantity.duration(entry["timeout"]))
+            except quantity.BadQuantity as exc:
+                raise r.fail(f"{where}.timeout", str(exc),
+                             hint='e.g. timeout = "2h" (s, m, h, d; a bare number is seconds; '
+                             "at most a year)") from None
         opts = entry.get("options", {})
         if not isinstance(opts, dict) or not all(
                 isinstance(k, str) and _NAME.fullmatch(k) and isinstance(v, str | int | bool)
@@ -252,7 +270,7 @@ def _matrix(r: _Reader, entries: object, base: Path) -> tuple[Cell, ...]:
         for recipe, variant, source, arch in itertools.product(recipes, variants, sources,
                                                                archs):
             if recipe.endswith(".toml"):
-                recipe = str(_resolve(base, recipe))
+                recipe = str(r.checked_path(f"{where}.recipes", recipe, base))
             v = None if variant == "default" else variant
             cid = cell_id(recipe, v, source, arch)
             if not CELL_ID.fullmatch(cid):
@@ -260,47 +278,120 @@ def _matrix(r: _Reader, entries: object, base: Path) -> tuple[Cell, ...]:
                              hint="recipe, variant and source names of letters, digits, ., _ "
                              "and -")
             if cid in cells:
-                raise r.fail(where, f"cell {cid} is already in the matrix",
-                             hint="each recipe x variant x source x archs once")
-            cells[cid] = Cell(id=cid, recipe=recipe, variant=v, source=source, arch=arch,
-                              follow=follow, options=options, timeout_s=timeout_s)
-            if len(cells) > MAX_CELLS:
-                raise r.fail("matrix", f"more than {MAX_CELLS} cells",
-                             hint="split the matrix over several configs")
+                raise r.fail(where, f"cell {cid} is already in the matrix, from "
+                             f"matrix[{cells[cid].entry}]",
+                             hint="each recipe x variant x source x archs once (options are "
+                             "not in a cell's id: one set of option values per cell)")
+            _add(r, cells, where, Cell(id=cid, recipe=recipe, variant=v, source=source,
+                                       arch=arch, follow=follow, options=options,
+                                       timeout_s=timeout_s, entry=i))
+        for stack in stacks:
+            for c in _stack_cells(r, stack, f"{where}.stacks", base, archs):
+                _add(r, cells, where, replace(c, follow=follow, timeout_s=timeout_s, entry=i))
     return tuple(cells.values())
 
 
-def workdir_of(path: Path) -> Path:
-    """The workspace ``path`` names, read before the full check (the command takes the lock
-    first); ``load`` reports whatever is wrong with the file."""
+def _add(r: _Reader, cells: dict[str, Cell], where: str, cell: Cell) -> None:
+    if cell.id in cells:
+        raise r.fail(where, f"cell {cell.id} is already in the matrix, from "
+                     f"matrix[{cells[cell.id].entry}]",
+                     hint="each recipe x variant x source x archs once (a stack's members too)")
+    cells[cell.id] = cell
+    if len(cells) > MAX_CELLS:
+        raise r.fail("matrix", f"more than {MAX_CELLS} cells",
+                     hint="split the matrix over several configs")
+
+
+def _stack_cells(r: _Reader, name: str, where: str, base: Path, archs: list[str]
+                 ) -> list[Cell]:
+    """The cells of stack ``name`` (a stack name or a .toml path, docs/stacks.md): one per
+    member and arch set, in the group ``<stack>.<archs>``, promoted only all together."""
+    from rocmbuild.core.errors import RecipeError
+    from rocmbuild.recipe import stack as stackfile
+
     try:
-        data = tomllib.loads(path.read_bytes()[:MAX_BYTES].decode("utf-8"))
-        w = data.get("workdir", "build")
+        st = stackfile.load_stack(stackfile.find(
+            str(r.checked_path(where, name, base)) if name.endswith(".toml") else name))
+    except RecipeError as exc:
+        raise r.fail(where, f"stack {name!r}: {exc.problems[0] if exc.problems else exc}",
+                     hint=exc.hint or "fix the stack file") from None
+    except UsageError as exc:
+        raise r.fail(where, exc.message, hint=exc.hint or "name a stack file") from None
+    out = []
+    for arch in archs:
+        group = f"{st.name}.{arch.replace(',', '-').replace(':', '_')}".lower()
+        for m in st.all_members:
+            if m.release:
+                raise r.fail(where, f"stack {st.name}: {m.key}.release: a nightly cell builds "
+                             "the line the host picks", hint="drop the release from the stack "
+                             "for the nightly, or list the recipe in recipes")
+            recipe = str(m.recipe.path.absolute())  # the file the stack named, as a path
+            cid = cell_id(recipe, m.variant, m.source, arch)
+            if not CELL_ID.fullmatch(cid):
+                raise r.fail(where, f"stack {st.name}: {cid!r} is not a usable cell id",
+                             hint="recipe, variant and source names of letters, digits, ., _ "
+                             "and -")
+            out.append(Cell(id=cid, recipe=recipe,
+                            variant=m.variant, source=m.source, arch=arch,
+                            options=tuple(sorted(m.options)), group=group))
+    return out
+
+
+def read(path: Path) -> bytes:
+    """The config's bytes, read once (``fsutil.read_capped``: a regular file, not through a
+    symlink, never blocking on a FIFO); everything after works on them, never the path."""
+    hint = "give the path of a nightly.toml file (docs/nightly.md has a sample)"
+    try:
+        return fsutil.read_capped(path, MAX_BYTES)
+    except fsutil.NotRegular as exc:
+        try:
+            pipe = stat.S_ISFIFO(os.stat(path).st_mode)  # stat never blocks on a FIFO
+        except OSError:
+            pipe = False
+        if pipe:
+            raise UsageError(f"--config: {path}: is a pipe, not a regular file",
+                             hint="write the config to a file first and give its path "
+                             "(process substitution <(...) gives a pipe, which is refused)"
+                             ) from None
+        raise UsageError(f"--config: {path}: {exc.strerror}",
+                         hint="give the path of the nightly.toml file itself (not a link to "
+                         "it, a directory or a device)") from None
+    except fsutil.TooLarge as exc:
+        raise UsageError(f"--config: {path}: {exc}", hint="is it a nightly.toml?") from None
+    except OSError as exc:
+        raise UsageError(f"--config: cannot read {path}: {exc.strerror or exc}",
+                         hint=hint) from None
+
+
+def _parse(path: Path, raw: bytes) -> dict[str, Any]:
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise _Reader(path).fail("(file)", f"not valid TOML: {exc}",
+                                 hint="check the line it names (docs/nightly.md has a sample)"
+                                 ) from exc
+
+
+def workdir_of(path: Path, raw: bytes) -> Path:
+    """The workspace the config (``raw``, read from ``path``) names, read before the full check
+    (the command takes the lock first); ``load`` reports whatever is wrong with it."""
+    try:
+        w = _parse(path, raw).get("workdir", "build")
         if isinstance(w, str) and w.strip():
-            return _resolve(path.absolute().parent, w).absolute()
-    except (OSError, ValueError):  # UnicodeDecodeError and TOMLDecodeError are ValueErrors
+            return userpath.checked(w, path.absolute().parent).absolute()
+    except (UsageError, ValueError):
         pass
-    return load(path).workdir
+    return load(path, raw).workdir
 
 
-def load(path: Path) -> NightlyConfig:
-    """Read and check ``path``; raise UsageError naming the key on the first problem."""
+def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
+    """Check the config ``raw`` (None: ``read(path)``; ``path`` names it and its directory is
+    the base of relative paths); raise UsageError naming the key on the first problem."""
+    from rocmbuild.publish.static_index import check_stage_name
     from rocmbuild.publish.target import parse_index, redact
 
     r = _Reader(path)
-    try:
-        raw = path.read_bytes()[: MAX_BYTES + 1]
-    except OSError as exc:
-        raise UsageError(f"--config: cannot read {path}: {exc.strerror or exc}",
-                         hint="give the path of a nightly.toml (docs/nightly.md has a sample)"
-                         ) from exc
-    if len(raw) > MAX_BYTES:
-        raise r.fail("(file)", f"larger than {MAX_BYTES} bytes", hint="is it a nightly.toml?")
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise r.fail("(file)", f"not valid TOML: {exc}",
-                     hint="check the line it names (docs/nightly.md has a sample)") from exc
+    data = _parse(path, read(path) if raw is None else raw)
     r.known(data, "", "")
     base = path.absolute().parent
     cells = _matrix(r, data.get("matrix"), base)
@@ -319,30 +410,35 @@ def load(path: Path) -> NightlyConfig:
     stage = r.text(pub, "stage", "publish", "staging") or "staging"
     promote_to = r.text(pub, "promote_to", "publish", DEFAULT_STAGE) or DEFAULT_STAGE
     for key, name in (("stage", stage), ("promote_to", promote_to)):
-        if not _NAME.fullmatch(name):
-            raise r.fail(f"publish.{key}", f"{name!r} is not a stage name",
-                         hint="letters, digits, ., _ and -, e.g. staging")
+        check_stage_name(name, f"{path.name}: publish.{key}")  # the publisher's own check
     if stage == promote_to:
         raise r.fail("publish.promote_to", f"is the staging stage {stage!r} itself",
                      hint="stage wheels in one stage and serve them from another")
 
     rep = r.table(data, "reports", "")
-    reports = _resolve(base, r.text(rep, "dir", "reports", "reports") or "reports")
-    history = rep.get("history", DEFAULT_HISTORY)
-    if isinstance(history, bool) or not isinstance(history, int) or not 1 <= history <= 10000:
-        raise r.fail("reports.history", f"expected a number of runs 1..10000, got {history!r}",
-                     hint="e.g. history = 30")
+    reports = r.path_key(rep, "dir", "reports", base, "reports")
+    assert reports is not None
+    try:
+        history = quantity.count(rep.get("history", DEFAULT_HISTORY), 1, 10000,
+                                 "a number of runs")
+    except quantity.BadQuantity as exc:
+        raise r.fail("reports.history", str(exc), hint="e.g. history = 30 (1 to 10000)"
+                     ) from None
 
     ret = r.table(data, "retention", "")
-    max_size = None
-    if "max_size" in ret:
-        ms = ret["max_size"]
-        max_size = parse_size(ms) if isinstance(ms, str) else (
-            ms if isinstance(ms, int) and not isinstance(ms, bool) and ms >= 0 else None)
-        if max_size is None:
-            raise r.fail("retention.max_size", f"{ms!r} is not a size",
-                         hint='e.g. max_size = "200G" (K, M, G, T: binary units)')
-    keep_days = r.number(ret, "keep_days", "retention")
+    max_size = keep_days = None
+    try:
+        if "max_size" in ret:
+            max_size = quantity.size(ret["max_size"])
+    except quantity.BadQuantity as exc:
+        raise r.fail("retention.max_size", str(exc),
+                     hint='e.g. max_size = "200G" (K, M, G, T: binary units)') from None
+    try:
+        if "keep_days" in ret:
+            keep_days = quantity.days(ret["keep_days"])
+    except quantity.BadQuantity as exc:
+        raise r.fail("retention.keep_days", str(exc), hint="e.g. keep_days = 14 (0 or more; "
+                     "0.5 is half a day)") from None
 
     ex = r.table(data, "executor", "")
     kind = r.text(ex, "kind", "executor", "local") or "local"
@@ -354,6 +450,11 @@ def load(path: Path) -> NightlyConfig:
     slurm = settings_from_table({k: v for k, v in ex.items() if k != "kind"},
                                 f"{path.name}: executor", base)
     executor = ExecutorConfig(kind=kind, slurm=slurm)
+    if kind == "slurm" and slurm.shared_dir is not None \
+            and not reports.resolve().is_relative_to(slurm.shared_dir.resolve()):
+        raise r.fail("executor.shared_dir", f"the reports dir {reports} is not under it",
+                     hint="the nodes write each cell's result into the run directory: put "
+                     "reports.dir (and the workspace, cache) under shared_dir")
     time_s = slurm.max_time_s
     if time_s is not None:
         for c in cells:
@@ -364,19 +465,22 @@ def load(path: Path) -> NightlyConfig:
 
     notify = r.table(data, "notify", "")
     url = r.text(notify, "url", "notify", secret=True)
-    if url is not None and not re.match(r"https?://[^\s]+$", url):
-        raise r.fail("notify.url", f"{redact(url.split('?')[0])[:40]!r}... is not an http(s) URL",
+    problem = None if url is None else url_problem(url.strip())
+    if problem:
+        raise r.fail("notify.url", f"the webhook URL {problem}",
                      hint="the webhook's URL, e.g. https://hooks.example.com/...; it is a "
                      "secret and never printed")
 
-    workdir = _resolve(base, r.text(data, "workdir", "", "build") or "build")
-    cache = r.text(data, "cache_dir", "")
+    workdir = r.path_key(data, "workdir", "", base, "build")
+    assert workdir is not None
+    cache = r.path_key(data, "cache_dir", "", base)
     pypi = r.text(data, "pypi", "", DEFAULT_PYPI) or DEFAULT_PYPI
-    if not re.match(r"https?://\S+$", pypi):
-        raise r.fail("pypi", f"{redact(pypi)!r} is not an http(s) URL",
+    problem = url_problem(pypi)
+    if problem:
+        raise r.fail("pypi", f"{redact(pypi)[:100]!r} {problem}",
                      hint="the simple index's URL, e.g. https://pypi.org/simple/")
     return NightlyConfig(
         path=path.absolute(), cells=cells, index=index, reports=reports, workdir=workdir,
-        cache_dir=_resolve(base, cache) if cache else None, stage=stage,
+        cache_dir=cache, stage=stage,
         promote_to=promote_to, history=history, max_size=max_size, keep_days=keep_days,
         executor=executor, notify_url=url, pypi=pypi.rstrip("/") + "/")

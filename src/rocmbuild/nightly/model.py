@@ -44,6 +44,11 @@ class Cell:
     options: tuple[tuple[str, str], ...] = ()
     """Recipe options (``--opt``), sorted by name."""
     timeout_s: int = 6 * 3600
+    entry: int = 0
+    """The ``[[matrix]]`` table it came from (``matrix[entry]`` in errors); not in its id."""
+    group: str = ""
+    """The stack this cell is a member of, ``<stack>.<archs>`` (a matrix entry's ``stacks``);
+    its cells are promoted only when all of them are green. "" : a cell on its own."""
 
 
 class Decision(enum.Enum):

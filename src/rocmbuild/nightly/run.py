@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -23,7 +24,7 @@ from rocmbuild.core import config, fsutil, log
 from rocmbuild.core.errors import Busy, RocmbuildError, UsageError
 from rocmbuild.host import detect as host
 from rocmbuild.nightly import cell as cellmod
-from rocmbuild.nightly import detect, drift, lock
+from rocmbuild.nightly import check, detect, drift, lock
 from rocmbuild.nightly.config import NightlyConfig
 from rocmbuild.nightly.executors import Local
 from rocmbuild.nightly.model import (
@@ -36,6 +37,7 @@ from rocmbuild.nightly.model import (
     RunReport,
     Task,
 )
+from rocmbuild.nightly.report.history import PAGE, PROM
 from rocmbuild.nightly.report.write import write as report_write
 from rocmbuild.nightly.slurm.executor import SlurmExecutor
 from rocmbuild.nightly.slurm.settings import SlurmSettings
@@ -78,12 +80,46 @@ def detect_host(cells: Sequence[Cell]) -> host.Host:
 
 def plan(cfg: NightlyConfig, only: Sequence[str] = (), exclude_run: str = "",
          get: detect.Fetch = detect.http_get) -> list[detect.Planned]:
-    """Every selected cell's pin, plan and decision (what --dry-run prints)."""
+    """Every selected cell's pin, plan and decision (what --dry-run prints); first the reports
+    directory's paths (``check_outputs``) and the whole matrix against its recipes
+    (``check.check``), whatever ``only`` selects."""
+    check_outputs(cfg)
+    check.check(cfg.cells, cfg.path.name)
     cells = select(cfg, only)
     ws = workspace(cfg)
     previous = detect.last_manifest(cfg.reports, exclude=exclude_run)
-    return detect.plan_cells(cells, detect_host(cells), ws, cfg.index, cfg.stage, cfg.pypi,
-                             previous, get)
+    found = detect_host(cells)
+    out: list[detect.Planned] = []
+    for c in cells:  # one at a time: an error of the recipe layer names the cell's key
+        try:
+            out += detect.plan_cells([c], found, ws, cfg.index, cfg.stage, cfg.pypi, previous,
+                                     get)
+        except UsageError as exc:
+            raise check.renamed(exc, c, cfg.path.name) from None
+    return out
+
+
+def check_outputs(cfg: NightlyConfig) -> None:
+    """Before anything runs (the dry run too): the reports directory's ``index.html`` and
+    ``rocmbuild.prom`` must be regular files (or not exist yet), so that a run never ends in a
+    report it cannot write (a file where the directory belongs is the config's to refuse).
+    UsageError naming the key and the path."""
+    where = f"{cfg.path.name}: reports.dir"
+    hint = ("move it away, or set reports.dir in the config to a directory of the nightly's "
+            "own (it makes the directory and its files itself)")
+    for name in (PAGE, PROM):
+        p = cfg.reports / name
+        try:
+            st = p.lstat()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise UsageError(f"{where}: {p}: {exc.strerror}", hint=hint) from None
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else \
+                "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+            raise UsageError(f"{where}: {p}: is {kind}, where the nightly writes its {name}",
+                             hint=hint)
 
 
 def jobs_json(plan: Plan) -> dict[str, Any]:
@@ -101,7 +137,7 @@ def manifest(cfg: NightlyConfig, rid: str, started: float,
         cells.append({
             "cell": {"id": c.id, "recipe": c.recipe, "variant": c.variant, "source": c.source,
                      "arch": c.arch, "follow": c.follow, "options": [list(o) for o in c.options],
-                     "timeout_s": c.timeout_s},
+                     "timeout_s": c.timeout_s, **({"group": c.group} if c.group else {})},
             "pin": p.cell_plan.pin.to_json(),
             "cache_key": p.cell_plan.cache_key,
             "build_tag": p.build_tag,
@@ -193,9 +229,12 @@ class Pending:
 
 def outstanding(reports: Path) -> str | None:
     """A run submitted with ``--no-wait`` and not collected yet (slurm.json, no report.json)."""
-    if not reports.is_dir():
-        return None
-    for d in sorted(reports.iterdir(), reverse=True):
+    try:
+        runs = sorted(reports.iterdir(), reverse=True) if reports.is_dir() else []
+    except OSError as exc:
+        raise UsageError(f"{reports}: cannot list the reports directory: {exc.strerror}",
+                         hint="check reports.dir in the config and its permissions") from None
+    for d in runs:
         if (RUN_ID.fullmatch(d.name) and not d.is_symlink() and d.is_dir()
                 and (d / "slurm.json").is_file()
                 and not (d / "report.json").exists()):
@@ -234,10 +273,12 @@ def nightly(cfg: NightlyConfig, executor: str | None = None, only: Sequence[str]
         run_dir = cfg.reports / f"{rid}-{n}"
     rid = run_dir.name
     planned = plan(cfg, only, exclude_run=rid, get=get)
-    run_dir.mkdir(parents=True)
     data = manifest(cfg, rid, started, planned)
     data["executor"] = kind
-    fsutil.write_atomic(run_dir / "manifest.json", json.dumps(data, indent=1) + "\n")
+    with fsutil.os_errors(UsageError, "nightly manifest", cfg.reports,
+                          "check that reports.dir in the config is a writable directory"):
+        run_dir.mkdir(parents=True)
+        fsutil.write_atomic(run_dir / "manifest.json", json.dumps(data, indent=1) + "\n")
     for p in planned:
         cp = p.cell_plan
         log.info(escape(f"{cp.cell.id}: {cp.decision.value}: {'; '.join(cp.reasons)}"))
@@ -267,6 +308,7 @@ def collect(cfg: NightlyConfig, run: str, lock_note: str = "") -> RunReport:
                          hint=f"read {run_dir / 'report.json'}")
     if lock_note:
         log.warn(escape(lock_note))
+    check_outputs(cfg)
     data = cellmod.read_manifest(run_dir)
     if not RUN_ID.fullmatch(str(data.get("run"))) or not isinstance(data.get("started"), str) \
             or not all(isinstance(e, dict) and isinstance(e.get("cell"), dict)
@@ -305,6 +347,7 @@ def finish(cfg: NightlyConfig, data: dict[str, Any], built: dict[str, CellOutcom
     """After the executor: every cell's outcome from the manifest (``data``) and what was built
     (SKIP cells served, green cells promoted), the retention prune, the report."""
     outcomes: list[CellOutcome] = []
+    held = _held_groups(data, built)
     for e in data["cells"]:
         cid = str(e["cell"]["id"])
         if e.get("decision") == Decision.SKIP.value:
@@ -317,8 +360,12 @@ def finish(cfg: NightlyConfig, data: dict[str, Any], built: dict[str, CellOutcom
             continue
         o = built.get(cid) or CellOutcome(cid, Status.FAILED, End.FAILED,
                                           reason="the executor returned no outcome")
-        outcomes.append(_promote(cfg, o) if o.status in (Status.SUCCESS, Status.WARNING)
-                        else o)
+        why = held.get(str(e["cell"].get("group") or ""))
+        if why and o.status in (Status.SUCCESS, Status.WARNING):
+            o = replace(o, reason="; ".join(r for r in (o.reason, why) if r))
+        elif o.status in (Status.SUCCESS, Status.WARNING):
+            o = _promote(cfg, o)
+        outcomes.append(o)
     freed, prune_note = _prune(cfg)
     report = RunReport(str(data["run"]), str(data["started"]), _iso(time.time()),
                        str(data.get("executor", cfg.executor.kind)), tuple(outcomes),
@@ -327,6 +374,22 @@ def finish(cfg: NightlyConfig, data: dict[str, Any], built: dict[str, CellOutcom
                        drift=drift.for_manifest(data, cfg.pypi))
     report_write(cfg.reports, report, cfg.history, cfg.notify_url)
     return report
+
+
+def _held_groups(data: dict[str, Any], built: dict[str, CellOutcome]) -> dict[str, str]:
+    """Stack groups with a member that is not green (failed, timed out, not planned, no
+    outcome), each with why its green members are not promoted: a stack is green only when all
+    its members are."""
+    bad: dict[str, list[str]] = {}
+    for e in data["cells"]:
+        group, cid = str(e["cell"].get("group") or ""), str(e["cell"]["id"])
+        if not group or e.get("decision") == Decision.SKIP.value:
+            continue
+        o = built.get(cid)
+        if e.get("error") or o is None or o.status not in (Status.SUCCESS, Status.WARNING):
+            bad.setdefault(group, []).append(cid)
+    return {g: f"not promoted: stack {g} is not green ({', '.join(ids)} not)"
+            for g, ids in bad.items()}
 
 
 def _slurm(cfg: NightlyConfig, run_dir: Path) -> SlurmExecutor:

@@ -49,10 +49,13 @@ def held(ws: Workspace, key: str, wheel_dir: Path, *, look: bool = True,
     with contextlib.ExitStack() as stack:
         try:
             stack.enter_context(cache.key_locks(ws.cache, key))
-        except OSError as exc:
-            raise cache.os_error(ws.cache / "locks" / f"{key}.lock", "cannot take the build lock",
-                                 exc, hint="check that the cache directory (--cache-dir / "
-                                 "ROCMBUILD_CACHE_DIR) is a writable directory") from exc
+        except OSError as exc:  # NotRegular too: a lock that is a symlink, a FIFO, a directory
+            where = Path(exc.filename) if isinstance(exc.filename, str) \
+                else ws.cache / "locks" / f"{key}.lock"
+            raise cache.os_error(where, "cannot take the build lock", exc,
+                                 hint="check that the cache directory (--cache-dir / "
+                                 "ROCMBUILD_CACHE_DIR) is a writable directory, and remove "
+                                 "what stands at the lock's path") from exc
         yield _serve(ws, key, wheel_dir, failed_too) if look else None
 
 

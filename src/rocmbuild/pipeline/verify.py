@@ -3,8 +3,10 @@
 The wheel's ``*.dist-info/rocmbuild.json`` names the recipe and its hash, the source pin, the
 patches, the variant, the archs, the build tag and the toolchain. ``plan_for`` finds the recipe
 (the build's search path, or ``--recipe``), refuses when its hash differs (RecipeError) and
-renders it for this host; ``check_inputs`` refuses when the rendered inputs differ from the
-wheel's (the toolchain, torch, rocmbuild's version: ToolchainError naming the first one).
+renders it for this host; ``check_inputs`` refuses when the provenance contradicts itself
+(``forged``: edited after the build, NotReproduced), when the rendered inputs differ from the
+wheel's (the toolchain, torch, rocmbuild's version: ToolchainError naming the first one), or when
+only a recipe pin does (RecipeError).
 A wheel without provenance, or with a damaged one, is a UsageError naming the key.
 ``verify`` rebuilds with ``--force`` in a temporary workspace (sharing only the user's downloads
 and git mirrors, never its wheel entries) and ``compare`` reports "reproduced" or the
@@ -187,8 +189,45 @@ def _first_difference(here: object, there: object, where: str = "") -> str | Non
     return None
 
 
-def check_inputs(plan: Plan, prov: dict[str, Any], rocmbuild_version: str) -> None:
-    """Refuse (ToolchainError) when this host would build from other inputs than the wheel's."""
+# What the wheel's provenance records twice: at its top and in its plan (Plan.inputs_json)
+_TWICE = ("recipe_sha256", "source", "cache_key", "archs", "variant", "package")
+# The plan's keys that name the recipe's pins: the host decides none of them (a patch or
+# download that a `when` selects by the host's ROCm follows the rocm key, compared first)
+_PINS = ("recipe_sha256", "source", "patches", "downloads", "depends", "version", "package")
+
+
+def forged(prov: dict[str, Any], rocmbuild_version: str) -> str | None:
+    """Where the provenance contradicts itself (None: nowhere): a key recorded twice (at the top
+    and in the plan) with two values, or, written by this rocmbuild version, a plan that does
+    not hash to the cache key it records (``render.key_of_inputs``; a ``path`` source's key also
+    hashes its tree). A build writes both from one plan: either means the file was edited after
+    the build. A plan without the key is damaged, not forged: the later checks name it."""
+    plan = prov["plan"]
+    for name in (*_TWICE, "build_tag"):
+        top, inner = prov.get(name), plan.get(name)
+        if name == "build_tag":
+            top, inner = top or None, inner or None  # the plan leaves out an empty one
+        elif name not in plan:
+            continue
+        if top != inner:
+            return f"{name} is {repr(top)[:80]}, its plan.{name} {repr(inner)[:80]}"
+    if prov.get("rocmbuild_version") != rocmbuild_version:
+        return None  # another version keys otherwise: check_inputs refuses it
+    key = render.key_of_inputs(plan)
+    if key is not None and key != plan.get("cache_key"):
+        return (f"its plan hashes to cache key {key[:12]}, not to the "
+                f"{str(plan.get('cache_key'))[:12]} it records")
+    return None
+
+
+def check_inputs(plan: Plan, prov: dict[str, Any], rocmbuild_version: str,
+                 wheel: Path | None = None) -> None:
+    """Refuse when this host would build from other inputs than the wheel's: ToolchainError
+    naming rocmbuild's version or the first differing key the host decides (compiler, torch,
+    Python, ROCm), RecipeError when only a recipe pin differs (the recipe with the recorded hash
+    does not pin what the wheel records: a nightly's followed upstream, or an edited
+    provenance)."""
+    name = wheel.name if wheel is not None else "the wheel"
     if prov.get("rocmbuild_version") != rocmbuild_version:
         raise ToolchainError(
             f"rocmbuild {rocmbuild_version} here, the wheel was built by rocmbuild "
@@ -196,9 +235,20 @@ def check_inputs(plan: Plan, prov: dict[str, Any], rocmbuild_version: str) -> No
             hint="verify with the rocmbuild version that built it (its tag stage decides bytes)")
     if plan.cache_key == prov.get("cache_key"):
         return
-    diff = _first_difference(plan.inputs_json(), prov["plan"])
+    here, there = plan.inputs_json(), prov["plan"]
+    rest = (*_PINS, "cache_key")  # the key differs: what it hashes is what tells why
+    host_diff = _first_difference({k: v for k, v in here.items() if k not in rest},
+                                  {k: v for k, v in there.items() if k not in rest})
+    pin_diff = _first_difference({k: here.get(k) for k in _PINS},
+                                 {k: there.get(k) for k in _PINS})
+    if pin_diff and not host_diff:
+        raise RecipeError(
+            [f"{name}: {plan.recipe} (sha256 {plan.recipe_sha256[:12]}) does not pin what "
+             f"the wheel records: {pin_diff}"],
+            hint="verify rebuilds from the recipe's own pins: a wheel of a nightly's followed "
+            "upstream, or one whose provenance was edited, cannot be verified with it")
     raise ToolchainError(
-        "this host would build from other inputs: " + (diff or "the cache key differs"),
+        "this host would build from other inputs: " + (host_diff or "the cache key differs"),
         hint="verify on a host with the wheel's toolchain (compiler, torch, Python, ROCm): "
         f"see `rocmbuild plan` and the wheel's {PROVENANCE}")
 
@@ -289,8 +339,14 @@ def verify(wheel: Path, cache: Path, recipe: str | None = None, rocm_path: str |
            hip_compiler: str | None = None) -> Verification:
     """Rebuild ``wheel`` from its provenance in a temporary workspace and compare."""
     info, prov = provenance(wheel)
+    why = forged(prov, __version__)
+    if why:  # before the recipe is looked up: a forged recipe_sha256 is not "another recipe"
+        raise NotReproduced(
+            f"{wheel.name}: its provenance ({PROVENANCE}) was edited after the build: {why}",
+            hint="this wheel is not what its provenance says; nothing was rebuilt. Get the "
+            "wheel again from where it was built, or rebuild it with `rocmbuild build`")
     plan, host = plan_for(prov, recipe, rocm_path, hip_compiler, cache)
-    check_inputs(plan, prov, __version__)
+    check_inputs(plan, prov, __version__, wheel)
     log.info(f"rebuilding {info.filename} from {plan.recipe} ({plan.variant}, "
              f"{', '.join(plan.archs)}) @ {plan.pin} in a temporary workspace")
     with scratch(cache) as ws:

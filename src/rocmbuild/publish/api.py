@@ -21,7 +21,7 @@ from rocmbuild.core import fsutil
 from rocmbuild.core.errors import PublishError, UsageError
 from rocmbuild.publish import upload as _upload
 from rocmbuild.publish.checks import check_not_broken, check_project_name, read_wheel_for_publish
-from rocmbuild.publish.static_index import DEFAULT_STAGE, Change, StaticIndex
+from rocmbuild.publish.static_index import DEFAULT_STAGE, Change, StaticIndex, check_stage_name
 from rocmbuild.publish.target import IndexTarget, parse_index, parse_server_url, redact
 from rocmbuild.publish.upload import Credentials, UploadResult
 
@@ -88,9 +88,14 @@ OS_HINT = ("check that the index directory (--index) is a writable directory wit
            "and move away a file that stands where one of its directories belongs")
 
 
-def publish(wheels: Sequence[Path], options: PublishOptions) -> PublishResult:
+def publish(wheels: Sequence[Path], options: PublishOptions,
+            extra: Mapping[str, bytes] | None = None) -> PublishResult:
     """Publish ``wheels`` to ``options.index``: one atomic transaction into a directory index, or
-    an upload to a server after checking it holds no different bytes under the same names."""
+    an upload to a server after checking it holds no different bytes under the same names.
+    ``extra``: files written in the same transaction (stage-relative path -> bytes: a stack's
+    lock files); a directory index only."""
+    if options.stage is not None:  # given: checked first; --stage '' is not "the default stage"
+        check_stage_name(options.stage)
     target = parse_index(options.index, options.index_from)
     simple = (
         parse_server_url(options.simple_url, options.simple_url_from).url
@@ -100,7 +105,11 @@ def publish(wheels: Sequence[Path], options: PublishOptions) -> PublishResult:
     if options.broken_dir is not None:
         check_not_broken(infos, options.broken_dir)
     if target.url is not None:
-        if options.stage:
+        if extra:
+            raise UsageError(f"{options.index_from}: a stack is published to a directory index "
+                             "(its lock files are written in the same transaction)",
+                             hint="give a directory, served by any web server")
+        if options.stage is not None:
             raise UsageError(
                 "--stage: applies to a directory index only",
                 hint="for a server, give the stage's own upload URL as --index",
@@ -122,21 +131,28 @@ def publish(wheels: Sequence[Path], options: PublishOptions) -> PublishResult:
     assert target.path is not None
     with fsutil.os_errors(PublishError, "publish", target.path, OS_HINT):
         idx = StaticIndex(target.path, on_step=options.on_step)
-        change = idx.publish(infos, stage=options.stage or DEFAULT_STAGE,
-                             dry_run=options.dry_run)
+        stage = DEFAULT_STAGE if options.stage is None else options.stage
+        change = idx.publish(infos, stage=stage,
+                             dry_run=options.dry_run, extra=extra)
     return PublishResult(str(idx.root), options.dry_run, change=change)
 
 
 def parse_pin(spec: str) -> tuple[str, str]:
-    """``NAME==VERSION`` -> (name, version)."""
-    if "==" not in spec:
-        raise UsageError(
-            f"promote: {spec!r} is not NAME==VERSION",
-            hint="e.g. rocmbuild promote flash-attn==2.8.3+rocm6.2 --from staging",
-        )
-    name, _, version = spec.partition("==")
-    check_project_name(name.strip(), "promote NAME==VERSION")
-    return name.strip(), version.strip()
+    """``NAME==VERSION`` -> (name, version): one ``==``, a valid project name and a PEP 440
+    version, else a UsageError (``a==``, ``a==1==2`` are the command line's mistakes)."""
+    from packaging.version import InvalidVersion, Version
+
+    hint = "e.g. rocmbuild promote flash-attn==2.8.3+rocm6.2 --from staging"
+    name, _, version = (part.strip() for part in spec.partition("=="))
+    if spec.count("==") != 1 or not version:
+        raise UsageError(f"promote: {spec!r} is not NAME==VERSION", hint=hint)
+    check_project_name(name, "promote NAME==VERSION")
+    try:
+        Version(version)
+    except InvalidVersion:
+        raise UsageError(f"promote: {version!r} in {spec!r} is not a valid version (PEP 440)",
+                         hint=hint) from None
+    return name, version
 
 
 def promote(options: PromoteOptions) -> PublishResult:

@@ -34,8 +34,8 @@ import re
 import secrets
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +138,7 @@ class StaticIndex:
     # -- reading -------------------------------------------------------------------------------
 
     def stage_path(self, stage: str, flag: str = "--stage") -> Path:
-        _check_stage_name(stage, flag)
+        check_stage_name(stage, flag)
         return self.root / stage
 
     def live(self, stage: str) -> Path | None:
@@ -223,10 +223,12 @@ class StaticIndex:
         *,
         fresh: bool = False,
         upload_time: Callable[[WheelInfo], str] | None = None,
+        extra: Mapping[str, bytes] | None = None,
     ) -> None:
         """The one write path (call with the lock held): begin a new generation of ``stage``
         (hard links to the live one, or empty when ``fresh``), ``put`` each wheel's files into
-        it, merge their entries into the pages, and commit with the symlink swap."""
+        it, write the ``extra`` files (stage-relative path -> bytes: a stack's lock files), merge
+        the wheels' entries into the pages, and commit with the symlink swap."""
         live = self.live(stage)
         new = self._begin(stage, None if fresh else live)
         now = pages.now_iso()
@@ -242,6 +244,9 @@ class StaticIndex:
             for view in views.views_of(w):
                 view_files.setdefault(view, {}).setdefault(w.name, []).append(
                     pages.view_entry(entry))
+        for rel, data in sorted((extra or {}).items()):
+            (new / rel).parent.mkdir(parents=True, exist_ok=True)
+            write(new / rel, data)
         self._step("files-written")
         write_pages(new, stage, new_files, view_files, self._step)
         self._commit(stage, live, new)
@@ -320,12 +325,23 @@ class StaticIndex:
     # -- the operations ------------------------------------------------------------------------
 
     def publish(
-        self, wheels: Sequence[WheelInfo], stage: str = DEFAULT_STAGE, dry_run: bool = False
+        self, wheels: Sequence[WheelInfo], stage: str = DEFAULT_STAGE, dry_run: bool = False,
+        extra: Mapping[str, bytes] | None = None,
     ) -> Change:
-        """Add ``wheels`` to ``stage`` in one atomic transaction."""
-        _check_stage_name(stage)
+        """Add ``wheels`` to ``stage`` in one atomic transaction, with the ``extra`` files
+        (stage-relative path under a view directory -> bytes; a stack's lock files, replaced
+        when their bytes change)."""
+        check_stage_name(stage)
+        extra = dict(extra or {})
+        for rel in extra:
+            parts = rel.split("/")
+            if len(parts) < 2 or not views.is_view_name(parts[0]) or any(
+                    p in ("", ".", "..") for p in parts):
+                raise UsageError(f"publish: {rel!r} is not a path under a view directory",
+                                 hint="internal error, please report it")
         if dry_run:
-            return self._plan(stage, wheels)[0]
+            change = self._plan(stage, wheels)[0]
+            return replace(change, pages=(*change.pages, *sorted(extra)))
 
         def put(w: WheelInfo, files: Path) -> None:
             fsutil.copy_atomic(w.path, files / w.filename, sync_dir=False)
@@ -333,9 +349,12 @@ class StaticIndex:
 
         with self._locked_clean():
             change, todo = self._plan(stage, wheels)  # re-checked under the lock
-            if todo:
-                self._transact(stage, todo, put)
-            return change
+            live = self.live(stage)
+            changed = {rel: data for rel, data in extra.items()
+                       if live is None or not _same(live / rel, data)}
+            if todo or changed:
+                self._transact(stage, todo, put, extra=changed)
+            return replace(change, pages=(*change.pages, *sorted(changed)))
 
     def promote(
         self,
@@ -347,11 +366,11 @@ class StaticIndex:
         broken_dir: Path | None = None,
     ) -> Change:
         """Copy every file of ``project==version`` from stage ``src`` to ``dst`` atomically."""
-        _check_stage_name(src, "--from")
-        _check_stage_name(dst, "--to")
+        check_stage_name(src, "--from")
+        check_stage_name(dst, "--to")
         check_project_name(project, "promote NAME==VERSION")
-        if src == dst:
-            raise PublishError(
+        if src == dst:  # the command line's mistake: a usage error, before anything is read
+            raise UsageError(
                 f"promote: --from and --to are both {src!r}",
                 hint="promote from one stage to another, e.g. staging -> stable",
             )
@@ -359,7 +378,7 @@ class StaticIndex:
         try:
             want = Version(version)
         except InvalidVersion as exc:
-            raise PublishError(
+            raise UsageError(
                 f"promote: {version!r} is not a valid version",
                 hint="give NAME==VERSION, e.g. flash-attn==2.8.3+rocm6.2",
             ) from exc
@@ -430,10 +449,21 @@ class StaticIndex:
         return time.perf_counter() - t0
 
 
+def _same(path: Path, data: bytes) -> bool:
+    """Whether the live file ``path`` (the index's own) holds ``data``."""
+    try:
+        return path.is_file() and not path.is_symlink() and path.read_bytes() == data
+    except OSError:
+        return False
+
+
 _STAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
-def _check_stage_name(stage: str, flag: str = "--stage") -> None:
+def check_stage_name(stage: str, flag: str = "--stage") -> None:
+    """The one check of a stage's name (``flag`` names where it came from: ``--stage``, or
+    nightly.toml's ``publish.stage``): UsageError for a name that is not a plain stage name,
+    ``''`` too, which never means the default stage."""
     if not _STAGE.match(stage) or stage in {"files", "simple"}:
         raise UsageError(
             f"{flag}: invalid stage name {stage!r}",

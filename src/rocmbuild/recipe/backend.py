@@ -1,7 +1,8 @@
 """What a recipe's backend runs, and the placeholders in its strings: ``fill`` resolves
 ``{archs}``, ``{jobs}``, ``{rocm_path}``... against the plan's values; ``cmake_configure`` is the
 cmake backend's configure command (``plan --units`` runs it too); ``backend_commands`` the
-backend's commands (pip wheel --no-build-isolation, or cmake configure + build + install)."""
+backend's commands (pip wheel --no-build-isolation, or cmake configure + build + install, or
+configure + build + pip wheel with build.cmake_wheel = "pip-wheel")."""
 
 from __future__ import annotations
 
@@ -40,13 +41,14 @@ def cmake_configure(recipe: Recipe, values: Mapping[str, str]) -> tuple[str, ...
 def backend_commands(recipe: Recipe, values: Mapping[str, str]) -> tuple[tuple[str, ...], ...]:
     """The backend's commands. ``python`` is this interpreter; ``{wheel_tmp}`` and
     ``{stage_dir}`` are directories the build stage makes inside the tree."""
-    if recipe.backend == "cmake":
-        return (
-            cmake_configure(recipe, values),
-            ("cmake", "--build", "_rocmbuild_cmake"),  # -j from CMAKE_BUILD_PARALLEL_LEVEL
-            ("cmake", "--install", "_rocmbuild_cmake"),
-        )
     wheel_cmd = ["python", "-m", "pip", "wheel", "-v", "--no-deps", "--no-cache-dir"]
     if recipe.no_build_isolation:
         wheel_cmd.append("--no-build-isolation")
-    return (tuple([*wheel_cmd, *recipe.pip_args, "-w", "{wheel_tmp}", "."]),)
+    pip_wheel = tuple([*wheel_cmd, *recipe.pip_args, "-w", "{wheel_tmp}", "."])
+    if recipe.backend == "cmake":
+        built = (cmake_configure(recipe, values),
+                 ("cmake", "--build", "_rocmbuild_cmake"))  # -j from CMAKE_BUILD_PARALLEL_LEVEL
+        if recipe.cmake_wheel == "pip-wheel":  # the project's own setup packages the tree
+            return (*built, pip_wheel)
+        return (*built, ("cmake", "--install", "_rocmbuild_cmake"))
+    return (pip_wheel,)

@@ -150,7 +150,8 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
     if fields.get("depends") or deps:
         depends.check(c, path, {key_of(Recipe, "depends").toml: fields.get("depends", ()),
                                 **deps}, within, load)
-    if fields.get("backend") == "cmake" and not fields.get("version"):
+    if fields.get("backend") == "cmake" and not fields.get("version") \
+            and fields.get("cmake_wheel", "install") == "install":
         c.bad(key_of(Recipe, "version").toml, "missing (the cmake backend needs the wheel version, "
               "e.g. version = \"1.0.0\")")
     if c.problems or source is None:

@@ -19,6 +19,7 @@ from rocmbuild.core.hostenv import NAME as ENV_NAME
 from rocmbuild.recipe.check import suggest
 from rocmbuild.recipe.keys import (
     BACKENDS,
+    CMAKE_WHEELS,
     HOST_REQUIREMENTS,
     RECIPE_NAME,
     RECIPE_NAME_MSG,
@@ -231,6 +232,16 @@ class Recipe:
         "entries. rocmbuild owns the source, build and install directories and the generator: "
         "``-S``, ``-B``, ``-G`` and ``-DCMAKE_INSTALL_PREFIX`` are refused (use "
         "``build.source_dir``).", '["-DBUILD_TESTING=OFF"]', default=(), placeholders=True,
+    )
+    cmake_wheel: str = toml(
+        "build.cmake_wheel", "string",
+        "cmake backend: how the built tree becomes a wheel. ``install``: ``cmake --install`` "
+        "into a staging prefix, packaged as a ``py3-none-<platform>`` wheel (needs "
+        "package.version). ``pip-wheel``: no install step; after the build, the pip-wheel "
+        "backend's command (``pip wheel --no-build-isolation --no-deps``, build.pip_args) runs "
+        "in the tree, for projects whose CMake writes the library into their Python package "
+        "and whose own setup packages it (bitsandbytes: ``BNB_SKIP_CMAKE=1``).",
+        '"pip-wheel"', default="install", choices=CMAKE_WHEELS, noun="cmake wheel",
     )
     source_dir: str = toml(
         "build.source_dir", "string",

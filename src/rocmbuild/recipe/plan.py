@@ -167,6 +167,9 @@ class Plan:
     runtime_env: dict[str, str] = field(default_factory=dict)
     source_dir: str = ""
     """cmake backend: the CMakeLists.txt directory, relative to the fetched tree ("": its top)."""
+    cmake_wheel: str = ""
+    """cmake backend: "install" (the staging prefix is packaged) or "pip-wheel" (the last
+    command, pip wheel, makes it); "" for pip-wheel recipes."""
     runtime: RocmRuntime = field(default_factory=RocmRuntime)
     rocm_components: tuple[str, ...] = ()
     """ROCm components the host must have under its ROCm root (``rocmbuild.host.components``)."""
@@ -260,11 +263,15 @@ class Plan:
                 )[:12]
 
     def source_json(self) -> dict[str, Any]:
+        """The source as the plan, the cache key and the provenance show it: its URL without a
+        ``user:password@`` (the pin decides the bytes, not the credentials)."""
+        from rocmbuild.core.run import redact
+
         s = self.source
         out: dict[str, Any] = {"kind": s.kind}
         for key in ("url", "commit", "ref", "sha256"):
             if getattr(s, key):
-                out[key] = getattr(s, key)
+                out[key] = redact(s.url) if key == "url" else getattr(s, key)
         if s.path:
             out["path"] = str(display(Path(s.path)))
         out["submodules"] = list(s.submodules)
@@ -291,7 +298,10 @@ class Plan:
                  "cache_key": d.cache_key} for d in self.depends]
 
     def downloads_json(self) -> list[dict[str, Any]]:
-        return [{"name": d.name, "url": d.url, "sha256": d.sha256, "extract": d.extract,
+        """The [[downloads]], their URLs without a ``user:password@`` (as ``source_json``)."""
+        from rocmbuild.core.run import redact
+
+        return [{"name": d.name, "url": redact(d.url), "sha256": d.sha256, "extract": d.extract,
                  "env": d.env} for d in self.downloads]
 
     def to_json(self) -> dict[str, Any]:
@@ -329,6 +339,7 @@ class Plan:
             "version": self.version,
             "runtime_env": dict(self.runtime_env),
             **({"source_dir": self.source_dir} if self.source_dir else {}),
+            **({"cmake_wheel": self.cmake_wheel} if self.cmake_wheel == "pip-wheel" else {}),
             **({"hipify_step": self.hipify_json()} if self.hipify_json() else {}),
             "pass_env": list(self.pass_env),
             "label_torch": self.label_torch,

@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from rocmbuild import __version__
 from rocmbuild.artifacts.results import Pin
@@ -128,6 +129,28 @@ def _rocm_target(recipe: Recipe, target: Target, host: Host) -> RocmTarget:
                       root_version=root.version if root else None, compiler=comp)
 
 
+def variant_of(recipe: Recipe, name: str | None, flag: str = "--variant") -> str:
+    """The variant ``name`` (None: the recipe's default) builds, checked; ``flag`` names where
+    the name came from in errors (``--variant``, or a nightly.toml key)."""
+    if name and recipe.variants and name not in recipe.variants:
+        raise UsageError(f"{flag}: {recipe.path.stem} has no variant {name!r}",
+                         hint=f"variants: {', '.join(recipe.variants)}")
+    if not recipe.variants and name not in (None, "default"):
+        raise UsageError(f"{flag}: {recipe.path.stem} has no variants",
+                         hint=f"leave {flag.split(': ')[-1]} out")
+    return name or recipe.default_variant
+
+
+def source_of(recipe: Recipe, name: str, flag: str = "--source") -> Source:
+    """The source ``name`` (``default`` or an alternative's name) stands for, checked."""
+    if name == "default":
+        return recipe.source
+    if name in recipe.alternatives:
+        return recipe.alternatives[name]
+    raise UsageError(f"{flag}: {recipe.path.stem} has no source {name!r}",
+                     hint="sources: " + ", ".join(["default", *recipe.alternatives]))
+
+
 def render(recipe: Recipe, target: Target, host: Host,
            learned: Sequence[LearnedMemory] = (), depends: Sequence[Plan] = ()) -> Plan:
     """The plan. ``learned``: measured unit memory loaded by ``pipeline.planning``
@@ -140,26 +163,9 @@ def render(recipe: Recipe, target: Target, host: Host,
             raise UsageError(f"--release: {recipe.path.stem} has release lines; name one",
                              hint=f"lines (newest first): {', '.join(recipe.releases)}")
         recipe = recipe.on_line(target.release, target.variant)
-    if target.variant and recipe.variants and target.variant not in recipe.variants:
-        raise UsageError(
-            f"--variant: {recipe.path.stem} has no variant {target.variant!r}",
-            hint=f"variants: {', '.join(recipe.variants)}",
-        )
-    if not recipe.variants and target.variant not in (None, "default"):
-        raise UsageError(
-            f"--variant: {recipe.path.stem} has no variants", hint="leave --variant out"
-        )
-    variant_name = target.variant or recipe.default_variant
+    variant_name = variant_of(recipe, target.variant)
     variant = recipe.variants.get(variant_name)
-    if target.source == "default":
-        source: Source = recipe.source
-    elif target.source in recipe.alternatives:
-        source = recipe.alternatives[target.source]
-    else:
-        raise UsageError(
-            f"--source: {recipe.path.stem} has no source {target.source!r}",
-            hint="sources: " + ", ".join(["default", *recipe.alternatives]),
-        )
+    source = source_of(recipe, target.source)
     if target.pin is not None:
         source = _pinned(recipe, source, target.pin)
     if target.gpu_vendor not in ("amd", "nvidia"):
@@ -267,9 +273,11 @@ def render(recipe: Recipe, target: Target, host: Host,
     downloads = tuple(d for d in recipe.downloads if _applies(d, facts))
     for i, d in enumerate(recipe.downloads):
         if d in downloads and not d.sha256:
+            from rocmbuild.core.run import redact
+
             raise RecipeError(
                 [f"{recipe.path.name}: downloads[{i}].sha256: missing for {d.name!r}, which "
-                 f"this plan needs ({d.url})"],
+                 f"this plan needs ({redact(d.url)})"],
                 hint="pin it: sha256sum the file from a trusted listing and set sha256 "
                 "(an unpinned download is never fetched)",
             )
@@ -329,6 +337,7 @@ def render(recipe: Recipe, target: Target, host: Host,
         version=recipe.version,
         runtime_env=runtime_env,
         source_dir=recipe.source_dir if recipe.backend == "cmake" else "",
+        cmake_wheel=recipe.cmake_wheel if recipe.backend == "cmake" else "",
         runtime=_runtime(recipe),
         rocm_components=components,
         host_requires_reason=reason,
@@ -421,19 +430,37 @@ def _cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:
     with ``{jobs}`` unfilled), not where the recipe file lies, not how the ROCm version was
     found."""
     material = plan.to_json()
-    # offline: where the build ran decides nothing about the wheel's bytes
-    for volatile in ("jobs", "jobs_reason", "recipe_path", "cache_key", "host_requires_reason",
-                     "offline"):
-        material.pop(volatile)
-    material.pop("release_why", None)  # why the line was picked: the line itself is hashed
-    material.pop("unit_count", None)  # how plan --units counts: not an input of the wheel
     material["env"] = keyed_env
-    material["rocm"].pop("version_from")
-    material["rocm"].pop("version_kind")
-    material["rocmbuild"] = __version__
     if plan.source.kind == "path":  # a local tree is pinned by its content
         material["source"]["tree_sha256"] = _tree_digest(Path(plan.source.path))
+    return _key(material)
+
+
+def _key(material: dict[str, Any]) -> str:
+    """The cache key of a plan's JSON (its env keyed): ``material`` without what decides nothing
+    about the wheel's bytes, with rocmbuild's version."""
+    # offline: where the build ran decides nothing about the wheel's bytes; release_why: why the
+    # line was picked (the line itself is hashed); unit_count: how plan --units counts
+    for volatile in ("jobs", "jobs_reason", "recipe_path", "cache_key", "host_requires_reason",
+                     "offline", "release_why", "unit_count"):
+        material.pop(volatile, None)
+    material["rocm"].pop("version_from", None)
+    material["rocm"].pop("version_kind", None)
+    material["rocmbuild"] = __version__
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def key_of_inputs(inputs: dict[str, Any]) -> str | None:
+    """The cache key that ``Plan.inputs_json()`` (a wheel's recorded ``plan``) hashes to, as
+    ``render`` computes it for the plan; None when it cannot be told from the JSON alone (a
+    ``path`` source is keyed by its tree's content) or the JSON is no plan's (``verify`` reads
+    it from an untrusted wheel)."""
+    material = json.loads(json.dumps(inputs))  # a deep copy of JSON data
+    source, rocm = material.get("source"), material.get("rocm")
+    if not isinstance(source, dict) or not isinstance(rocm, dict) or source.get("kind") in (
+            None, "path"):
+        return None
+    return _key(material)
 
 
 def _tree_digest(root: Path) -> str:

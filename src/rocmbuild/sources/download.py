@@ -11,6 +11,7 @@ import shutil
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Protocol
 from rocmbuild.core import fsutil, log
 from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import FetchError
+from rocmbuild.core.run import redact
 from rocmbuild.sources.archive import extract
 from rocmbuild.sources.retry import retry
 
@@ -26,7 +28,8 @@ from rocmbuild.sources.retry import retry
 def download(url: str, sha256: str, cache: Path, what: str = "source.sdist.url") -> Path:
     """The verified archive in the cache, downloading it if needed. ``what``: the recipe key
     that names the URL, for messages."""
-    name = url.rsplit("/", 1)[-1].split("?")[0] or "source.tar.gz"
+    # the path's last part (never the host part, which may hold user:password@)
+    name = urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1] or "source.tar.gz"
     dest = cache / "downloads" / sha256 / name
     if dest.is_file():
         if sha256_file(dest) == sha256:
@@ -73,10 +76,11 @@ def download(url: str, sha256: str, cache: Path, what: str = "source.sdist.url")
                 tmp.unlink()
 
     try:
-        return retry(f"download {url} ({what})", attempt, dest.parent)
+        return retry(f"download {redact(url)} ({what})", attempt, dest.parent)
     except _Mismatch as exc:
         raise FetchError(
-            f"{url}: sha256 mismatch: the recipe pins {sha256}, the download is {exc.actual}",
+            f"{redact(url)}: sha256 mismatch: the recipe pins {sha256}, the download is "
+            f"{exc.actual}",
             hint="the file changed upstream or the pin is wrong; nothing was extracted",
         ) from exc
 

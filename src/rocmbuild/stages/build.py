@@ -416,7 +416,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
             stats = compilecache.finish(cc, env, before, stats_log, log_path)
             log.info(escape(stats.line()) if stats is not None else
                      f"compile cache: {cc.tool}'s statistics could not be read (see {log_path})")
-    if plan.backend == "cmake":
+    if plan.backend == "cmake" and plan.cmake_wheel != "pip-wheel":
         package_prefix(stage_dir, out_dir, plan.package, plan.version)
     wheels = sorted(out_dir.glob("*.whl"))
     if len(wheels) != 1:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from rocmbuild.artifacts.results import Artifacts, StageResult, Status
 from rocmbuild.core.config import SOURCE_TREE_IGNORE
+from rocmbuild.core.run import redact
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.sources import archive, download, git
 from rocmbuild.stages.context import Context
@@ -56,7 +57,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     elif src.kind == "git":
         git.git_checkout(src.url, src.commit, src.submodules, ctx.ws.cache, dest, log_path)
         epoch = git.git_epoch(git.mirror_path(src.url, ctx.ws.cache), src.commit, log_path)
-        reason = f"git {src.url} @ {src.commit[:12]}"
+        reason = f"git {redact(src.url)} @ {src.commit[:12]}"
     else:
         # a local tree's file times say when it was checked out or edited, not what it holds
         # (its content is in the cache key): its builds use 1980-01-01 (docs/reproducible.md)

@@ -25,7 +25,7 @@ from rocmbuild.artifacts import wheel
 from rocmbuild.artifacts.wheel import WheelInfo
 from rocmbuild.core import fsutil, hostenv, untrusted
 from rocmbuild.core.errors import ToolchainError, UsageError, ValidationError
-from rocmbuild.core.run import run
+from rocmbuild.core.run import redact, run
 
 # Requirements never installed from an index by the validator.
 NEVER_INSTALL = {"torch", "pytorch-triton-rocm"}
@@ -178,7 +178,7 @@ def install(venv: Venv, wheels: list[WheelInfo]) -> tuple[bool, str]:
     if reqs:
         r = run([*pip, *reqs], env=venv.env(), log_path=venv.log, check=False)
         if r.returncode != 0:
-            return False, f"installing requirements {' '.join(reqs)} failed:\n{r.output}"
+            return False, redact(f"installing requirements {' '.join(reqs)} failed:\n{r.output}")
     return True, r.output
 
 
@@ -194,7 +194,7 @@ def install_extra(venv: Venv, reqs: list[str], origin: str) -> None:
         cause = next((ln.strip() for ln in reversed(r.output.splitlines())
                       if ln.strip().startswith("ERROR:")), f"pip exited with {r.returncode}")
         raise ToolchainError(
-            f"{origin}: cannot install {' '.join(reqs)} into the validation venv: {cause}",
+            redact(f"{origin}: cannot install {' '.join(reqs)} into the validation venv: {cause}"),
             hint="check the name and that the configured index / find-links (pip.conf, "
             f"PIP_INDEX_URL, PIP_FIND_LINKS) carries it; pip's output is in {venv.log}")
 
@@ -234,6 +234,12 @@ for mod in sys.argv[1:]:
     except BaseException as exc:
         res["imports"][mod] = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
                                "traceback": traceback.format_exc()[-2000:]}
+try:  # the shared libraries the imports mapped (which of a wheel's native libraries loaded)
+    with open("/proc/self/maps") as maps:
+        res["mapped"] = sorted({ln.split()[-1].rsplit("/", 1)[-1] for ln in maps
+                                if len(ln.split()) >= 6 and ".so" in ln.split()[-1]})
+except OSError:
+    pass
 print("@@ROCMBUILD@@" + json.dumps(res))
 """
 

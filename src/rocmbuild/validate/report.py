@@ -114,6 +114,9 @@ def to_markdown(data: dict[str, Any]) -> str:
         up = st.get("upstream") or {}
         if up.get("reason"):
             fixes.insert(0, f"- {w['wheel']}: upstream: {up['reason']}")
+        imp = st.get("import") or {}
+        if imp.get("status") == "warning":  # imported, but fell back (no native library)
+            fixes.insert(0, f"- {w['wheel']}: import: {imp.get('reason', '')}")
     lines += ["", *fixes] if fixes else []
     k = data["kernels"]
     lines += ["", f"Kernel gate: **{k.get('status', '-')}** {k.get('reason', '')}".rstrip()]

@@ -21,6 +21,7 @@ from rocmbuild.cache import store as cache
 from rocmbuild.core import config, fsutil, log
 from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import CacheError, ToolchainError, ValidationError
+from rocmbuild.core.run import redact
 from rocmbuild.validate import baseline as baseline_cmp
 from rocmbuild.validate import install as inst
 from rocmbuild.validate import kernels as kernel_step
@@ -131,13 +132,39 @@ def _guard_step(w: WheelInfo, env_torch: Mapping[str, Any] | None) -> Step:
     return Step(Status.SUCCESS, "torch version, HIP and C++ ABI match", g.checked)
 
 
+def _device_libs(path: Path) -> list[str]:
+    """The file names of the wheel's shared libraries that carry HIP device code."""
+    try:
+        found = audit.audit_wheel(path, [])
+    except Exception:  # noqa: BLE001 - the audit step reports an unreadable wheel
+        return []
+    return sorted({o.name.rsplit("/", 1)[-1] for o in found.objects if o.archs})
+
+
 def _import_step(w: WheelInfo, installed: bool, imports: Mapping[str, Any],
-                 guard: Step) -> Step:
+                 guard: Step, mapped: Sequence[str] | None = None,
+                 env_torch: Mapping[str, Any] | None = None,
+                 device_libs: Sequence[str] = ()) -> Step:
     if not installed:
         return Step(Status.SKIPPED, "install failed")
     bad = {m: r for m, r in imports.items() if m in w.top_level and not r["ok"]}
     if not bad:
-        return Step(Status.SUCCESS, "imported " + ", ".join(w.top_level))
+        done = "imported " + ", ".join(w.top_level)
+        # Imported, yet none of its GPU libraries (HIP device code) is mapped: the package fell
+        # back to what runs without them (bitsandbytes on a CPU torch). Which one, this host
+        # decides: said, as the guard says a torch mismatch, not failed. (Some loading lazily is
+        # normal: a torch wheel maps its core at import, not every bundled library.)
+        if device_libs and mapped is not None and not set(device_libs) & set(mapped):
+            t = env_torch or {}
+            host = (f"torch {t.get('version')}" + (f" for HIP {t['hip']}" if t.get("hip")
+                                                    else ", not a ROCm build")
+                    + ("" if t.get("gpu") else ", no GPU")) if t else "no torch"
+            return Step(Status.WARNING,
+                        f"{done}, which loaded none of its libraries "
+                        f"with device code ({', '.join(device_libs)}): on this host ({host}) it "
+                        "runs its fallback without them; a host with a ROCm torch and the ROCm "
+                        "the wheel was built for loads them", {"not_loaded": list(device_libs)})
+        return Step(Status.SUCCESS, done)
     text = "; ".join(f"import {m}: {r['error']}" for m, r in bad.items())
     if guard.status.failed:
         text += " (see the guard: the wheel does not match this torch)"
@@ -190,7 +217,7 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
         installed, out = inst.install(venv, infos) if infos else (True, "")
         extra = _extra_requirements(infos, opts)
         if installed and extra[0]:
-            log.step(f"installing {' '.join(extra[0])} ({extra[1]})")
+            log.step(redact(f"installing {' '.join(extra[0])} ({extra[1]})"))
             inst.install_extra(venv, *extra)
         modules = sorted({m for w in infos for m in w.top_level})
         log.step(f"importing {', '.join(modules) or 'torch'} in the venv")
@@ -201,7 +228,9 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
         for w in infos:
             s = steps[w.path] = {"install": _install_step(installed, out, venv)}
             s["guard"] = _guard_step(w, env_torch)
-            s["import"] = _import_step(w, installed, probe["imports"], s["guard"])
+            s["import"] = _import_step(w, installed, probe["imports"], s["guard"],
+                                       probe.get("mapped"), env_torch,
+                                       _device_libs(w.path) if w.native else ())
             want = list(archs) or list((w.provenance or {}).get("archs") or [])
             if want:
                 log.step(f"auditing {w.path.name} for {', '.join(want)}")

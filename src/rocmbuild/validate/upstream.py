@@ -39,7 +39,12 @@ class UpstreamSpec:
 
     @classmethod
     def from_provenance(cls, prov: Mapping[str, Any] | None) -> UpstreamSpec:
-        d = (prov or {}).get("validate_upstream") or {}
+        d = (prov or {}).get("validate_upstream")
+        if d is None:  # what the tag stage writes: the plan's inputs, plan.validate.upstream
+            plan = (prov or {}).get("plan")
+            check = plan.get("validate") if isinstance(plan, Mapping) else None
+            d = check.get("upstream") if isinstance(check, Mapping) else None
+        d = d or {}
         if not isinstance(d, Mapping):
             return cls()
         return cls(tuple(str(t) for t in d.get("tests") or ()),

@@ -159,3 +159,60 @@ def test_bad_inputs(tmp_path):
     e32.write_bytes(b"\x7fELF\x01\x01" + b"\0" * 100)
     with pytest.raises(AuditError, match="not a 64-bit"):
         audit.audit_file(e32, [])
+
+
+def typed(buf: bytes, etype: int) -> bytes:
+    """``buf`` (an ELF file) with its e_type set: 1 ET_REL, 2 ET_EXEC, 3 ET_DYN, 4 ET_CORE."""
+    return buf[:16] + struct.pack("<H", etype) + buf[18:]
+
+
+def _device(etype: int) -> bytes:
+    fat = pad(plain_bundle(["gfx942"]))
+    return typed(elf({".hipFatBinSegment": b"\0" * 24, ".hip_fatbin": fat}), etype)
+
+
+@pytest.mark.parametrize(("name", "etype", "problem"), [
+    ("x.so", 1, "x.so is a relocatable object, not a shared object: nothing can load it"),
+    ("libx.so.1.2", 1, "libx.so.1.2 is a relocatable object, not a shared object"),
+    ("x.so", 2, "x.so is an executable, not a shared object"),
+    ("x.so", 4, "x.so is a core dump, not a shared object"),
+    ("x.so", 9, "x.so is an ELF file of type 9, not a shared object"),
+    ("x.o", 1, None),  # a HIP object file given by itself is audited as it is
+    ("tool", 2, None),
+    ("x.so", 3, None),
+])
+def test_a_file_named_as_a_shared_object_must_be_one(tmp_path, name, etype, problem):
+    f = tmp_path / name
+    f.write_bytes(_device(etype))
+    res = audit.audit_file(f, ["gfx942"])
+    (so,) = res.objects
+    assert so.archs == ["gfx942"]  # its device code is still read and listed
+    shown = [p.replace(f"{tmp_path}/", "") for p in res.problems]
+    assert shown == [] if problem is None else len(shown) == 1 and shown[0].startswith(problem)
+    if problem:
+        with pytest.raises(AuditError) as err:
+            audit.require(res)
+        assert err.value.hint == "link it as a shared object (-shared -fPIC), or leave it out " \
+            "of the wheel"
+
+
+def test_in_a_wheel_nothing_loads_a_relocatable_object(tmp_path):
+    import zipfile
+
+    w = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(w, "w") as zf:
+        zf.writestr("pkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\n")
+        zf.writestr("pkg/x.o", _device(1))
+        zf.writestr("pkg/bin/tool", _device(2))  # an executable may ship in a wheel
+        zf.writestr("pkg/_C.so", _device(3))
+        zf.writestr("pkg/_D.so", _device(2))
+    res = audit.audit_file(w, ["gfx942"])
+    assert {o.name: o.kind for o in res.objects} == {
+        "pkg/x.o": "relocatable object", "pkg/bin/tool": "executable",
+        "pkg/_C.so": "shared object", "pkg/_D.so": "executable"}
+    assert res.problems == [
+        f"{w.name}: pkg/x.o is a relocatable object, not a shared object: nothing can load it "
+        "from an installed wheel",
+        f"{w.name}: pkg/_D.so is an executable, not a shared object: nothing can load it from "
+        "an installed wheel"]
+    assert res.to_json()["objects"][0]["kind"] == "relocatable object"

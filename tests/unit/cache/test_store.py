@@ -166,7 +166,22 @@ def _appended_wheel(tmp_path: Path) -> None:
     (_entry_dir(tmp_path) / NAME).write_bytes(BYTES + b"x")
 
 
+def _fifo(name: str) -> Callable[[Path], None]:
+    """``name`` in the entry replaced by a FIFO: opened without waiting, refused (the old
+    lookup's open waited for a writer forever)."""
+    def craft(tmp_path: Path) -> None:
+        path = _entry_dir(tmp_path) / name
+        path.unlink()
+        os.mkfifo(path)
+    return craft
+
+
 CRAFTED: dict[str, Callable[[Path], None]] = {
+    "entry-json-fifo": _fifo("entry.json"),
+    "wheel-fifo": _fifo(NAME),
+    "random-bytes": _raw(bytes(range(256)) * 16),
+    "long-number": _raw(b'{"wheel": "' + NAME.encode() + b'", "sha256": "' + b"ab" * 32
+                        + b'", "size": 1' + b"0" * 400 + b"}"),
     "not-json": _raw(b"{not json"),
     "empty-file": _raw(b""),
     "not-utf8": _raw(b'{"wheel": "\xff\xfe"}'),
@@ -313,3 +328,26 @@ def test_deliver_keeps_an_intact_copy_and_breaks_old_hard_links(tmp_path: Path) 
     out.symlink_to(e.wheel)  # a symlink is replaced too, the cache file is untouched
     cache.deliver(e, tmp_path / "wheels")
     assert not out.is_symlink() and e.wheel.read_bytes() == BYTES
+
+
+@pytest.mark.parametrize("shape", ["fifo", "symlink", "deep", "random", "a-list"])
+def test_a_build_record_that_is_not_ours_is_none_at_once(tmp_path: Path, shape: str) -> None:
+    """build.json read through core.untrusted: a FIFO is not waited on, a symlink not
+    followed, 100k brackets or random bytes are no record (and no error)."""
+    e = _stored(tmp_path)
+    record = e.wheel.parent / cache.RECORD
+    outside = tmp_path / "outside.json"
+    outside.write_text('{"a": 1}')
+    if shape == "fifo":
+        os.mkfifo(record)
+    elif shape == "symlink":
+        record.symlink_to(outside)
+    elif shape == "deep":
+        record.write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    elif shape == "random":
+        record.write_bytes(bytes(range(256)) * 4)
+    else:
+        record.write_text("[1, 2]")
+    assert cache.build_record(e) is None
+    out = cache.deliver(e, tmp_path / "wheels")  # delivered, without a record beside it
+    assert out.read_bytes() == BYTES and not (out.parent / cache.record_name(NAME)).exists()

@@ -41,9 +41,9 @@ def fresh(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_info_and_plain_write_what_rich_writes(text: str, capsys: pytest.CaptureFixture[str]
                                                ) -> None:
     log.info(text)
-    assert capsys.readouterr().err == rich_bytes(text, markup=True)
+    assert capsys.readouterr().err == rich_bytes(log.printable(text), markup=True)
     log.plain(text)
-    assert capsys.readouterr().err == rich_bytes(text, markup=False)
+    assert capsys.readouterr().err == rich_bytes(log.printable(text), markup=False)
 
 
 @pytest.mark.usefixtures("fresh")
@@ -82,3 +82,30 @@ def test_escape_is_richs_rule() -> None:
             for n in itertools.chain.from_iterable(itertools.repeat(range(1, 10), 500))]
     for text in fixed + rand:
         assert log.escape(text) == rich_escape(text), text
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("plain text, tab\tand\nnewline", "plain text, tab\tand\nnewline"),
+    ("red \x1b[31mRED\x1b[0m", "red \\x1b[31mRED\\x1b[0m"),
+    ("title \x1b]0;owned\x07", "title \\x1b]0;owned\\x07"),
+    ("over\rwrite\b", "over\\rwrite\\x08"),
+    ("c1 \x9b2J del\x7f", "c1 \\x9b2J del\\x7f"),
+    ("bidi \u202egnp.exe", "bidi \\u202egnp.exe"),
+    ("é ü 日本", "é ü 日本"),
+])
+def test_printable(text: str, shown: str) -> None:
+    """Control characters (but tab and newline) and bidirectional overrides are written as
+    Python literals would write them: seen, not obeyed by the terminal."""
+    assert log.printable(text) == shown
+
+
+@pytest.mark.usefixtures("fresh")
+def test_escapes_never_reach_the_terminal_but_our_colours_do() -> None:
+    """A forced-terminal console (colours on) prints our markup as escape sequences and the
+    text's own ESC as the four characters \\x1b."""
+    buf = io.StringIO()
+    log._consoles["console"] = log.new_console(file=buf, force_terminal=True)
+    log.warn("from a file: \x1b[2J\x1b]0;title\x07")
+    got = buf.getvalue()
+    assert got.count("\x1b") == 2  # [yellow] on and off: ours
+    assert "\\x1b[2J\\x1b]0;title\\x07" in got

@@ -40,7 +40,8 @@ def test_executor_table_is_the_slurm_settings(tmp_path: Path) -> None:
 
     p = tmp_path / "nightly.toml"
     head = '[[matrix]]\nrecipes = ["x"]\narchs = ["gfx942"]\n[publish]\nindex = "i"\n'
-    p.write_text(head + '[executor]\nkind = "slurm"\npartition = "cpu"\ngpu_partition = "mi300"\n'
+    p.write_text(head + '[reports]\ndir = "shared/reports"\n'
+                 '[executor]\nkind = "slurm"\npartition = "cpu"\ngpu_partition = "mi300"\n'
                  'account = "proj1"\nsbatch_args = ["--qos=normal"]\ntime = "8h"\n'
                  'shared_dir = "shared"\npoll = "5s"\njob_name = "nightly"\n')
     ex = config.load(p).executor
@@ -71,16 +72,58 @@ def test_notify_url_never_in_repr_or_errors(tmp_path: Path) -> None:
     assert "T0k3nSecret" not in exc.value.message and "notify.url" in exc.value.message
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("90m", 5400), ("2h", 7200), ("30", 30),
-                                               ("1d", 86400), ("0", None), ("2 weeks", None)])
-def test_durations(text: str, seconds: int | None) -> None:
-    assert config.parse_duration(text) == seconds
+_HEAD = '[[matrix]]\nrecipes = ["x"]\narchs = ["gfx942"]\n'
 
 
-def test_sizes() -> None:
-    assert config.parse_size("200G") == 200 << 30
-    assert config.parse_size("512MiB") == 512 << 20
-    assert config.parse_size("lots") is None
+@pytest.mark.parametrize(("text", "seconds"), [('"90m"', 5400), ('"2h"', 7200), ('"30"', 30),
+                                               ("30", 30), ('"1d"', 86400), ('"0.5s"', 1)])
+def test_durations(tmp_path: Path, text: str, seconds: int) -> None:
+    """matrix.timeout goes through core.quantity.duration (the CLI's parser), in whole
+    seconds rounded up."""
+    p = tmp_path / "nightly.toml"
+    p.write_text(_HEAD + f"timeout = {text}\n" + '[publish]\nindex = "i"\n')
+    assert config.load(p).cells[0].timeout_s == seconds
+
+
+@pytest.mark.parametrize(("text", "value"), [('"200G"', 200 << 30), ('"512MiB"', 512 << 20),
+                                             ("1000", 1000), ('"1.5K"', 1536), ("0", 0)])
+def test_sizes(tmp_path: Path, text: str, value: int) -> None:
+    p = tmp_path / "nightly.toml"
+    p.write_text(_HEAD + '[publish]\nindex = "i"\n' + f"[retention]\nmax_size = {text}\n")
+    assert config.load(p).max_size == value
+
+
+@pytest.mark.parametrize(("line", "words"), [
+    ('timeout = "0"', "matrix[0].timeout: '0' is out of range"),
+    ('timeout = "2 weeks"', "matrix[0].timeout: '2 weeks' is not a duration"),
+    ("timeout = inf", "matrix[0].timeout: 'inf' is out of range"),
+    ("timeout = nan", "matrix[0].timeout: 'nan' is out of range"),
+    ("timeout = " + "9" * 400, "matrix[0].timeout: '" + "9" * 40 + "...' is out of range"),
+    ('timeout = "' + "9" * 400 + '"', "matrix[0].timeout: '" + "9" * 40 + "...' is not a"),
+    ("[retention]\nmax_size = " + "9" * 400, "retention.max_size: '" + "9" * 40 + "...' is out"),
+    ('[retention]\nmax_size = "lots"', "retention.max_size: 'lots' is not a size"),
+    ("[retention]\nmax_size = -1", "retention.max_size: '-1' is out of range"),
+    ("[retention]\nmax_size = inf", "retention.max_size: 'inf' is out of range"),
+    ("[retention]\nkeep_days = nan", "retention.keep_days: 'nan' is out of range"),
+    ("[retention]\nkeep_days = -inf", "retention.keep_days: '-inf' is out of range"),
+    ("[retention]\nkeep_days = -1", "retention.keep_days: '-1' is out of range"),
+    ("[retention]\nkeep_days = " + "9" * 400, "retention.keep_days: '" + "9" * 40),
+    ("[reports]\nhistory = " + "9" * 400, "reports.history: '" + "9" * 40 + "...' is out"),
+    ("[reports]\nhistory = 2.5", "reports.history: '2.5' is not a number of runs"),
+    ("[executor]\ntime = " + "9" * 400, "executor.time: '" + "9" * 40 + "...' is out of"),
+    ("[executor]\npoll = nan", "executor.poll: 'nan' is out of range"),
+])
+def test_numbers_are_one_line_naming_the_key(tmp_path: Path, line: str, words: str) -> None:
+    """Every number of nightly.toml goes through core.quantity: 400 digits, NaN, infinity or a
+    negative value is one UsageError naming the key, never an OverflowError."""
+    p = tmp_path / "nightly.toml"
+    where = "" if line.startswith("[") else line + "\n"
+    tail = line + "\n" if line.startswith("[") else ""
+    p.write_text(_HEAD + where + '[publish]\nindex = "i"\n' + tail)
+    with pytest.raises(UsageError) as exc:
+        config.load(p)
+    assert exc.value.message.startswith("nightly.toml: ") and words in exc.value.message
+    assert "\n" not in exc.value.message and exc.value.hint
 
 
 class _Index(http.server.BaseHTTPRequestHandler):

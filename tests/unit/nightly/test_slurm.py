@@ -235,10 +235,11 @@ def test_settings_from_the_executor_table(tmp_path: Path) -> None:
     ({"partition": "a b"}, "nightly.toml: executor.partition: 'a b' is not a Slurm name"),
     ({"account": 3}, "nightly.toml: executor.account: '3' is not a Slurm name"),
     ({"time": "soon"}, "nightly.toml: executor.time: 'soon' is not a duration"),
-    ({"time": 0}, "nightly.toml: executor.time: 0 is out of range"),
+    ({"time": 0}, "nightly.toml: executor.time: '0' is out of range"),
     ({"poll": True}, "nightly.toml: executor.poll: 'True' is not a duration"),
     ({"sbatch_args": "--qos=x"}, "executor.sbatch_args: must be a list of sbatch options"),
-    ({"sbatch_args": ["--array=0-3"]}, "executor.sbatch_args: --array is the executor's own"),
+    ({"sbatch_args": ["--array=0-3"]}, "executor.sbatch_args: sbatch reads '--array=0-3' as "
+     "--array, which the executor sets itself"),
     ({"shared_dir": ""}, "nightly.toml: executor.shared_dir: must be a path"),
 ])
 def test_bad_executor_keys_are_one_line(tmp_path: Path, table: dict[str, object],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import zipfile
 from pathlib import Path
 
@@ -199,3 +200,30 @@ def test_invalid_project_names(name: str) -> None:
     assert not valid_project_name(name)
     with pytest.raises(UsageError, match="not a valid project name"):
         parse_pin(f"{name}==1.0")
+
+
+@pytest.mark.parametrize(("spec", "said"), [
+    ("a==", "'a==' is not NAME==VERSION"), ("a==1==2", "'a==1==2' is not NAME==VERSION"),
+    ("a==  ", "is not NAME==VERSION"), ("a===1", "'=1' in 'a===1' is not a valid version"),
+    ("a==one", "'one' in 'a==one' is not a valid version"),
+])
+def test_bad_promote_specs_are_usage_errors(spec: str, said: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(said)):
+        parse_pin(spec)
+
+
+def test_promote_to_its_own_stage_and_empty_stages_are_usage_errors(tmp_path: Path) -> None:
+    """The command line's mistakes (exit 2), before the index is read: not publish errors."""
+    base = {"index": str(tmp_path / "i"), "project": "demo", "version": "1.0"}
+    with pytest.raises(UsageError, match="--from and --to are both 'staging'"):
+        promote(PromoteOptions(**base, from_stage="staging", to_stage="staging"))
+    with pytest.raises(UsageError, match="'x' is not a valid version"):
+        promote(PromoteOptions(**{**base, "version": "x"}))
+    for where in ("from_stage", "to_stage"):
+        with pytest.raises(UsageError, match="invalid stage name ''"):
+            promote(PromoteOptions(**base, **{where: ""}))
+    w = _wheel(tmp_path, "demo", "1.0")
+    for index in (str(tmp_path / "i"), "https://u:pw@127.0.0.1:9/"):
+        with pytest.raises(UsageError, match="^--stage: invalid stage name ''$"):
+            publish([w], PublishOptions(index=index, stage=""))
+    assert not (tmp_path / "i").exists()

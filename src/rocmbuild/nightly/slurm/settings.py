@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rocmbuild.core import fsutil, quantity
 from rocmbuild.core.errors import UsageError
+from rocmbuild.nightly import userpath
 from rocmbuild.nightly.model import Task
 
 
@@ -42,8 +44,35 @@ SETTING_KEYS = ("partition", "gpu_partition", "account", "sbatch_args", "time", 
 """The keys of nightly.toml's ``[executor]`` table that ``settings_from_table`` reads."""
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
-_SPAN = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")
-_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+OWN = {"array": "a", "chdir": "D", "export": "", "job-name": "J", "output": "o",
+       "parsable": "", "wrap": "", "help": "h", "usage": "u", "version": "V",
+       "test-only": ""}
+"""sbatch's options that the executor sets itself (or that submit nothing), long name ->
+short letter: sbatch_args must not set them under any spelling."""
+_NO_ARG = set("hHkOQsuvVW")
+"""sbatch's short options that take no argument (so another may follow in one word)."""
+
+
+def own_option(arg: str) -> str | None:
+    """The executor's own sbatch option ``arg`` would be read as, or None. sbatch parses with
+    getopt_long: a long option may be any unambiguous prefix (``--arr=1``, ``--out=x``), short
+    options may be bundled and take their value joined (``-a1``, ``-Qo/x``)."""
+    if arg.startswith("--"):
+        given = arg[2:].split("=", 1)[0]
+        if not given:
+            return "--"  # ends sbatch's options: what follows would be the script
+        for name in OWN:
+            if name.startswith(given):
+                return f"--{name}"
+        return None
+    shorts = {v: k for k, v in OWN.items() if v}
+    for ch in arg[1:]:
+        if ch in shorts:
+            return f"--{shorts[ch]}"
+        if ch not in _NO_ARG:
+            return None  # an option with a value: the rest of the word is the value
+    return "-" if arg == "-" else None
 
 
 def settings_from_table(table: Mapping[str, Any], where: str, base: Path) -> SlurmSettings:
@@ -66,38 +95,45 @@ def settings_from_table(table: Mapping[str, Any], where: str, base: Path) -> Slu
         v = table.get(key)
         if v is None:
             return None
-        m = _SPAN.fullmatch(v.strip()) if isinstance(v, str) else None
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            secs = float(v)
-        elif m:
-            secs = float(m.group(1)) * _UNIT[m.group(2)]
-        else:
-            raise bad(key, f"{str(v)[:60]!r} is not a duration",
-                      'seconds, or a number with s, m, h or d: "90m", "12h"')
-        if not 0 < secs <= 366 * 86400:
-            raise bad(key, f"{v!r} is out of range", "more than 0 s, at most a year")
-        return secs
+        try:
+            return quantity.duration(v)
+        except quantity.BadQuantity as exc:
+            raise bad(key, str(exc), quantity.DURATION_HINT) from None
 
     args = table.get("sbatch_args", [])
-    if not isinstance(args, list) or not all(isinstance(a, str) and a.startswith("-")
-                                             for a in args):
-        raise bad("sbatch_args", "must be a list of sbatch options",
-                  'e.g. sbatch_args = ["--qos=normal", "--constraint=mi300x"]')
-    taken = [a for a in args if a.split("=")[0] in (
-        "--array", "-a", "--parsable", "--output", "-o", "--chdir", "-D", "--wrap",
-        "--export")]
-    if taken:
-        raise bad("sbatch_args", f"{taken[0].split('=')[0]} is the executor's own",
-                  "the executor sets --array, --output, --chdir and --export itself")
+    example = 'e.g. sbatch_args = ["--qos=normal", "--constraint=mi300x"]'
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise bad("sbatch_args", "must be a list of sbatch options", example)
+    for a in args:
+        if not a.startswith("-") or "\0" in a or "\n" in a:
+            raise bad("sbatch_args", f"{a[:60]!r} is not an sbatch option",
+                      "one option per string, its value joined: --qos=normal, -q normal "
+                      "written -qnormal")
+        own = own_option(a)
+        if own is not None:
+            raise bad("sbatch_args", f"sbatch reads {a[:60]!r} as {own}, which the executor "
+                      "sets itself", "the executor sets --array, --output, --chdir, --export "
+                      "and --job-name (the job_name key) itself; leave them out")
+    shared_dir = None
     shared = table.get("shared_dir")
-    if shared is not None and (not isinstance(shared, str) or not shared.strip()):
-        raise bad("shared_dir", "must be a path", "a directory every node mounts")
+    if shared is not None:
+        if not isinstance(shared, str) or not shared.strip():
+            raise bad("shared_dir", "must be a path", "a directory every node mounts")
+        try:
+            shared_dir = userpath.checked(shared, base)
+        except userpath.BadPath as exc:
+            raise bad("shared_dir", str(exc), "a directory every node mounts, as a plain "
+                      "absolute path") from None
+        blocker = fsutil.in_the_way(shared_dir)
+        if blocker is not None:
+            raise bad("shared_dir", f"{blocker} is a file, not a directory",
+                      "a directory every node mounts")
     limit, poll = span("time"), span("poll")
     return SlurmSettings(
         partition=name("partition"), gpu_partition=name("gpu_partition"),
         account=name("account"), extra_args=tuple(args),
         max_time_s=None if limit is None else math.ceil(limit),
-        shared_dir=None if shared is None else base / Path(shared).expanduser(),
+        shared_dir=shared_dir,
         poll_s=2.0 if poll is None else poll,
         job_name=name("job_name") or SlurmSettings.job_name,
     )
