@@ -173,9 +173,9 @@ def _internal_error(argv: list[str]) -> int:
     import time
     import traceback
 
-    from rocmbuild.core import config, run
+    from rocmbuild.core import config
 
-    text = run.redact(traceback.format_exc())  # a URL's user:password never reaches the file
+    text = log.redact(traceback.format_exc())  # a URL's user:password never reaches the file
     name = f"internal-error-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.txt"
     saved: Path | None = None
     dirs: list[Path] = []

@@ -45,7 +45,8 @@ from rocmbuild.artifacts.results import DependencyWheel
 from rocmbuild.core import fsutil, lock, log, untrusted
 from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import BuildError, CommandFailed, ToolchainError
-from rocmbuild.core.run import redact, run
+from rocmbuild.core.log import redact
+from rocmbuild.core.run import run
 from rocmbuild.recipe.plan import BuildEnvSpec
 
 FORMAT = 1

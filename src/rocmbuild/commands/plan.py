@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 def _print(plan: object, seen: dict[str, Any]) -> None:
     from rocmbuild.artifacts import label
     from rocmbuild.core import log
-    from rocmbuild.core.run import redact
+    from rocmbuild.core.log import redact
     from rocmbuild.recipe.plan import Plan, display
 
     assert isinstance(plan, Plan)

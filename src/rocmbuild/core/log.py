@@ -28,6 +28,15 @@ if TYPE_CHECKING:
 _consoles: dict[str, Console] = {}
 
 
+
+_USERINFO = re.compile(r"(?<=://)[^/@\s']+@")
+
+
+def redact(text: str) -> str:
+    """``text`` with the user:password of every URL in it replaced by ``***``: the one
+    redactor, for every message, log line and record that may hold a URL."""
+    return _USERINFO.sub("***@", text)
+
 def __getattr__(name: str) -> Console:
     """``log.console`` and ``log.out``, made on first use (PEP 562)."""
     if name not in ("console", "out"):

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from rocmbuild.core import log
 from rocmbuild.core.errors import CommandFailed
+from rocmbuild.core.log import redact
 
 TAIL_LINES = 30
 CAUSE_LINES = 300  # how far back the cause is looked for (a compiler error comes before
@@ -158,14 +159,6 @@ def last_cause(text: str) -> str:
             line = f"{line} {lines[i + 1]}"
         return _cut(line)
     return _cut(lines[-1]) if lines else ""
-
-
-_USERINFO = re.compile(r"(?<=://)[^/@\s']+@")
-
-
-def redact(text: str) -> str:
-    """``text`` with the user:password of every URL in it replaced by ``***``."""
-    return _USERINFO.sub("***@", text)
 
 
 def _cut(line: str, width: int = 300) -> str:

@@ -200,7 +200,7 @@ def requirement_problem(text: str) -> str | None:
     try:
         Requirement(text)
     except InvalidRequirement as exc:  # user:password@ never reaches output
-        from rocmbuild.core.run import redact
+        from rocmbuild.core.log import redact
 
         return (f"{redact(text)!r} is not a requirement: {redact(str(exc).splitlines()[0])} "
                 '(e.g. "triton>=3.0")')

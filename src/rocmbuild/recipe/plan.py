@@ -265,7 +265,7 @@ class Plan:
     def source_json(self) -> dict[str, Any]:
         """The source as the plan, the cache key and the provenance show it: its URL without a
         ``user:password@`` (the pin decides the bytes, not the credentials)."""
-        from rocmbuild.core.run import redact
+        from rocmbuild.core.log import redact
 
         s = self.source
         out: dict[str, Any] = {"kind": s.kind}
@@ -304,7 +304,7 @@ class Plan:
 
     def downloads_json(self) -> list[dict[str, Any]]:
         """The [[downloads]], their URLs without a ``user:password@`` (as ``source_json``)."""
-        from rocmbuild.core.run import redact
+        from rocmbuild.core.log import redact
 
         return [{"name": d.name, "url": redact(d.url), "sha256": d.sha256, "extract": d.extract,
                  "env": d.env} for d in self.downloads]

@@ -273,7 +273,7 @@ def render(recipe: Recipe, target: Target, host: Host,
     downloads = tuple(d for d in recipe.downloads if _applies(d, facts))
     for i, d in enumerate(recipe.downloads):
         if d in downloads and not d.sha256:
-            from rocmbuild.core.run import redact
+            from rocmbuild.core.log import redact
 
             raise RecipeError(
                 [f"{recipe.path.name}: downloads[{i}].sha256: missing for {d.name!r}, which "

@@ -20,7 +20,7 @@ from typing import Protocol
 from rocmbuild.core import fsutil, log
 from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import FetchError
-from rocmbuild.core.run import redact
+from rocmbuild.core.log import redact
 from rocmbuild.sources.archive import extract
 from rocmbuild.sources.retry import retry
 

@@ -33,7 +33,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from rocmbuild.core.errors import RocmbuildError
-from rocmbuild.core.run import redact
+from rocmbuild.core.log import redact
 from rocmbuild.sources import upstream
 
 DEFAULT_TIMEOUT_S = 30

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rocmbuild.core import fsutil, log
 from rocmbuild.core.errors import FetchError
-from rocmbuild.core.run import redact
+from rocmbuild.core.log import redact
 from rocmbuild.core.run import run as sh
 from rocmbuild.sources.retry import retry
 

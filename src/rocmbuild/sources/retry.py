@@ -18,7 +18,8 @@ from typing import TypeVar
 
 from rocmbuild.core import fsutil, log, options
 from rocmbuild.core.errors import CommandFailed, FetchError
-from rocmbuild.core.run import last_cause, redact
+from rocmbuild.core.log import redact
+from rocmbuild.core.run import last_cause
 
 ATTEMPTS = 3
 T = TypeVar("T")

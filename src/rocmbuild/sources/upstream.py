@@ -22,7 +22,7 @@ from packaging.version import InvalidVersion, Version
 
 from rocmbuild.core import run, untrusted
 from rocmbuild.core.errors import FetchError
-from rocmbuild.core.run import redact
+from rocmbuild.core.log import redact
 
 MAX_INDEX_BYTES = 16 << 20
 """A project's simple JSON page: flash-attn's is ~100 KB; a larger answer is refused."""

@@ -33,7 +33,8 @@ from rocmbuild.buildtools import compilecache, oom, progress
 from rocmbuild.cache import learned
 from rocmbuild.core import fsutil, hostenv, log, options, untrusted
 from rocmbuild.core.errors import BuildError, CommandFailed
-from rocmbuild.core.run import no_network, redact
+from rocmbuild.core.log import redact
+from rocmbuild.core.run import no_network
 from rocmbuild.core.run import run as sh
 from rocmbuild.host.detect import Host
 from rocmbuild.recipe.plan import Plan

@@ -25,7 +25,8 @@ from rocmbuild.artifacts import wheel
 from rocmbuild.artifacts.wheel import WheelInfo
 from rocmbuild.core import fsutil, hostenv, untrusted
 from rocmbuild.core.errors import ToolchainError, UsageError, ValidationError
-from rocmbuild.core.run import redact, run
+from rocmbuild.core.log import redact
+from rocmbuild.core.run import run
 
 # Requirements never installed from an index by the validator.
 NEVER_INSTALL = {"torch", "pytorch-triton-rocm"}

@@ -22,7 +22,7 @@ from rocmbuild.cache import store as cache
 from rocmbuild.core import config, fsutil, log
 from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import CacheError, RocmbuildError, ToolchainError, ValidationError
-from rocmbuild.core.run import redact
+from rocmbuild.core.log import redact
 from rocmbuild.validate import baseline as baseline_cmp
 from rocmbuild.validate import install as inst
 from rocmbuild.validate import kernels as kernel_step
