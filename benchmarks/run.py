@@ -67,6 +67,8 @@ BENCHMARKS: dict[str, Bench] = {
     "ck_units": Bench("ck_units.py", (), "CK fmha units"),
     "reproducible": Bench("bench_reproducible.py", ("--builds", "3"),
                           "Reproducible wheels: repeated cold builds"),
+    "nightly_controller": Bench("bench_nightly_controller.py", ("--repeat", "3"),
+                                "Nightly: the controller with 300 MB cached wheels"),
     "mem_planner": Bench("mem_planner.py", (), "Learned MAX_JOBS under a memory cgroup"),
     "deepspeed_cpu_ops": Bench("deepspeed_cpu_ops.py", (), "DeepSpeed: the CPU ops build"),
     "attention_gate": Bench("attention_gate.py",

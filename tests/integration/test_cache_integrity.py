@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 from tests.conftest import rocmbuild
@@ -81,6 +82,41 @@ def test_hit_verifies_bytes_copies_and_rebuilds_bad_entries(tmp_path: Path) -> N
     warnings = [x for x in err.splitlines() if x.startswith("warning: cache entry ")]
     assert len(warnings) == 1 and "sha256" in warnings[0], err
     assert _sha(delivered) == _sha(_entry(tmp_path) / WHEEL)
+
+
+def test_a_stamped_hit_reads_no_byte_until_delivery_which_catches_what_the_stat_missed(
+        tmp_path: Path) -> None:
+    """The verified stamp: the second hit's lookup trusts the wheel's unchanged stat (a
+    `nightly` SKIP needs no more), delivery hashes what it copies. Corruption the stat cannot
+    show (the bytes change, the stamp is made to match the new stat: what bit rot below the
+    file system leaves) is a stamp hit at lookup and still never delivered: reported, the entry
+    discarded, rebuilt."""
+    from rocmbuild.cache import stamp
+
+    recipe, env = _project(tmp_path)
+    assert _build(recipe, env)[0] == 0
+    time.sleep(stamp.RACY_NS / 1e9 + 0.1)  # past the racy window of the store's rename
+    (tmp_path / "build" / "wheels" / WHEEL).unlink()  # the hit copies it again
+    code, last, err = _build(recipe, env)
+    assert code == 0 and last.endswith("cached"), err
+    cached = _entry(tmp_path) / WHEEL
+    first = stamp.read(cached.parent)
+    assert first is not None and first.sha256 == _sha(cached)  # the hit's full hash stamped it
+    st = cached.stat()
+    data = bytearray(cached.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    with open(cached, "r+b") as f:
+        f.write(bytes(data))
+    os.utime(cached, ns=(st.st_atime_ns, st.st_mtime_ns))
+    stamp.write(cached.parent, stamp.of(cached.stat(), first.sha256, stamp.now() + stamp.RACY_NS))
+    (tmp_path / "build" / "wheels" / WHEEL).unlink()
+    code, last, err = _build(recipe, env)
+    assert code == 0 and last.endswith("built"), err
+    warnings = [x for x in err.splitlines() if x.startswith("warning: cache entry ")]
+    assert len(warnings) == 1 and "not delivered, the entry is discarded; rebuilding" \
+        in warnings[0], err
+    delivered = tmp_path / "build" / "wheels" / WHEEL
+    assert _sha(delivered) == first.sha256 == _sha(_entry(tmp_path) / WHEEL)
 
 
 def test_crafted_entry_cannot_bring_a_host_file_into_the_wheel_dir(tmp_path: Path) -> None:

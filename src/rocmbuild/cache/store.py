@@ -6,10 +6,14 @@ of one, and a crash never leaves a torn one behind.
 
 The cache is not trusted on a hit. ``lookup`` checks ``entry.json``'s shape (every key, its type),
 that the wheel it names is a plain file name of a regular file inside the entry (no ``/``, no
-``..``, no symlink), and hashes the wheel: a hit proves the bytes are the recorded ones. A bad
+``..``, no symlink) of the recorded size, and hashes the wheel unless its verified stamp
+(``cache.stamp``: size, mtime, ctime and inode when its bytes last matched) vouches for it. A bad
 entry is reported (one warning line naming the entry and what is wrong), discarded, and the caller
-rebuilds. ``deliver`` puts a *copy* in the wheel dir (a reflink where the file system has them),
-never a hard link, so editing a delivered wheel cannot change the cache.
+rebuilds. What is handed out is always hashed: ``deliver`` puts a *copy* in the wheel dir (a
+reflink where the file system has them, never a hard link, so editing a delivered wheel cannot
+change the cache) and hashes the bytes it put there, as ``copy_to`` does; bytes that are not the
+recorded ones are never delivered (``Corrupt``: the entry is discarded). So a hit proves its bytes
+where they are used, and a lookup that only decides "unchanged" (the nightly's SKIP) reads none.
 
 An entry may also hold ``build.json``, the build record: what describes that one build and not
 the wheel's inputs (stage timings, MAX_JOBS, the backend's own wheel, the host's CPUs and
@@ -39,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from rocmbuild.cache import stamp
 from rocmbuild.core import fsutil, lock, log, untrusted
 from rocmbuild.core.errors import CacheError
 from rocmbuild.core.log import escape
@@ -71,7 +76,9 @@ NOT_VALIDATED = Validation("not validated")
 
 @dataclass(frozen=True)
 class Entry:
-    """A verified cache entry: its key, wheel (hashed on lookup) and entry.json."""
+    """A checked cache entry: its key, wheel and entry.json. ``checked_by``: how the lookup
+    knew the wheel's bytes, hashed (``sha256``) or by its verified stamp (``stamp``); delivery
+    hashes them either way."""
 
     key: str
     wheel: Path
@@ -79,10 +86,16 @@ class Entry:
     size: int
     validation: Validation
     meta: dict[str, Any]  # the checked entry.json as stored
+    checked_by: Literal["sha256", "stamp"] = "sha256"
 
 
 class BadEntry(Exception):
     """entry.json or the wheel it names is not what the cache writes (internal to this module)."""
+
+
+class Corrupt(CacheError):
+    """The cached wheel's bytes, read while handing them out, are not the recorded ones: nothing
+    was delivered and the entry is discarded (``deliver.held`` rebuilds)."""
 
 
 def _dir(cache: Path, key: str) -> Path:
@@ -178,14 +191,23 @@ def _read_entry_json(d: Path) -> object:
         raise BadEntry(f"entry.json: {exc}") from None
 
 
-def _hash_wheel(path: Path, size: int) -> str:
-    """sha256 of the regular file ``path`` (never through a symlink), checking its size first."""
+def _hash_wheel(path: Path, size: int, vouch: str | None = None) -> str | None:
+    """sha256 of the regular file ``path`` (never through a symlink), checking its size first;
+    None, reading no byte, when ``path``'s verified stamp vouches for the sha256 ``vouch``. A
+    full hash that gives ``vouch`` stamps the file."""
     fd, st = _open_regular(path, "the wheel it names")
     if st.st_size != size:
         os.close(fd)
         raise BadEntry(f"the wheel is {st.st_size} bytes, entry.json records {size}")
+    if vouch is not None and stamp.trusted(stamp.read(path.parent), st, vouch):
+        os.close(fd)
+        return None
+    began = stamp.now()
     with os.fdopen(fd, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    if digest == vouch:
+        stamp.write(path.parent, stamp.of(st, digest, began))
+    return digest
 
 
 def _check(d: Path, key: str) -> Entry:
@@ -196,15 +218,17 @@ def _check(d: Path, key: str) -> Entry:
     wheel = d / meta["wheel"]
     if wheel.parent != d:  # the name pattern already excludes '/', this is the belt to its braces
         raise BadEntry("wheel: names a path outside the entry")
-    digest = _hash_wheel(wheel, meta["size"])
-    if digest != meta["sha256"]:
+    digest = _hash_wheel(wheel, meta["size"], vouch=meta["sha256"])
+    if digest is not None and digest != meta["sha256"]:
         raise BadEntry(f"the wheel's sha256 is {digest}, entry.json records {meta['sha256']}")
-    return Entry(key, wheel, meta["sha256"], meta["size"], validation, meta)
+    return Entry(key, wheel, meta["sha256"], meta["size"], validation, meta,
+                 "sha256" if digest is not None else "stamp")
 
 
 def lookup(cache: Path, key: str) -> Entry | None:
-    """The verified entry for ``key``, or None: a miss, or a bad entry (reported and discarded).
-    Raises CacheError only when the cache itself cannot be read (permissions, I/O)."""
+    """The checked entry for ``key`` (its wheel hashed, or vouched for by its verified stamp),
+    or None: a miss, or a bad entry (reported and discarded). Raises CacheError only when the
+    cache itself cannot be read (permissions, I/O)."""
     d = _dir(cache, key)
     try:
         return _check(d, key)
@@ -243,25 +267,49 @@ def discard(cache: Path, key: str) -> None:
 
 # -- writing -------------------------------------------------------------------------------------
 
-def _clone_or_copy(src: Path, dst: Path) -> None:
+def _clone_or_copy(src: Path, dst: Path) -> str:
     """Copy ``src`` to the new file ``dst``: a reflink (shared extents, copy-on-write) where the
-    file system supports it, else a plain copy. Never a hard link, never through a symlink."""
+    file system supports it, else a plain copy. Never a hard link, never through a symlink.
+    Returns the sha256 of the bytes now at ``dst``, read once (while copying, or from the
+    clone)."""
     sfd = fsutil.open_regular(src)
     try:
-        dfd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        dfd = os.open(dst, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
         try:
             try:
                 fcntl.ioctl(dfd, _FICLONE, sfd)
-                return
+                cloned = True
             except OSError:
-                pass  # no reflinks here (ext4, tmpfs, overlayfs, another file system): copy
+                cloned = False  # no reflinks here (ext4, tmpfs, overlayfs, another fs): copy
+            if cloned:
+                with os.fdopen(dfd, "rb", closefd=False) as f:
+                    return hashlib.file_digest(f, "sha256").hexdigest()
+            h = hashlib.sha256()
             with os.fdopen(sfd, "rb", closefd=False) as fin, \
                     os.fdopen(dfd, "wb", closefd=False) as fout:
-                shutil.copyfileobj(fin, fout, 1 << 20)
+                while chunk := fin.read(1 << 20):
+                    h.update(chunk)
+                    fout.write(chunk)
+            return h.hexdigest()
         finally:
             os.close(dfd)
     finally:
         os.close(sfd)
+
+
+def _verified_copy(entry: Entry, dest: Path) -> None:
+    """Put the cached wheel's bytes at ``dest`` atomically, hashing them on the way: Corrupt
+    (the entry discarded, ``dest`` untouched) when they are not the recorded ones."""
+    with fsutil.atomic_path(dest) as tmp:  # removed again on the raise
+        digest = _clone_or_copy(entry.wheel, tmp)
+        if digest != entry.sha256:
+            d = entry.wheel.parent
+            discard(d.parent.parent, entry.key)
+            raise Corrupt(f"cache entry {escape(str(d))}: the wheel's sha256 is {digest}, "
+                          f"entry.json records {entry.sha256}; not delivered, the entry is "
+                          "discarded", hint="the cached bytes changed under an unchanged stat "
+                          "(disk or file system corruption?): check the disk; the next build "
+                          "rebuilds it")
 
 
 def _entry_json(meta: dict[str, Any]) -> str:
@@ -364,7 +412,9 @@ def record_validation(cache: Path, entry: Entry, validation: Validation) -> Entr
 
 def deliver(entry: Entry, wheel_dir: Path) -> Path:
     """Put a copy of the cached wheel into ``wheel_dir`` (a reflink where possible), atomically:
-    the delivered file and the cache never share an inode, so editing one leaves the other."""
+    the delivered file and the cache never share an inode, so editing one leaves the other.
+    Every byte handed out is hashed: a wheel already there is kept only when it hashes to the
+    recorded sha256, a copy only when the bytes copied do (else Corrupt, nothing delivered)."""
     dest = wheel_dir / entry.wheel.name
     hint = "check free disk and permissions of the wheel directory (--wheel-dir / " \
            "ROCMBUILD_WHEEL_DIR)"
@@ -373,8 +423,7 @@ def deliver(entry: Entry, wheel_dir: Path) -> Path:
         return dest  # a no-op rebuild: the wheel there is already the recorded bytes
     with _asos_error(wheel_dir, "cannot deliver the wheel into the wheel directory", hint):
         wheel_dir.mkdir(parents=True, exist_ok=True)
-        with fsutil.atomic_path(dest) as tmp:
-            _clone_or_copy(entry.wheel, tmp)
+        _verified_copy(entry, dest)
     _deliver_record(entry, wheel_dir, hint)
     return dest
 
@@ -411,14 +460,14 @@ def same_bytes(path: Path, entry: Entry) -> bool:
         if not stat.S_ISREG(st.st_mode) or st.st_size != entry.size \
                 or (st.st_dev, st.st_ino) == (own.st_dev, own.st_ino):
             return False  # an old hard link to the cache is replaced by a copy
-        return _hash_wheel(path, entry.size) == entry.sha256
+        return _hash_wheel(path, entry.size) == entry.sha256  # outside the cache: no stamp
     except (OSError, BadEntry):
         return False
 
 
 def copy_to(entry: Entry, dest: Path) -> None:
-    """Put a copy of the cached wheel at ``dest`` (e.g. into broken/), atomically."""
+    """Put a copy of the cached wheel at ``dest`` (e.g. into broken/), atomically, its bytes
+    hashed (Corrupt as for ``deliver``)."""
     with _asos_error(dest.parent, "cannot copy the cached wheel"):
         dest.parent.mkdir(parents=True, exist_ok=True)
-        with fsutil.atomic_path(dest) as tmp:
-            _clone_or_copy(entry.wheel, tmp)
+        _verified_copy(entry, dest)

@@ -2,9 +2,11 @@
 (``pipeline.build``) and for the memo's short path (``commands.quickhit``).
 
 ``held`` takes the key's locks, looks the key up (``cache.lookup``: entry.json checked, the
-wheel hashed), refuses a wheel that failed validation, delivers a copy into the wheel directory
-and records the use (``cache.touch``, prune's LRU). The locks stay held for the ``with`` body: a
-miss is built there, under the same locks.
+wheel hashed or vouched for by its verified stamp), refuses a wheel that failed validation,
+delivers a copy into the wheel directory (its bytes hashed on the way: a wheel whose bytes are
+not the recorded ones is discarded and served as a miss) and records the use (``cache.touch``,
+prune's LRU). The locks stay held for the ``with`` body: a miss is built there, under the same
+locks.
 
 This module imports only what a hit already imports (core and cache): the memo's path imports
 no argument parser, recipe model, plan or stage, and importing it does not import
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocmbuild.cache import store as cache
+from rocmbuild.core import log
 from rocmbuild.core.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -60,6 +63,14 @@ def held(ws: Workspace, key: str, wheel_dir: Path, *, look: bool = True,
 
 
 def _serve(ws: Workspace, key: str, wheel_dir: Path, failed_too: bool) -> Hit | None:
+    try:
+        return _serve_checked(ws, key, wheel_dir, failed_too)
+    except cache.Corrupt as exc:  # a stamp vouched for bytes that are not the recorded ones
+        log.warn(f"{exc.message}; rebuilding")
+        return None
+
+
+def _serve_checked(ws: Workspace, key: str, wheel_dir: Path, failed_too: bool) -> Hit | None:
     entry = cache.lookup(ws.cache, key)
     if entry is None:
         return None
