@@ -114,7 +114,7 @@ dir = "reports"
     report = json.loads((run_dir / "report.json").read_text())
     after = {c["cell"]: c for c in report["cells"]}[CELL]
     assert after["validation"] == "passed" and after["promoted"] is True
-    assert "then validated on" in after["reason"]
+    assert "then validation passed on" in after["reason"], after
     prom = (d / "reports" / "rocmbuild.prom").read_text()
     assert f'rocmbuild_nightly_cell_validation_pending{{cell="{CELL}"}} 0' in prom
     assert f'rocmbuild_nightly_cell_validated{{cell="{CELL}"}} 1' in prom

@@ -39,6 +39,8 @@ def register(sub: common.Subparsers) -> None:
     # What one task runs, on this machine or a Slurm node (the controller starts it).
     p.add_argument("--run-dir", default=None, help=argparse.SUPPRESS)
     p.add_argument("--cell", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--step", choices=("all", "build", "validate"), default="all",
+                   help=argparse.SUPPRESS)  # the Slurm executor's two steps of a cell
     p.set_defaults(handler=run)
 
 
@@ -91,8 +93,12 @@ def _other(args: argparse.Namespace, raw: bytes) -> int:
 
     cfg = _load(args, raw)
     if args.cell is not None:
+        if args.step == "validate":
+            from rocmbuild.nightly import revalidate
+
+            return revalidate.validate_task(cfg, Path(args.run_dir).absolute(), args.cell)
         return cell.run_cell(cfg, nightly_run.workspace(cfg), Path(args.run_dir).absolute(),
-                             args.cell)
+                             args.cell, args.step)
     planned = nightly_run.plan(cfg, args.only)
     if args.json:
         common.print_json([{

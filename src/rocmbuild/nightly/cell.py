@@ -134,9 +134,12 @@ def build_then_validate(plan: Plan, ctx: Context) -> tuple[BuildResult, str, str
     return built or done, "passed", ""
 
 
-def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: str) -> int:
+def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: str,
+             step: str = "all") -> int:
     """Build, validate and stage one cell; write its result.json. Returns the exit code (the
-    failing error's; 0 on success)."""
+    failing error's; 0 on success). ``step="build"`` (the Slurm executor with a
+    ``gpu_partition``): build and stage only, the wheel left pending for the cell's validation
+    task on the GPU partition."""
     start = time.monotonic()
     out_dir = cell_dir(run_dir, cell_id)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -150,7 +153,11 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
         plan = detect.render_cell(cell, pin, h, ws.cache, build_tag)
         ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
                       wheel_dir=ws.wheels, host=h)
-        result, validation, why = build_then_validate(plan, ctx)
+        if step == "build":
+            result = pipeline.build(plan, ctx)
+            validation, why = "pending", "its validation is this run's Slurm GPU task"
+        else:
+            result, validation, why = build_then_validate(plan, ctx)
         built = "cached" if result.status is Status.CACHED else "built"
         wheel = result.wheel
         project, version = detect.wheel_project(wheel.name)
@@ -165,7 +172,8 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
                                                           wheel.name, project, version, why))
             reason = (f"{built}, NOT VALIDATED (pending, never promoted until it is): {why}; "
                       "validate it on a host that can (a GPU host): "
-                      + pending.HOW.format(config=cfg.path) + f" (record {where})")
+                      + pending.HOW.format(config=cfg.path))
+            log.info(escape(f"{cell_id}: pending record {where}"))
             log.warn(escape(f"{cell_id}: {reason}"))
         else:
             pending.remove(ws.root, cell_id)  # validated now: an older record is done

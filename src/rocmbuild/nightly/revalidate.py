@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from rich.markup import escape
 
@@ -66,9 +67,12 @@ def validate_pending(cfg: NightlyConfig, run: str = "", only: tuple[str, ...] = 
     return out
 
 
-def _one(cfg: NightlyConfig, rec: pending.PendingWheel) -> Revalidated:
+def check(cfg: NightlyConfig, rec: pending.PendingWheel, run_dir: Path
+          ) -> tuple[str, str, str, int]:
+    """Validate one pending wheel from the cache (no build): its validation (``passed``,
+    ``failed``, or ``pending`` when this host cannot either), a line saying so, the wheel's
+    name when it passed, and the exit code. The record is removed once validation ran."""
     ws = nightly_run.workspace(cfg)
-    run_dir = cfg.reports / rec.run_id
     try:
         c, pin, tag = cellmod._entry(cellmod.read_manifest(run_dir), rec.cell_id)
         recipe = load.load(search.find_recipe(c.recipe))
@@ -79,37 +83,64 @@ def _one(cfg: NightlyConfig, rec: pending.PendingWheel) -> Revalidated:
         ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
                       wheel_dir=ws.wheels, host=h)
         done = pipeline.validate_cached(plan, ctx)
-    except ToolchainError as exc:
-        line = exc.message.splitlines()[0][:400]
-        log.warn(escape(f"{rec.cell_id}: still pending: this host cannot validate it either: "
-                        f"{line}"))
-        return Revalidated(rec.run_id, rec.cell_id, "pending", False,
-                           f"still pending: {line}")
     except ValidationError as exc:
         pending.remove(ws.root, rec.cell_id)
-        line = exc.message.splitlines()[0][:400]
+        line = exc.message.splitlines()[0][:250]
         log.warn(escape(f"{rec.cell_id}: validation failed: {line}"))
-        return Revalidated(rec.run_id, rec.cell_id, "failed", False,
-                           f"validation failed: {line}", failed=True)
-    except RocmbuildError as exc:  # the run or the cache lost it: the record stays
-        line = exc.message.splitlines()[0][:400]
-        log.warn(escape(f"{rec.cell_id}: cannot validate the pending wheel: {line}"))
-        return Revalidated(rec.run_id, rec.cell_id, "pending", False,
-                           f"cannot validate: {line}")
-    project, version = detect.wheel_project(done.wheel.name)
-    o = nightly_run.promote(cfg, CellOutcome(rec.cell_id, Status.SUCCESS, End.COMPLETED,
-                                             wheel=done.wheel.name, project=project,
-                                             version=version))
+        return "failed", f"validation failed on {host_name()}: {line}", "", exc.exit_code
+    except RocmbuildError as exc:  # ToolchainError: this host cannot either; the record stays
+        line = exc.message.splitlines()[0][:250]
+        what = ("this host cannot validate it either" if isinstance(exc, ToolchainError)
+                else "cannot validate it")
+        log.warn(escape(f"{rec.cell_id}: still pending: {what}: {line}"))
+        return "pending", f"still pending: {what} ({host_name()}): {line}", "", exc.exit_code
     pending.remove(ws.root, rec.cell_id)
+    log.info(escape(f"{rec.cell_id}: validation passed on {host_name()}"))
+    return "passed", f"validation passed on {host_name()}", done.wheel.name, 0
+
+
+def _one(cfg: NightlyConfig, rec: pending.PendingWheel) -> Revalidated:
+    validation, line, wheel, _ = check(cfg, rec, cfg.reports / rec.run_id)
+    if validation != "passed":
+        return Revalidated(rec.run_id, rec.cell_id, validation, False, line,
+                           failed=validation == "failed")
+    project, version = detect.wheel_project(wheel)
+    o = nightly_run.promote(cfg, CellOutcome(rec.cell_id, Status.SUCCESS, End.COMPLETED,
+                                             wheel=wheel, project=project, version=version))
     if o.status is Status.FAILED:
-        log.warn(escape(f"{rec.cell_id}: validation passed; {o.reason}"))
-        return Revalidated(rec.run_id, rec.cell_id, "passed", False,
-                           f"validated on {host_name()}; {o.reason}", failed=True)
-    log.info(escape(f"{rec.cell_id}: validation passed on {host_name()}"
-                    + (f"; {done.wheel.name} promoted to {cfg.promote_to}" if o.promoted
-                       else "")))
+        log.warn(escape(f"{rec.cell_id}: {o.reason}"))
+        return Revalidated(rec.run_id, rec.cell_id, "passed", False, f"{line}; {o.reason}",
+                           failed=True)
+    if o.promoted:
+        log.info(escape(f"{rec.cell_id}: {wheel} promoted to {cfg.promote_to}"))
     return Revalidated(rec.run_id, rec.cell_id, "passed", o.promoted,
-                       f"validated on {host_name()}" + (", promoted" if o.promoted else ""))
+                       line + (", promoted" if o.promoted else ""))
+
+
+def validate_task(cfg: NightlyConfig, run_dir: Path, cell_id: str) -> int:
+    """``nightly --run-dir R --cell ID --step validate``: the Slurm GPU array's task, after the
+    cell's build task. Validates the wheel the build step left pending and writes the cell's
+    ``validate.json`` (a CellOutcome: validation and why); the controller merges it at collect
+    and promotes. The exit code: 0 passed, 8 failed, 10 this node cannot validate it either."""
+    from rocmbuild.nightly.slurm.executor import VALIDATE_RESULT
+
+    ws = nightly_run.workspace(cfg)
+    path = pending.path_of(ws.root, cell_id)
+    try:
+        rec: pending.PendingWheel | None = pending.read(path)
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        log.warn(escape(f"{path}: {why}"))
+        rec = None
+    if rec is None or rec.run_id != run_dir.name:
+        validation, line, code = "", f"no pending record of run {run_dir.name} ({path})", 2
+    else:
+        validation, line, _, code = check(cfg, rec, run_dir)
+    out = CellOutcome(cell_id, Status.FAILED if code else Status.SUCCESS,
+                      End.FAILED if code else End.COMPLETED, reason=line[:500],
+                      exit_code=code, validation=validation)
+    cellmod.write_result(cellmod.cell_dir(run_dir, cell_id) / VALIDATE_RESULT, out)
+    return code
 
 
 def host_name() -> str:
@@ -134,7 +165,7 @@ def _update_report(cfg: NightlyConfig, run_id: str, done: list[Revalidated]) -> 
         if r is not None and r.validation != "pending":
             o = replace(o, validation=r.validation, promoted=r.promoted or o.promoted,
                         status=Status.FAILED if r.failed else Status.SUCCESS,
-                        reason=f"{o.reason.split('; validate it on')[0]}; then {r.reason}"[:500])
+                        reason=f"{o.reason.split(', NOT VALIDATED')[0]}, then {r.reason}"[:500])
         cells.append(o)
     new = RunReport(report.run_id, report.started, report.finished, report.executor,
                     tuple(cells), report.lock_note, report.freed_bytes, report.notes)

@@ -153,7 +153,8 @@ def manifest(cfg: NightlyConfig, rid: str, started: float,
 
 
 def tasks(cfg: NightlyConfig, run_dir: Path, planned: Sequence[detect.Planned]) -> list[Task]:
-    """One task per BUILD cell: the same ``python -m rocmbuild nightly --cell`` everywhere."""
+    """One task per BUILD cell: the same ``python -m rocmbuild nightly --cell`` everywhere (the
+    Slurm executor with a ``gpu_partition`` splits each into its build and validate steps)."""
     ws = workspace(cfg)
     out = []
     for p in planned:
@@ -166,7 +167,7 @@ def tasks(cfg: NightlyConfig, run_dir: Path, planned: Sequence[detect.Planned]) 
                 "--cell", c.id)
         out.append(Task(c.id, argv, d / cellmod.RESULT, d / cellmod.LOG, cpus=p.plan.jobs,
                         mem_bytes=int(p.plan.jobs * p.plan.job_mem_gb * (1 << 30)),
-                        gpus=1 if cfg.executor.gpu_partition else 0, time_s=c.timeout_s))
+                        time_s=c.timeout_s))
     return out
 
 

@@ -37,6 +37,8 @@ class ArrayJob:
     shape: Shape
     cells: tuple[str, ...]
     """Cell ids by array task index."""
+    after: str = ""
+    """A validation array: the build array whose task i each task i follows (aftercorr)."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ class Submission:
     """Unix time just before the first sbatch."""
     jobs: tuple[ArrayJob, ...]
     cells: tuple[SubmittedCell, ...]
+    validations: tuple[SubmittedCell, ...] = ()
+    """The cells' validation tasks (``gpu_partition`` set), on the GPU partition."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -54,11 +58,19 @@ class Submission:
             "submitted": self.submitted,
             "jobs": [{"job_id": j.job_id, "script": j.script, "cells": list(j.cells),
                       "cpus": j.shape.cpus, "mem_mb": j.shape.mem_mb, "gpus": j.shape.gpus,
-                      "time_min": j.shape.time_min, "partition": j.shape.partition}
+                      "time_min": j.shape.time_min, "partition": j.shape.partition,
+                      **({"after": j.after} if j.after else {})}
                      for j in self.jobs],
-            "cells": [{"cell": c.cell_id, "job_id": c.job_id, "task": c.task_index,
-                       "result": c.result, "log": c.log} for c in self.cells],
+            "cells": [_cell_json(c) for c in self.cells],
+            **({"validations": [_cell_json(c) for c in self.validations]}
+               if self.validations else {}),
         }
+
+
+def _cell_json(c: SubmittedCell) -> dict[str, Any]:
+    return {"cell": c.cell_id, "job_id": c.job_id, "task": c.task_index, "result": c.result,
+            "log": c.log}
+
 
 def load_submission(run_dir: Path) -> Submission:
     """``<run_dir>/slurm.json``, checked: job ids are numbers, cell ids cell ids, paths inside
@@ -78,15 +90,18 @@ def load_submission(run_dir: Path) -> Submission:
             _digits(j["job_id"]), _inside(run_dir, j["script"]),
             Shape(int(j["cpus"]), int(j["mem_mb"]), int(j["gpus"]), int(j["time_min"]),
                   None if j.get("partition") is None else str(j["partition"])),
-            tuple(_cell(x) for x in j["cells"])) for j in data["jobs"])
-        cells = tuple(SubmittedCell(_cell(c["cell"]), _digits(c["job_id"]), int(c["task"]),
-                                    _inside(run_dir, c["result"]), _inside(run_dir, c["log"]))
-                      for c in data["cells"])
+            tuple(_cell(x) for x in j["cells"]),
+            _digits(j["after"]) if "after" in j else "") for j in data["jobs"])
+        cells, checks = (tuple(SubmittedCell(_cell(c["cell"]), _digits(c["job_id"]),
+                                             int(c["task"]), _inside(run_dir, c["result"]),
+                                             _inside(run_dir, c["log"]))
+                               for c in (data[key] if key == "cells" else data.get(key, [])))
+                         for key in ("cells", "validations"))
         submitted = float(data["submitted"])
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"{bad}: {str(exc)[:200]}",
                          hint="was it edited? resubmit the run") from None
-    return Submission(submitted, jobs, cells)
+    return Submission(submitted, jobs, cells, checks)
 
 
 def _digits(v: object) -> str:
