@@ -208,6 +208,12 @@ class SlurmExecutor:
                     hint="wait for the array to end (squeue), then collect again")
             result, problem = read_result(run_dir / c.result, c.cell_id)
             outcomes.append(outcome(c, rec, result, problem))
+            self.timings.append(CellTiming(
+                c.cell_id, rec.state if rec else "UNKNOWN",
+                None if rec is None or rec.start is None
+                else round(max(0.0, rec.start - sub.submitted), 3),
+                None if rec is None or rec.end is None
+                else round(max(0.0, collected - rec.end), 3)))
         checks = {v.cell_id: v for v in sub.validations}
         for i, o in enumerate(outcomes):
             v = checks.get(o.cell_id)
@@ -220,12 +226,6 @@ class SlurmExecutor:
                         "collect again")
                 outcomes[i] = validated(o, v, vrec, read_result(run_dir / v.result,
                                                                 v.cell_id)[0])
-            self.timings.append(CellTiming(
-                c.cell_id, rec.state if rec else "UNKNOWN",
-                None if rec is None or rec.start is None
-                else round(max(0.0, rec.start - sub.submitted), 3),
-                None if rec is None or rec.end is None
-                else round(max(0.0, collected - rec.end), 3)))
         data = sub.to_json()
         data["collected"] = collected
         data["tasks"] = [{"cell": t.cell_id, "state": t.state,
