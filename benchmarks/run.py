@@ -68,6 +68,7 @@ BENCHMARKS: dict[str, Bench] = {
     "reproducible": Bench("bench_reproducible.py", ("--builds", "3"),
                           "Reproducible wheels: repeated cold builds"),
     "mem_planner": Bench("mem_planner.py", (), "Learned MAX_JOBS under a memory cgroup"),
+    "deepspeed_cpu_ops": Bench("deepspeed_cpu_ops.py", (), "DeepSpeed: the CPU ops build"),
     "attention_gate": Bench("attention_gate.py",
                             ("--out", "build/bench/attention-gate", "--markdown",
                              "--steps", "sdpa,faults,baseline"),

@@ -17,9 +17,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 # The README's main job: the flash-attn Triton variant from the pinned PyPI sdist.
 TRITON_ARGS = ("flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi")
-# Fixtures that build for real (the flash-attn sdist, the HIP probe, the cmake backend's vecadd):
-# their tests are `slow`.
-SLOW_FIXTURES = frozenset({"triton_build", "probe_wheel_2", "probe_wheel_942", "vecadd_build"})
+# Fixtures that build for real (the flash-attn sdist, the HIP probe, the cmake backend's vecadd,
+# DeepSpeed's cpu_adam): their tests are `slow`.
+SLOW_FIXTURES = frozenset({"triton_build", "probe_wheel_2", "probe_wheel_942", "vecadd_build",
+                           "ds_build"})
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker

@@ -79,3 +79,34 @@ def test_pytorch_plan_has_rocm_build_steps(fake_rocm_root: Path) -> None:
     assert env["PYTORCH_ROCM_ARCH"] == "gfx942" and env["MAX_JOBS"].isdigit()
     assert plan["source"]["submodules"] == ["*"] and len(plan["source"]["commit"]) == 40
     assert plan["jobs_reason"].startswith("min(")
+
+
+# A saved MI300X host (tests/fixtures/hosts/, `rocmbuild doctor --json` on a fixture node: a ROCm
+# 7.2 root and a ROCm torch 2.13.0+rocm7.2 as fixture trees, one gfx942 GPU in a fake KFD sysfs,
+# paths then set to /opt/rocm-7.2.0, 128 cpus, 1 TiB): no ROCm torch can exist here.
+MI300X = Path(__file__).parents[1] / "fixtures/hosts/mi300x-rocm7.2-torch2.13.json"
+
+
+def test_deepspeed_rocm_plan_on_a_saved_host() -> None:
+    """DeepSpeed's HIP ops for gfx90a+gfx942 on a host whose one GPU is a gfx942: both archs reach
+    PYTORCH_ROCM_ARCH (patch 0001 keeps it rather than rocminfo's first GPU), the wavefront is
+    CDNA's 64 (not upstream's 32 without rocminfo), one C++20 for cxx and hipcc, the accelerator
+    is named (a GPU-less build host would pick DeepSpeed's CPU one)."""
+    res = rocmbuild("plan", "deepspeed", "--arch", "gfx90a,gfx942", "--variant", "rocm",
+                    "--host", str(MI300X), "--json", env={"ROCM_PATH": "", "HIP_PATH": ""})
+    assert res.returncode == 0, res.stderr
+    assert "lacks" not in res.stderr  # the saved host has what the rocm variant needs
+    plan = json.loads(res.stdout)
+    env = plan["env"]
+    assert env["PYTORCH_ROCM_ARCH"] == "gfx90a;gfx942" and env["DS_ROCM_WAVEFRONT_SIZE"] == "64"
+    assert env["DS_CXX_STD"] == "c++20" and env["DS_ACCELERATOR"] == "cuda"
+    assert env["DS_BUILD_OPS"] == "0" and env["DS_BUILD_FUSED_ADAM"] == "1"
+    assert plan["archs"] == ["gfx90a", "gfx942"] and plan["rocm"]["version"] == "7.2"
+    assert [Path(p["file"]).name[:4] for p in plan["patches"]] == ["0001", "0002"]
+    assert re.fullmatch(r"[0-9a-f]{64}", plan.pop("cache_key"))
+    assert plan["host"]["torch"] == "2.13.0+rocm7.2" and plan["host"]["torch_kind"] == "rocm"
+    plan["host_env"].pop("passed")
+    path = GOLDEN / "deepspeed-rocm-gfx90a-gfx942.json"
+    if os.environ.get("ROCMBUILD_UPDATE_GOLDEN") == "1":
+        path.write_text(json.dumps(plan, indent=2, sort_keys=True) + "\n")
+    assert plan == json.loads(path.read_text())

@@ -8,7 +8,6 @@ hashes the bytes. Publish, validate and the tag stage all use it; a malformed wh
 
 from __future__ import annotations
 
-import json
 import re
 import zipfile
 from dataclasses import dataclass
@@ -27,10 +26,12 @@ from packaging.utils import (
 )
 from packaging.version import InvalidVersion, Version
 
+from rocmbuild.core import untrusted
 from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import RocmbuildError
 
 PROVENANCE = "rocmbuild.json"  # *.dist-info/rocmbuild.json, written by the tag stage
+PROVENANCE_MAX = 16 << 20  # bytes: a larger rocmbuild.json is refused unread
 
 SHARED_LIB = re.compile(r"\.so(\.\d+)*$")
 
@@ -127,6 +128,10 @@ def read_wheel(path: Path) -> WheelInfo:
             prov_name = f"{dist_info}/{PROVENANCE}"
             provenance = None
             if prov_name in names:
+                if zf.getinfo(prov_name).file_size > PROVENANCE_MAX:
+                    raise WheelFormatError(f"{path}: {prov_name} is larger than "
+                                           f"{PROVENANCE_MAX} bytes",
+                                           hint="rebuild the wheel with rocmbuild")
                 provenance = _provenance(path, prov_name, zf.read(prov_name))
     except zipfile.BadZipFile as exc:
         raise WheelFormatError(f"{path}: not a zip file ({exc})", hint="rebuild the wheel") from exc
@@ -169,11 +174,11 @@ def read_wheel(path: Path) -> WheelInfo:
 
 def _provenance(path: Path, member: str, data: bytes) -> dict[str, Any]:
     try:
-        value = json.loads(data)
-    except ValueError as exc:
+        value = untrusted.loads(data)
+    except untrusted.BadJson as exc:
         raise WheelFormatError(
-            f"{path}: {member} is not valid JSON ({exc})", hint="rebuild the wheel with rocmbuild"
-        ) from exc
+            f"{path}: {member}: {exc}", hint="rebuild the wheel with rocmbuild"
+        ) from None
     if not isinstance(value, dict):
         raise WheelFormatError(
             f"{path}: {member} is not a JSON object", hint="rebuild the wheel with rocmbuild"

@@ -42,7 +42,7 @@ from rich.markup import escape
 
 from rocmbuild.artifacts.buildfacts import BuildEnv, host_environ
 from rocmbuild.artifacts.results import DependencyWheel
-from rocmbuild.core import fsutil, lock, log
+from rocmbuild.core import fsutil, lock, log, untrusted
 from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import BuildError, CommandFailed, ToolchainError
 from rocmbuild.core.run import redact, run
@@ -50,6 +50,7 @@ from rocmbuild.recipe.plan import BuildEnvSpec
 
 FORMAT = 1
 MARKER = "rocmbuild-env.json"
+MARKER_MAX = 4 << 20
 VIEW = "host-view"
 PTH = "_rocmbuild_host_view.pth"
 @dataclass(frozen=True)
@@ -226,14 +227,21 @@ def _digest(reqs: list[Requested], view: list[HostDist],
 
 def _read_marker(root: Path, digest: str) -> BuildEnv | None:
     try:
-        data = json.loads((root / MARKER).read_text())
+        data = untrusted.obj(untrusted.read_json(root / MARKER, MARKER_MAX), MARKER)
         if data.get("format") != FORMAT or data.get("digest") != digest:
             return None
-        return BuildEnv(root, tuple(data["requirements"]),
-                        tuple((str(n), str(v)) for n, v in data["packages"]),
-                        tuple((str(n), str(v)) for n, v in data["host_packages"]), digest)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return BuildEnv(root, tuple(untrusted.text(r, "requirements")
+                                    for r in data["requirements"]),
+                        _pairs(data["packages"]), _pairs(data["host_packages"]), digest)
+    except (OSError, ValueError, KeyError, TypeError):  # a marker that is not ours: rebuilt
         return None
+
+
+def _pairs(value: object) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, list):
+        raise untrusted.BadJson("expected a list")
+    return tuple((untrusted.text(n, "name"), untrusted.text(v, "version"))
+                 for n, v in value)
 
 
 def _clean_env() -> dict[str, str]:
@@ -347,8 +355,14 @@ def _make(root: Path, digest: str, reqs: list[Requested], view: list[HostDist],
     res = run([str(py), "-c", _FREEZE, str(root / VIEW)], env=env, log_path=log_path,
               capture=True, cwd=root)
     line = next(ln for ln in res.output.splitlines() if ln.startswith("@@ROCMBUILD@@"))
-    found = json.loads(line[len("@@ROCMBUILD@@"):])
+    try:  # printed by _FREEZE, but in a venv whose packages are the user's
+        found = untrusted.loads(line[len("@@ROCMBUILD@@"):])
+        rows = [(untrusted.text(n, "name"), untrusted.text(v or "", "version"),
+                 untrusted.flag(h, "host")) for n, v, h in found]
+    except (ValueError, TypeError) as exc:
+        raise ToolchainError(f"build env {root}: the package list it printed is not one ({exc})",
+                             hint=f"see {log_path}") from None
     return BuildEnv(
         root, tuple(r.text for r in reqs),
-        tuple((str(n), str(v)) for n, v, host in found if not host),
-        tuple((str(n), str(v)) for n, v, host in found if host), digest, created=True)
+        tuple((n, v) for n, v, host in rows if not host),
+        tuple((n, v) for n, v, host in rows if host), digest, created=True)

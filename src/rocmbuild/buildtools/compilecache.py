@@ -24,7 +24,6 @@ Unix socket, ``SCCACHE_IDLE_TIMEOUT=0``) is asked for its counters before and af
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shlex
 import shutil
@@ -35,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocmbuild.artifacts.results import CompileStats
-from rocmbuild.core import log
+from rocmbuild.core import log, untrusted
 from rocmbuild.core.errors import CommandFailed, ToolchainError
 
 TOOLS = ("ccache", "sccache")
@@ -259,8 +258,8 @@ def _count(section: object) -> int:
 def parse_sccache_json(text: str) -> CompileStats | None:
     """``sccache --show-stats --stats-format json`` as counters (None: not that format)."""
     try:
-        data = json.loads(text[text.index("{"):])
-    except ValueError:
+        data = untrusted.loads(text[text.index("{"):])
+    except ValueError:  # no "{", or untrusted.BadJson
         return None
     stats = data.get("stats") if isinstance(data, dict) else None
     if not isinstance(stats, dict):

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocmbuild.core import fsutil, log, options
+from rocmbuild.core import fsutil, log, options, quantity, untrusted
 from rocmbuild.core.errors import RocmbuildError, ToolchainError, UsageError
 from rocmbuild.host.detect import Host
 from rocmbuild.recipe.plan import Plan
@@ -81,11 +81,11 @@ def record_disk(cache: Path, plan: Plan, nbytes: int) -> None:
 def learned_disk(cache: Path, plan: Plan) -> int | None:
     """The last measured tree of this recipe and variant (None: none, or not readable)."""
     try:
-        data = json.loads(learned_file(cache, plan).read_text())
-    except (OSError, ValueError):
+        data = untrusted.read_json(learned_file(cache, plan), 1 << 16)
+        return untrusted.integer(untrusted.obj(data, "").get("tree_bytes"), "tree_bytes", 1,
+                                 quantity.MAX_BYTES)
+    except (OSError, untrusted.BadJson):
         return None
-    n = data.get("tree_bytes") if isinstance(data, dict) else None
-    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else None
 
 
 def _nearest_existing(p: Path) -> Path:

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocmbuild.core import fsutil, log
+from rocmbuild.core import fsutil, log, untrusted
 
 SCHEMA = "rocmbuild-learned/1"
 MARGIN = 0.15
@@ -32,6 +32,7 @@ MARGIN = 0.15
 MIN_UNITS = 3
 """Fewer measured units than this teach nothing (a configure probe, one link)."""
 MAX_FILE = 64 << 20  # bytes: a learned file or a units log larger than this is not read
+MAX_RSS = 1 << 44  # bytes (16 TiB): a compile unit's peak RSS above this is not a measurement
 GiB = 1024**3
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
@@ -93,21 +94,20 @@ def read_units(path: Path, root: Path | None = None) -> dict[str, int]:
     the same unit is one unit over every build of the recipe."""
     units: dict[str, int] = {}
     try:
-        if path.stat().st_size > MAX_FILE:
-            return units
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = fsutil.read_capped(path, MAX_FILE)
+    except (OSError, fsutil.TooLarge):
         return units
     for line in text.splitlines():
         try:
-            rec = json.loads(line)
-        except ValueError:
+            rec = untrusted.loads(line)
+        except untrusted.BadJson:
             continue
         if not isinstance(rec, dict):
             continue
         out, rss, rc = rec.get("out"), rec.get("rss"), rec.get("rc")
         if (isinstance(out, str) and out and "cmTC_" not in out  # cmake's configure checks
-                and rec.get("unit") is True and type(rss) is int and rss > 0 and rc == 0):
+                and rec.get("unit") is True and type(rss) is int and 0 < rss <= MAX_RSS
+                and rc == 0):
             if root is not None and os.path.isabs(out):
                 rel = os.path.relpath(out, root)
                 out = out if rel.startswith("..") else rel
@@ -127,7 +127,7 @@ def _parse(data: object, path: Path) -> tuple[LearnedMemory, dict[str, int]]:
     if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
         raise ValueError("archs: not a list of strings")
     if not isinstance(units, dict) or not all(
-            isinstance(k, str) and type(v) is int and v > 0 for k, v in units.items()):
+            isinstance(k, str) and type(v) is int and 0 < v <= MAX_RSS for k, v in units.items()):
         raise ValueError("units: not an object of output -> bytes")
     assert isinstance(recipe, str) and isinstance(variant, str) and isinstance(compiler, str)
     if not units:
@@ -151,10 +151,8 @@ def load(cache: Path, recipe: str) -> tuple[LearnedMemory, ...]:
         return ()
     for f in files:
         try:
-            if not f.is_file() or f.stat().st_size > MAX_FILE:
-                raise ValueError("not a regular file of at most 64 MiB")
-            found.append(_parse(json.loads(f.read_text(encoding="utf-8")), f)[0])
-        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            found.append(_parse(untrusted.read_json(f, MAX_FILE), f)[0])
+        except (OSError, ValueError) as exc:  # untrusted.BadJson is a ValueError
             log.warn(f"{f}: ignored ({exc}); MAX_JOBS is planned from the recipe's "
                      "mem_per_job_gb; delete the file to learn again")
     return tuple(found)
@@ -181,9 +179,8 @@ def record(cache: Path, units_log: Path, recipe: str, variant: str, archs: Seque
         return None
     units: dict[str, int] = {}
     try:
-        if target.is_file() and target.stat().st_size <= MAX_FILE:
-            units = _parse(json.loads(target.read_text(encoding="utf-8")), target)[1]
-    except (OSError, ValueError, UnicodeDecodeError):
+        units = _parse(untrusted.read_json(target, MAX_FILE), target)[1]
+    except (OSError, ValueError):
         units = {}  # a broken file is replaced by this build's figures
     for out, rss in new.items():
         units[out] = max(units.get(out, 0), rss)

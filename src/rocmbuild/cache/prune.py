@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import math
 import os
 import re
 import shutil
@@ -40,15 +39,13 @@ from typing import Any, Literal
 
 from rocmbuild.cache import store as cache
 from rocmbuild.core import config, fsutil, lock
-from rocmbuild.core.errors import CacheError, UsageError
+from rocmbuild.core.errors import CacheError
 
 Kind = Literal["build", "download", "git", "extracted", "trash"]
 TRASH = ".trash"
 DAY = 86400.0
 _KEY = re.compile(r"[0-9a-f]{64}")
 _SHORT = re.compile(r"[0-9a-f]{16}")
-_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*([kmgtp]?)(?:i?b)?", re.IGNORECASE)
 _HINT = "check the permissions of the cache and workdir (--cache-dir, --workdir)"
 
 
@@ -98,29 +95,6 @@ def human(n: int) -> str:
         if value < 1024:
             return f"{value:.1f} {unit}"
     return f"{value / 1024:.1f} TiB"
-
-
-def parse_size(text: str, what: str) -> int:
-    """``200G``, ``500M``, ``1.5T``, ``1024`` (binary units: G = GiB; ``GB``/``GiB`` alike)
-    -> bytes. UsageError naming ``what`` (the flag or key) otherwise."""
-    m = _SIZE.fullmatch(text.strip())
-    if m is None:
-        raise UsageError(f"{what}: {text!r} is not a size",
-                         hint="give a number with an optional unit K, M, G, T, e.g. 200G "
-                         "(binary: 1G = 1024^3 bytes)")
-    return int(float(m.group(1)) * _UNITS[m.group(2).upper()])
-
-
-def parse_days(text: str, what: str) -> float:
-    """A non-negative, finite number of days; UsageError naming ``what`` otherwise."""
-    try:
-        days = float(text)
-    except ValueError:
-        days = math.nan
-    if not math.isfinite(days) or days < 0:
-        raise UsageError(f"{what}: {text!r} is not a number of days",
-                         hint="give a number of days >= 0, e.g. 14 or 0.5")
-    return days
 
 
 def _tree(path: Path) -> tuple[int, float]:

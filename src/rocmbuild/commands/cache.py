@@ -31,7 +31,7 @@ def register(sub: common.Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rocmbuild.cache import prune
-    from rocmbuild.core import config, log
+    from rocmbuild.core import config, log, quantity
     from rocmbuild.core.errors import UsageError
 
     if args.cache_command is None:
@@ -39,8 +39,10 @@ def run(args: argparse.Namespace) -> int:
     if args.max_size is None and args.keep_days is None:
         raise UsageError("cache prune: give --max-size or --keep-days (or both)",
                          hint="e.g. `rocmbuild cache prune --max-size 200G --keep-days 14`")
-    max_size = None if args.max_size is None else prune.parse_size(args.max_size, "--max-size")
-    days = None if args.keep_days is None else prune.parse_days(args.keep_days, "--keep-days")
+    max_size = None if args.max_size is None else common.quantity_flag(
+        "--max-size", args.max_size, quantity.size, quantity.SIZE_HINT)
+    days = None if args.keep_days is None else common.quantity_flag(
+        "--keep-days", args.keep_days, quantity.days, quantity.DAYS_HINT)
     ws = config.workspace(args.workdir, args.cache_dir)
     result = prune.prune(ws, max_size, days, args.dry_run)
     if args.json:

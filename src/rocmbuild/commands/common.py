@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from rocmbuild.core import log, options
+from rocmbuild.core import log, options, quantity
 from rocmbuild.core.errors import UsageError
 from rocmbuild.core.options import SETTINGS
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:  # imported where used: a hit served by quickhit imports no recipe model
     from rocmbuild.host.detect import Host
@@ -98,12 +101,27 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
 
 
 def jobs(args: argparse.Namespace) -> int | None:
-    """--jobs / ROCMBUILD_JOBS / [tool.rocmbuild] jobs, checked (>= 1)."""
+    """--jobs / ROCMBUILD_JOBS / [tool.rocmbuild] jobs, checked (1 .. jobs.MAX_JOBS)."""
+    from rocmbuild.core.jobs import MAX_JOBS
+
     if args.jobs is not None and args.jobs < 1:
-        raise UsageError(f"--jobs: must be at least 1, got {args.jobs}",
+        raise UsageError(f"--jobs: must be at least 1, got {str(args.jobs)[:20]}",
                          hint="leave it out to let rocmbuild choose from cpus and memory")
     result: int | None = options.resolve("jobs", args.jobs)
+    if result is not None:
+        quantity_flag(options.origin("jobs", args.jobs), result,
+                      lambda v: quantity.count(v, 1, MAX_JOBS, "a number of jobs"),
+                      "leave it out to let rocmbuild choose from cpus and memory")
     return result
+
+
+def quantity_flag(where: str, value: object, parse: Callable[[object], T], hint: str) -> T:
+    """``parse(value)`` (one of core.quantity's parsers), or one usage error naming ``where``
+    (the flag, the variable or the file and key): ``--max-size: '12X' is not a size``."""
+    try:
+        return parse(value)
+    except quantity.BadQuantity as exc:
+        raise UsageError(f"{where}: {exc}", hint=hint) from None
 
 
 def parse_opts(given: list[str], recipe: str) -> tuple[tuple[str, str], ...]:

@@ -9,6 +9,8 @@ import re
 from rocmbuild.commands import common
 
 DEFAULT_PYPI = "https://pypi.org/simple/"
+MAX_UPSTREAM_TIMEOUT = 3600
+"""The longest --upstream-timeout (seconds per query)."""
 
 
 def register(sub: common.Subparsers) -> None:
@@ -62,7 +64,7 @@ def _upstream(args: argparse.Namespace) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    from rocmbuild.core import log, options
+    from rocmbuild.core import log, options, quantity
     from rocmbuild.core.errors import UsageError
     from rocmbuild.recipe import load, pins, search
     from rocmbuild.sources import drift
@@ -71,11 +73,11 @@ def _upstream(args: argparse.Namespace) -> int:
     if not re.fullmatch(r"https?://\S+", index):
         raise UsageError(f"{options.origin('pypi', args.pypi)}: {index[:200]!r} is not an "
                          "http(s) URL", hint=f"the simple index's URL, e.g. {DEFAULT_PYPI}")
-    timeout = options.resolve("upstream_timeout", args.upstream_timeout,
-                              drift.DEFAULT_TIMEOUT_S)
-    if timeout < 1:
-        raise UsageError(f"--upstream-timeout: must be at least 1, got {timeout}",
-                         hint="seconds, e.g. --upstream-timeout 30")
+    timeout = common.quantity_flag(
+        options.origin("upstream_timeout", args.upstream_timeout),
+        options.resolve("upstream_timeout", args.upstream_timeout, drift.DEFAULT_TIMEOUT_S),
+        lambda v: quantity.count(v, 1, MAX_UPSTREAM_TIMEOUT, "a number of seconds"),
+        f"whole seconds, 1 to {MAX_UPSTREAM_TIMEOUT}, e.g. --upstream-timeout 30")
     names = args.names or search.available()
     found: list[drift.LinePin] = []
     for name in dict.fromkeys(names):

@@ -12,6 +12,9 @@ from rocmbuild.programs.kernelgate import FAULTS
 if TYPE_CHECKING:
     from rocmbuild.validate.model import ValidateOptions
 
+MAX_UPSTREAM_TESTS = 100_000
+"""The most --upstream-tests cases per test function."""
+
 
 def register(sub: common.Subparsers) -> None:
     p = sub.add_parser(
@@ -39,11 +42,11 @@ def register(sub: common.Subparsers) -> None:
                    help="also time every call with triton.testing.do_bench")
     p.add_argument("--baseline", default=None, help="JSON report of the last good run on this "
                    "host/arch; fail on a throughput drop beyond max(10%%, 3x run-to-run spread)")
-    p.add_argument("--upstream-tests", type=int, default=10, metavar="N",
+    p.add_argument("--upstream-tests", default="10", metavar="N",
                    help="run a seeded sample of N cases per test function of the package's own "
                    "tests (the recipe's upstream_tests, from the cached source tree); 0: off "
                    "[default 10]")
-    p.add_argument("--upstream-time", type=float, default=600.0, metavar="SECONDS",
+    p.add_argument("--upstream-time", default="600", metavar="SECONDS",
                    help="time cap of the upstream-test run; cases not reached are reported "
                    "[default 600]")
     p.add_argument("--upstream-src", default=None, metavar="DIR",
@@ -90,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _options(args: argparse.Namespace) -> tuple[ValidateOptions, tuple[str, ...]]:
-    from rocmbuild.core import config, options
+    from rocmbuild.core import config, options, quantity
     from rocmbuild.core.errors import UsageError
     from rocmbuild.core.gfx import parse_archs
     from rocmbuild.recipe.load import requirement_problem
@@ -101,10 +104,16 @@ def _options(args: argparse.Namespace) -> tuple[ValidateOptions, tuple[str, ...]
         if problem:
             raise UsageError(f"--with: {problem}",
                              hint='one PEP 508 requirement per --with, e.g. --with "triton>=3.0"')
-    if not args.upstream_time > 0:  # also NaN
-        raise UsageError(f"--upstream-time: must be a number of seconds > 0, got "
-                         f"{args.upstream_time}", hint="e.g. --upstream-time 600; "
-                         "--upstream-tests 0 turns the step off")
+    upstream_tests = common.quantity_flag(
+        "--upstream-tests", args.upstream_tests,
+        lambda v: quantity.count(v, 0, MAX_UPSTREAM_TESTS, "a number of cases"),
+        f"a whole number of cases per test function, 0 (off) to {MAX_UPSTREAM_TESTS}")
+    try:
+        upstream_time = quantity.duration(args.upstream_time)
+    except quantity.BadQuantity as exc:
+        raise UsageError(f"--upstream-time: must be a number of seconds > 0 ({exc})",
+                         hint="e.g. --upstream-time 600 or 10m (at most a year); "
+                         "--upstream-tests 0 turns the step off") from None
     if not args.wheels and args.kernel == "auto":
         raise UsageError("validate: no wheels given",
                          hint="pass .whl files, or --kernel sdpa to check the harness alone")
@@ -121,6 +130,6 @@ def _options(args: argparse.Namespace) -> tuple[ValidateOptions, tuple[str, ...]
         baseline=path(args.baseline), json_out=path(args.json_file), md_out=path(args.md),
         html_out=path(args.html), copy_broken=not args.keep_broken, keep_venv=args.keep_venv,
         with_requirements=tuple(args.with_requirements),
-        upstream_tests=max(0, args.upstream_tests), upstream_time_s=args.upstream_time,
+        upstream_tests=upstream_tests, upstream_time_s=upstream_time,
         upstream_src=path(args.upstream_src), baseline_store=args.baseline_store)
     return opts, tuple(parse_archs(arch)) if arch else ()

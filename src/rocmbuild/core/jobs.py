@@ -7,6 +7,9 @@ import math
 from dataclasses import dataclass
 
 GiB = 1024**3
+MAX_JOBS = 16384
+"""The most compile jobs rocmbuild plans or takes (--jobs), and the most CPUs a saved host may
+claim."""
 
 
 @dataclass(frozen=True)

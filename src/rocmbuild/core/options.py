@@ -230,7 +230,15 @@ def parse_bool(raw: str, where: str) -> bool:
                      hint=f"one of {', '.join(TRUE)} or {', '.join(f for f in FALSE if f)}")
 
 
+MAX_INT = 10**18
+"""The largest integer a setting takes from a variable or pyproject.toml (each command bounds its
+own further: --jobs at jobs.MAX_JOBS); a 400-digit value never reaches float() or arithmetic."""
+
+
 def _int(raw: str, where: str, minimum: int) -> int:
+    if len(raw.lstrip("+-")) > 18 and raw.lstrip("+-").isdigit():
+        raise UsageError(f"{where}: {raw[:40]!r}... is out of range (at most {MAX_INT})",
+                         hint="leave it out to let rocmbuild choose")
     try:
         value = int(raw)
     except ValueError:
@@ -302,11 +310,13 @@ def _read_config(path: Path) -> dict[str, Any]:
         if setting is None:
             raise UsageError(f"{path}: tool.rocmbuild.{key}: unknown key",
                              hint="known keys: " + ", ".join(sorted(keys)))
-        ok = (isinstance(value, int) and not isinstance(value, bool) and value >= 1
+        ok = (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_INT
               if setting.kind == "int" else isinstance(value, str) and value.strip() != "")
         if not ok:
-            want = "an integer >= 1" if setting.kind == "int" else "a non-empty string"
-            raise UsageError(f"{path}: tool.rocmbuild.{key}: expected {want}, got {value!r}",
+            want = (f"an integer >= 1 (at most {MAX_INT:.0e})" if setting.kind == "int"
+                    else "a non-empty string")
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
+            raise UsageError(f"{path}: tool.rocmbuild.{key}: expected {want}, got {shown}",
                              hint=f"{key} = " + ("8" if setting.kind == "int" else '"..."'))
         out[key] = value
     return out

@@ -78,16 +78,17 @@ def duration(value: object) -> float:
 
 def days(value: object) -> float:
     """A number of days, 0 .. a century (``"14"``, ``0.5``)."""
+    given = value  # for messages: what the user wrote, not what it parsed to
     if isinstance(value, str):
         try:
             value = float(value) if len(value) <= 30 else math.nan
         except ValueError:
-            raise BadQuantity(f"{_shown(value)} is not a number of days") from None
+            raise BadQuantity(f"{_shown(given)} is not a number of days") from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BadQuantity(f"{_shown(value)} is not a number of days")
+        raise BadQuantity(f"{_shown(given)} is not a number of days")
     n = float(value) if abs(value) <= MAX_DAYS else math.inf
     if not math.isfinite(n) or not 0 <= n <= MAX_DAYS:
-        raise BadQuantity(f"{_shown(value)} is out of range (0 to 36600 days)")
+        raise BadQuantity(f"{_shown(given)} is out of range (0 to 36600 days)")
     return n
 
 

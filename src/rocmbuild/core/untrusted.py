@@ -26,6 +26,7 @@ _STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _KEEP_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
 _PAIR = re.compile(rb"[\[{][\]}]")
 _LONG_INT = re.compile(rb"\d{20}")
+_LONG_AT_KEY = re.compile(rb'"((?:[^"\\]|\\.){1,64})"\s*:\s*-?\d{20}')
 
 
 class BadJson(ValueError):
@@ -65,7 +66,9 @@ def loads(blob: bytes | str, max_depth: int = MAX_DEPTH) -> Any:
             raise BadJson("not UTF-8") from None
     outside = _STRINGS.sub(b"", blob)
     if _LONG_INT.search(outside):
-        raise BadJson("a number of more than 19 digits")
+        key = _LONG_AT_KEY.search(blob)  # for the message only: the key it is the value of
+        at = f" (key {key.group(1).decode('utf-8', 'replace')!r})" if key else ""
+        raise BadJson(f"a number of more than 19 digits{at}")
     if not _depth_ok(outside.translate(None, _KEEP_BRACKETS), max_depth):
         raise BadJson(f"nested deeper than {max_depth} levels, or brackets that do not pair")
     try:

@@ -22,7 +22,6 @@ tools and CMake otherwise pick the NVIDIA platform.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -34,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.core import options
+from rocmbuild.core import options, untrusted
 from rocmbuild.core.errors import CommandFailed, ToolchainError
 from rocmbuild.core.run import run
 from rocmbuild.host import toolchain
@@ -151,25 +150,32 @@ def _make(path: str, kind: str, rocm_path: str | None, device_lib_path: str | No
     )
 
 
+TOOLCHAIN_JSON_MAX = 1 << 20
+
+
+def _toolchain_json(directory: Path | None) -> dict[str, Any]:
+    """toolchain.json (install-hip-toolchain.sh's); {} when there is none or it is not one (a
+    missing toolchain is reported where a compiler is needed)."""
+    try:
+        data = untrusted.read_json((directory or toolchain_dir()) / "toolchain.json",
+                                   TOOLCHAIN_JSON_MAX)
+    except (OSError, untrusted.BadJson):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def load_toolchain_json(directory: Path | None = None) -> list[dict[str, object]]:
     """Entries of toolchain.json whose compiler exists; [] when there is none."""
-    f = (directory or toolchain_dir()) / "toolchain.json"
-    try:
-        data = json.loads(f.read_text())
-    except (OSError, ValueError):
-        return []
-    entries = [c for c in data.get("compilers", []) if isinstance(c, dict)]
+    data = _toolchain_json(directory)
+    compilers = data.get("compilers")
+    entries = [c for c in compilers if isinstance(c, dict)] if isinstance(compilers, list) else []
     return [c for c in entries if c.get("path") and Path(str(c["path"])).is_file()]
 
 
 def toolchain_tool(name: str, directory: Path | None = None) -> Path | None:
     """A program toolchain.json lists under ``tools`` (install-hip-toolchain.sh puts Debian
     forky's ``hipify-perl`` there), when it exists; else None."""
-    f = (directory or toolchain_dir()) / "toolchain.json"
-    try:
-        tools = json.loads(f.read_text()).get("tools") or {}
-    except (OSError, ValueError, AttributeError):
-        return None
+    tools = _toolchain_json(directory).get("tools")
     path = tools.get(name) if isinstance(tools, dict) else None
     return Path(path) if isinstance(path, str) and Path(path).is_file() else None
 

@@ -11,20 +11,26 @@ What a plan requires of a host is judged in ``pipeline.requirements``.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rocmbuild.core import untrusted
 from rocmbuild.core.errors import ToolchainError, UsageError
+from rocmbuild.core.jobs import MAX_JOBS
 from rocmbuild.host import cgroups, gpus, toolchain
 
 if TYPE_CHECKING:
     from rocmbuild.host import compiler  # imported where used: it runs clang, a hit may not need it
 
 HOST_SCHEMA = "rocmbuild-host/1"
+MAX_HOST_FILE = 4 << 20
+"""The largest saved host read (bytes; doctor --json writes a few KiB)."""
+MAX_MEMORY = 1 << 50
+"""The most usable memory a saved host may claim (1 PiB); with MAX_JOBS for its CPUs, a saved
+host cannot plan a MAX_JOBS out of reason."""
 
 # Distributions whose versions a build records (provenance) or checks (build.python_requires).
 BUILD_DISTS = ("pip", "setuptools", "wheel", "packaging", "torch", "ninja", "cmake",
@@ -240,8 +246,11 @@ def from_json(data: Any, origin: str) -> Host:
     assert mem is not None
     cpus: int = r.get(data, "cpus", int, "")
     usable: int = r.get(mem, "usable_bytes", int, "memory.")
-    if cpus < 1 or usable < 0:
-        raise r.fail("cpus" if cpus < 1 else "memory.usable_bytes", "must be positive")
+    if not 1 <= cpus <= MAX_JOBS:
+        raise r.fail("cpus", f"expected a whole number from 1 to {MAX_JOBS}")
+    if not 0 <= usable <= MAX_MEMORY:
+        raise r.fail("memory.usable_bytes", f"expected a number of bytes from 0 to {MAX_MEMORY}"
+                     " (1 PiB)")
     gpus = r.get(data, "gpus", list, "")
     dists = r.table(data, "dists") or {}
     if not all(isinstance(g, str) for g in gpus) or not all(
@@ -260,13 +269,13 @@ def from_json(data: Any, origin: str) -> Host:
 def load(path: Path) -> Host:
     """Read a saved host (``--host FILE``)."""
     try:
-        data = json.loads(path.read_bytes())
+        data = untrusted.read_json(path, MAX_HOST_FILE)
     except OSError as exc:
         raise UsageError(f"--host {path}: cannot read: {exc.strerror or exc}",
                          hint="write it with `rocmbuild doctor --json > host.json` on the node"
-                         ) from exc
-    except ValueError as exc:
-        raise UsageError(f"--host {path}: not JSON: {exc}",
+                         ) from None
+    except untrusted.BadJson as exc:
+        raise UsageError(f"--host {path}: {exc}",
                          hint="write it with `rocmbuild doctor --json > host.json` on the node"
-                         ) from exc
+                         ) from None
     return from_json(data, str(path))

@@ -22,7 +22,6 @@ file read is untrusted: small (FACT_MAX_BYTES), a regular file, no link leading 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -266,9 +265,9 @@ def _targets(path: Path, boundary: Path) -> tuple[str, ...] | None:
     if text is None:
         return None
     try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise _fail(path, f"not JSON ({exc})", _PIP_HINT) from None
+        data = untrusted.loads(text)
+    except untrusted.BadJson as exc:
+        raise _fail(path, f"not JSON we accept ({exc})", _PIP_HINT) from None
     value = data.get("dist_amdgpu_targets") if isinstance(data, dict) else None
     if not isinstance(value, str):
         raise _fail(path, "dist_amdgpu_targets: expected a string like \"gfx942;gfx950\"",

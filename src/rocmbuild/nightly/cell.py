@@ -20,12 +20,13 @@ from typing import Any
 from rich.markup import escape
 
 from rocmbuild.artifacts.results import Status
-from rocmbuild.core import config, fsutil, log
+from rocmbuild.core import config, fsutil, log, untrusted
 from rocmbuild.core.errors import RocmbuildError, ToolchainError, UsageError, ValidationError
 from rocmbuild.host import detect as host
 from rocmbuild.nightly import detect, pending
 from rocmbuild.nightly.config import NightlyConfig
-from rocmbuild.nightly.model import VALIDATION, Cell, CellOutcome, End, Pin
+from rocmbuild.nightly.model import Cell, CellOutcome, End, Pin
+from rocmbuild.nightly.slurm import outcome as result_json
 from rocmbuild.pipeline import build as pipeline
 from rocmbuild.pipeline import planning
 from rocmbuild.pipeline.build import BuildResult
@@ -45,10 +46,13 @@ def cell_dir(run_dir: Path, cell_id: str) -> Path:
 def read_manifest(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "manifest.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--run-dir: cannot read {path}: {exc}",
-                         hint="give the run directory the controller made") from exc
+        data = untrusted.read_json(path, detect.MANIFEST_MAX)
+    except OSError as exc:
+        raise UsageError(f"--run-dir: cannot read {path}: {exc.strerror or exc}",
+                         hint="give the run directory the controller made") from None
+    except untrusted.BadJson as exc:
+        raise UsageError(f"--run-dir: {path}: {exc}",
+                         hint="give the run directory the controller made") from None
     if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
         raise UsageError(f"--run-dir: {path}: not a nightly manifest",
                          hint="give the run directory the controller made")
@@ -56,21 +60,42 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
 
 
 def _entry(manifest: dict[str, Any], cell_id: str) -> tuple[Cell, Pin, str | None]:
-    for e in manifest["cells"]:
+    for i, e in enumerate(manifest["cells"]):
         c = e.get("cell") if isinstance(e, dict) else None
         if isinstance(c, dict) and c.get("id") == cell_id:
-            p = e.get("pin") or {}
-            cell = Cell(id=c["id"], recipe=c["recipe"], variant=c.get("variant"),
-                        source=c["source"], arch=c["arch"], follow=bool(c.get("follow")),
-                        options=tuple((str(k), str(v)) for k, v in c.get("options", [])),
-                        timeout_s=int(c.get("timeout_s", 0)), group=str(c.get("group", "")))
-            pin = Pin(str(p.get("kind", "recipe")), str(p.get("value", "")),
-                      str(p.get("url", "")), str(p.get("sha256", "")))
-            tag = e.get("build_tag")
-            return cell, pin, tag if isinstance(tag, str) else None
+            try:
+                return _cell_entry(e, c, f"cells[{i}]")
+            except (untrusted.BadJson, TypeError, ValueError) as exc:
+                raise UsageError(f"--run-dir: manifest.json: {str(exc)[:200]}",
+                                 hint="give the run directory the controller made") from None
     raise UsageError(f"--cell: no cell {cell_id!r} in the run's manifest",
                      hint="cells: " + ", ".join(str((e.get("cell") or {}).get("id"))
                                                 for e in manifest["cells"][:20]))
+
+
+def _cell_entry(e: dict[str, Any], c: dict[str, Any], at: str
+                ) -> tuple[Cell, Pin, str | None]:
+    """One manifest entry (written by the controller, read back by a task), checked."""
+    u = untrusted
+    p = u.obj(e.get("pin") or {}, f"{at}.pin")
+    variant = c.get("variant")
+    opts = c.get("options", [])
+    if not isinstance(opts, list):
+        raise u.BadJson(f"{at}.cell.options: expected a list")
+    cell = Cell(id=u.text(c["id"], f"{at}.cell.id"), recipe=u.text(c.get("recipe"),
+                f"{at}.cell.recipe"),
+                variant=None if variant is None else u.text(variant, f"{at}.cell.variant"),
+                source=u.text(c.get("source"), f"{at}.cell.source"),
+                arch=u.text(c.get("arch"), f"{at}.cell.arch"), follow=bool(c.get("follow")),
+                options=tuple((u.text(k, f"{at}.cell.options"), u.text(v, f"{at}.cell.options"))
+                              for k, v in opts),
+                timeout_s=u.integer(c.get("timeout_s", 0), f"{at}.cell.timeout_s", 0,
+                                    366 * 86400),
+                group=u.text(c.get("group", ""), f"{at}.cell.group", 200))
+    pin = Pin(*(u.text(p.get(k, d), f"{at}.pin.{k}") for k, d in (
+        ("kind", "recipe"), ("value", ""), ("url", ""), ("sha256", ""))))
+    tag = e.get("build_tag")
+    return cell, pin, tag if isinstance(tag, str) else None
 
 
 def peak_rss() -> int:
@@ -88,8 +113,8 @@ def best_tflops(report: Path) -> float | None:
     """The best forward/backward TFLOP/s in a validation JSON report (None: the gate did not
     run)."""
     try:
-        data = json.loads(report.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = untrusted.read_json(report, 64 << 20)
+    except (OSError, untrusted.BadJson):
         return None
     best: float | None = None
 
@@ -97,7 +122,7 @@ def best_tflops(report: Path) -> float | None:
         nonlocal best
         if isinstance(x, dict):
             v = x.get("tflops")
-            if isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
+            if isinstance(v, int | float) and not isinstance(v, bool) and 0 < v <= 1e6:
                 best = max(best or 0.0, float(v))
             for k, y in x.items():
                 if k not in ("baseline", "sdpa", "baselines"):
@@ -205,24 +230,5 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
 
 def read_result(path: Path, cell_id: str) -> CellOutcome | None:
     """A result.json as the task wrote it (None when missing or not one: the executor then
-    says what it knows)."""
-    try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(d, dict) or d.get("cell") != cell_id:
-            return None
-        def num(k: str) -> Any:
-            v = d.get(k)
-            return v if isinstance(v, int | float) and not isinstance(v, bool) else None
-        def txt(k: str) -> str | None:
-            v = d.get(k)
-            return v[:500] if isinstance(v, str) else None
-        return CellOutcome(
-            cell_id, Status(d["status"]), End(d["end"]), reason=txt("reason") or "",
-            duration_s=float(num("duration_s") or 0.0), peak_rss_bytes=num("peak_rss_bytes"),
-            disk_bytes=num("disk_bytes"), wheel=txt("wheel"), wheel_size=num("wheel_size"),
-            version=txt("version"), project=txt("project"),
-            cache_hit_rate=num("cache_hit_rate"), tflops=num("tflops"),
-            exit_code=num("exit_code"), log=txt("log") or "",
-            validation=v if (v := txt("validation") or "") in VALIDATION else "")
-    except (OSError, ValueError, KeyError):
-        return None
+    says what it knows); read, checked, by the one reader of result.json (slurm.outcome's)."""
+    return result_json.read_result(path, cell_id)[0]

@@ -11,7 +11,6 @@ Everything read from the network is untrusted: a size cap, shapes checked, hex c
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from packaging.utils import canonicalize_name
 from rich.markup import escape
 
 from rocmbuild.cache import store as cache
-from rocmbuild.core import log
+from rocmbuild.core import log, untrusted
 from rocmbuild.core.config import Workspace
 from rocmbuild.core.errors import CommandFailed, FetchError
 from rocmbuild.host.detect import Host
@@ -240,6 +239,8 @@ def plan_cells(cells: Sequence[Cell], host: Host, ws: Workspace, index: str, sta
 
 
 MAX_RUNS_READ = 400
+MANIFEST_MAX = 64 << 20
+"""The largest manifest.json read back (bytes)."""
 
 
 def last_manifest(reports: Path, exclude: str = "") -> dict[str, dict[str, Any]]:
@@ -254,9 +255,9 @@ def last_manifest(reports: Path, exclude: str = "") -> dict[str, dict[str, Any]]
     found: dict[str, dict[str, Any]] = {}
     for r in runs[:MAX_RUNS_READ]:
         try:
-            data = json.loads((r / "manifest.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
+            data = untrusted.read_json(r / "manifest.json", MANIFEST_MAX)
+        except (OSError, untrusted.BadJson):
+            continue  # a run that died early, or a file that is not one: passed over
         cells = data.get("cells") if isinstance(data, dict) else None
         for c in cells if isinstance(cells, list) else ():
             if isinstance(c, dict) and isinstance(c.get("cell"), dict) \

@@ -5,13 +5,14 @@ before HTML, project pages before the root. ``static_index`` runs the transactio
 
 from __future__ import annotations
 
-import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.core import fsutil
+from rocmbuild.core import fsutil, untrusted
+from rocmbuild.core.errors import PublishError
 from rocmbuild.publish import pages, views
 from rocmbuild.publish.pages import FileEntry
 
@@ -38,13 +39,69 @@ def link_tree(src: Path, dst: Path) -> None:
             link_or_copy(Path(dirpath) / fn, dst / rel / fn)
 
 
+PAGE_MAX = 256 << 20
+"""The largest index.json read back (bytes)."""
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
 def read_json(path: Path) -> dict[str, Any] | None:
-    """A page's JSON (the index's own, written under its lock); None when there is none."""
+    """A page's JSON (the index's own, written under its lock, but a file on disk: checked as
+    untrusted, every field the pages are rendered from); None when there is none. PublishError
+    naming the file and key for one that is not a page of ours."""
     try:
-        data: dict[str, Any] = json.loads(path.read_bytes())
+        data = untrusted.obj(untrusted.read_json(path, PAGE_MAX), "(top level)")
+        if "projects" in data:
+            _check_root(data)
+        else:
+            _check_project(data)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise PublishError(f"{path}: cannot read: {exc.strerror or exc}", hint=_PAGE_HINT) from None
+    except untrusted.BadJson as exc:
+        raise PublishError(f"{path}: {exc}", hint=_PAGE_HINT) from None
     return data
+
+
+_PAGE_HINT = ("the index's page is not one rocmbuild wrote (edited or damaged): restore it, or "
+              "move the stage away and publish its wheels again")
+
+
+def _check_root(data: dict[str, Any]) -> None:
+    projects = data["projects"]
+    if not isinstance(projects, list):
+        raise untrusted.BadJson("projects: expected a list")
+    for i, p in enumerate(projects):
+        p = untrusted.obj(p, f"projects[{i}]")
+        untrusted.text(p.get("name"), f"projects[{i}].name", 200)
+        untrusted.text(p.get("_latest"), f"projects[{i}]._latest", 200)
+        untrusted.integer(p.get("_files"), f"projects[{i}]._files", 0, 1 << 31)
+
+
+def _check_project(data: dict[str, Any]) -> None:
+    files = data.get("files")
+    if not isinstance(files, list):
+        raise untrusted.BadJson("files: expected a list")
+    for i, f in enumerate(files):
+        at = f"files[{i}]"
+        f = untrusted.obj(f, at)
+        name = untrusted.text(f.get("filename"), f"{at}.filename", 400)
+        try:
+            pages.version_of(name)
+        except ValueError:
+            raise untrusted.BadJson(f"{at}.filename: not a wheel's file name") from None
+        untrusted.text(f.get("url"), f"{at}.url")
+        sha = untrusted.obj(f.get("hashes"), f"{at}.hashes").get("sha256")
+        if not isinstance(sha, str) or not _HEX64.fullmatch(sha):
+            raise untrusted.BadJson(f"{at}.hashes.sha256: expected 64 hex digits")
+        untrusted.integer(f.get("size"), f"{at}.size", 0, 1 << 50)
+        untrusted.text(f.get("upload-time"), f"{at}.upload-time", 40)
+        if f.get("requires-python") is not None:
+            untrusted.text(f["requires-python"], f"{at}.requires-python", 400)
+        meta = f.get("core-metadata")
+        if meta and not _HEX64.fullmatch(str(untrusted.obj(meta, f"{at}.core-metadata")
+                                             .get("sha256"))):
+            raise untrusted.BadJson(f"{at}.core-metadata.sha256: expected 64 hex digits")
 
 
 def write_pages(gen: Path, stage: str, new_files: dict[str, list[FileEntry]],

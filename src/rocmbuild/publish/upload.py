@@ -20,7 +20,6 @@ import base64
 import contextlib
 import hashlib
 import http.client
-import json
 import logging
 import sys
 import time
@@ -33,7 +32,7 @@ from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from rocmbuild.artifacts.wheel import WheelInfo
-from rocmbuild.core import log
+from rocmbuild.core import log, untrusted
 from rocmbuild.core.errors import PublishError
 from rocmbuild.publish.checks import Identity
 from rocmbuild.publish.target import IndexTarget, parse_index, redact
@@ -87,6 +86,10 @@ class _SameHostRedirect(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
+MAX_PAGE_BYTES = 256 << 20
+"""The largest simple page read from the index server (bytes)."""
+
+
 class _Garbled(Exception):
     """A reply that is cut short or not what was asked for (retried, then a PublishError)."""
 
@@ -99,7 +102,15 @@ def _get_once(url: str, creds: Credentials) -> tuple[bytes, str] | None:
     opener = urllib.request.build_opener(_SameHostRedirect)
     try:
         with opener.open(req, timeout=60) as resp:
-            body: bytes = resp.read()  # IncompleteRead when cut short of Content-Length
+            declared = resp.headers.get("Content-Length")
+            if declared is not None and (not declared.isdigit() or len(declared) > 12
+                                         or int(declared) > MAX_PAGE_BYTES):
+                raise _Garbled(f"a page of {declared[:20]!r} bytes (at most {MAX_PAGE_BYTES})")
+            # with a Content-Length: IncompleteRead when cut short of it; chunked: at most
+            # one byte over the cap is read
+            body: bytes = resp.read() if declared is not None else resp.read(MAX_PAGE_BYTES + 1)
+            if len(body) > MAX_PAGE_BYTES:
+                raise _Garbled(f"a page larger than {MAX_PAGE_BYTES} bytes")
             return body, resp.headers.get("Content-Type", "")
     except urllib.error.HTTPError as exc:
         exc.close()
@@ -171,15 +182,22 @@ def _parse_page(body: bytes, content_type: str, page_url: str) -> list[tuple[str
     ctype = content_type.split(";")[0].strip().lower()
     if "json" in ctype:
         try:
-            data = json.loads(body)
-            files = data["files"]
+            files = untrusted.obj(untrusted.loads(body), "(top level)")["files"]
+            if not isinstance(files, list):
+                raise untrusted.BadJson("files: expected a list")
             out = []
-            for f in files:
-                digest = f.get("hashes", {}).get("sha256", "")
-                out.append((str(f["filename"]), urljoin(page_url, str(f["url"])), str(digest)))
+            for i, f in enumerate(files):
+                f = untrusted.obj(f, f"files[{i}]")
+                digest = untrusted.obj(f.get("hashes", {}), f"files[{i}].hashes").get(
+                    "sha256", "")
+                out.append((untrusted.text(f.get("filename"), f"files[{i}].filename", 400),
+                            urljoin(page_url, untrusted.text(f.get("url"), f"files[{i}].url")),
+                            untrusted.text(digest, f"files[{i}].hashes.sha256", 128)))
             return out
-        except (ValueError, KeyError, TypeError, AttributeError):
-            raise _Garbled("not a PEP 691 JSON page") from None
+        except KeyError:
+            raise _Garbled("not a PEP 691 JSON page (no files)") from None
+        except untrusted.BadJson as exc:
+            raise _Garbled(f"not a PEP 691 JSON page ({exc})") from None
     if ctype and ctype not in ("text/html", "application/xhtml+xml"):
         raise _Garbled(f"unexpected content type {ctype!r}")
     try:

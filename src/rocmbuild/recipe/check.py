@@ -100,6 +100,14 @@ def type_name(type_: str) -> str:
 
 
 MISSING = object()
+MAX_NUMBER = 1e9
+"""The largest number a recipe key takes (GB, TFLOP/s, units: far above any real value, and
+small enough that arithmetic on it never overflows)."""
+
+
+def _shown(value: object) -> str:
+    text = str(value)
+    return text if len(text) <= 40 else text[:40] + "..."
 
 
 def lookup(data: dict[str, Any], loc: str) -> Any:
@@ -174,14 +182,24 @@ class Checker:
             return True, value
         if k.type == "integer":
             if k.const is not None and value != k.const:
-                self.bad(loc, f"unsupported version {value!r}; this rocmbuild reads {k.const}")
+                self.bad(loc, f"unsupported version {_shown(value)}; this rocmbuild reads "
+                         f"{k.const}")
             if k.positive and value <= 0:
-                self.bad(loc, f"must be > 0, got {value}")
+                self.bad(loc, f"must be > 0, got {_shown(value)}")
+                return False, None
+            if k.const is None and abs(value) > MAX_NUMBER:
+                self.bad(loc, f"must be at most {MAX_NUMBER:.0e}, got {_shown(value)}")
                 return False, None
             return True, value
         if k.type == "number":
+            if isinstance(value, int) and abs(value) > MAX_NUMBER:  # float() would overflow
+                self.bad(loc, f"must be at most {MAX_NUMBER:.0e}, got {_shown(value)}")
+                return False, None
             if not math.isfinite(value):
                 self.bad(loc, f"must be a finite number, got {value}")
+                return False, None
+            if abs(value) > MAX_NUMBER:
+                self.bad(loc, f"must be at most {MAX_NUMBER:.0e}, got {value:g}")
                 return False, None
             if k.positive and value <= 0:
                 self.bad(loc, f"must be > 0, got {value}")

@@ -8,7 +8,6 @@ Everything read is untrusted: a size cap, shapes and types checked, hex checked,
 from __future__ import annotations
 
 import http.client
-import json
 import os
 import re
 import time
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from rocmbuild.core import run
+from rocmbuild.core import run, untrusted
 from rocmbuild.core.errors import FetchError
 from rocmbuild.core.run import redact
 
@@ -101,10 +100,10 @@ def sdist_releases(project: str, index: str, get: Fetch = http_get) -> tuple[Rel
     page = urllib.parse.urljoin(index, f"{project}/")
     where = f"pypi: {redact(page)}"
     try:
-        data = json.loads(get(page))
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise FetchError(f"{where}: not PEP 691 JSON", hint="the index must answer "
-                         f"Accept: {ACCEPT}") from exc
+        data = untrusted.loads(get(page))
+    except untrusted.BadJson as exc:
+        raise FetchError(f"{where}: not PEP 691 JSON ({exc})", hint="the index must answer "
+                         f"Accept: {ACCEPT}") from None
     files = data.get("files") if isinstance(data, dict) else None
     if not isinstance(files, list):
         raise FetchError(f"{where}: no 'files' list", hint=f"the index must answer {ACCEPT}")

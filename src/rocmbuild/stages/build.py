@@ -14,7 +14,6 @@ build that then fails after trying to reach the network is reported naming the h
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -32,7 +31,7 @@ from rocmbuild.artifacts.buildfacts import TorchBuild
 from rocmbuild.artifacts.results import Artifacts, CompileStats, StageResult, Status
 from rocmbuild.buildtools import compilecache, oom, progress
 from rocmbuild.cache import learned
-from rocmbuild.core import fsutil, hostenv, log, options
+from rocmbuild.core import fsutil, hostenv, log, options, untrusted
 from rocmbuild.core.errors import BuildError, CommandFailed
 from rocmbuild.core.run import no_network, redact
 from rocmbuild.core.run import run as sh
@@ -57,14 +56,19 @@ def torch_facts(host: Host, log_path: Path, python: str = sys.executable,
     fallback = TorchBuild(info.version, info.hip, info.cuda)
     try:
         res = sh([python, "-c", _TORCH_PROBE], capture=True, log_path=log_path, env=env)
-        facts = json.loads(res.output.strip().splitlines()[-1])
-    except (CommandFailed, ValueError, IndexError, OSError):  # OSError: its log cannot be
-        return fallback  # written; the build's own commands then fail on that, as a BuildError
+        facts = untrusted.loads(res.output.strip().splitlines()[-1])  # torch's import may print
+    except (CommandFailed, ValueError, IndexError, OSError):  # ValueError: untrusted.BadJson;
+        return fallback  # OSError: its log cannot be written; the build's own commands then
+        # fail on that, as a BuildError
     if not isinstance(facts, dict):
         return fallback
     abi = facts.get("cxx11_abi")
-    return TorchBuild(str(facts.get("version") or info.version), facts.get("hip") or None,
-                      facts.get("cuda") or None, abi if isinstance(abi, bool) else None)
+    def text(key: str) -> str | None:
+        v = facts.get(key)
+        return v if isinstance(v, str) and v and len(v) <= 200 else None
+
+    return TorchBuild(text("version") or info.version, text("hip"), text("cuda"),
+                      abi if isinstance(abi, bool) else None)
 
 
 def package_prefix(prefix: Path, out_dir: Path, name: str, version: str) -> Path:

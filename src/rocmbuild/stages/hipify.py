@@ -33,7 +33,7 @@ from rich.markup import escape
 from rocmbuild.artifacts.buildfacts import HipifyReport, Unmapped
 from rocmbuild.artifacts.results import Artifacts, StageResult, Status
 from rocmbuild.buildtools import livecode
-from rocmbuild.core import hostenv, log
+from rocmbuild.core import hostenv, log, untrusted
 from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import BuildError, CommandFailed, ToolchainError
 from rocmbuild.core.run import run as sh
@@ -205,11 +205,12 @@ def _torch(plan: Plan, step: Hipify, root: Path, log_dir: Path, log_path: Path, 
         raise BuildError(f"hipify (torch.utils.hipify) failed: {exc.message}",
                          hint="the log shows the traceback; torch.utils.hipify comes with torch "
                          "in the build's Python", detail=exc.detail) from exc
-    try:
-        done = json.loads(result.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise BuildError(f"hipify (torch.utils.hipify): no readable result in {result}",
-                         hint="the log shows what the child printed") from exc
+    try:  # written by our driver, but through torch.utils.hipify's objects: checked
+        done = untrusted.obj(untrusted.read_json(result, 256 << 20), "(top level)")
+    except (OSError, untrusted.BadJson) as exc:
+        raise BuildError(f"hipify (torch.utils.hipify): no readable result in {result} "
+                         f"({str(exc)[:120]})", hint="the log shows what the child printed"
+                         ) from None
     origin: dict[str, str] = {}
     for src, res in done.items():
         out = res.get("output") if isinstance(res, dict) else None

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rocmbuild.artifacts.results import Status
+from rocmbuild.core import untrusted
 from rocmbuild.core.errors import UsageError
 from rocmbuild.core.fsutil import write_atomic
 from rocmbuild.validate.kernelrun import BaselineComparison, BaselineRow, KernelRun, Timing
@@ -20,6 +21,13 @@ from rocmbuild.validate.kernelrun import BaselineComparison, BaselineRow, Kernel
 MIN_DROP = 0.10
 SPREAD_FACTOR = 3.0
 _HINT = "pass the JSON report (--json) of the last good run"
+MAX_FILE = 64 << 20
+"""The largest baseline report or store read (bytes)."""
+MAX_TFLOPS = 1e6
+"""The most TFLOP/s a baseline figure may claim (a GPU of today does a few thousand)."""
+MAX_SPREAD = 100.0
+"""The largest run-to-run spread (a fraction) a baseline figure may claim."""
+MAX_MS = 1e9
 
 
 def allowed_drop(spread_now: float, spread_base: float) -> float:
@@ -36,29 +44,52 @@ def _entries(run: KernelRun) -> dict[tuple[str, str, str], Timing]:
     return out
 
 
+def _check_run(run: KernelRun, where: str) -> KernelRun:
+    """``run`` when every figure of its throughput is a finite number in range (a baseline's
+    figures divide and compare); else BadJson naming the key."""
+    for i, row in enumerate(run.throughput):
+        for d in ("fwd", "bwd"):
+            t = row.timing(d)
+            if t is not None:
+                at = f"{where}throughput[{i}].{d}."
+                untrusted.number(t.tflops, at + "tflops", 0.0, MAX_TFLOPS)
+                untrusted.number(t.spread, at + "spread", 0.0, MAX_SPREAD)
+                untrusted.number(t.ms, at + "ms", 0.0, MAX_MS)
+    return run
+
+
 def read_runs(data: object, source: str) -> tuple[KernelRun, ...]:
     """The kernel runs in a validate report's JSON, or a bare kernel gate JSON."""
     if not isinstance(data, dict):
         raise UsageError(f"{source}: not a validate report (a JSON object)", hint=_HINT)
     try:
         if "throughput" in data:  # a bare kernel run
-            return (KernelRun.from_json(data),)
+            return (_check_run(KernelRun.from_json(data), ""),)
         if "kernels" not in data:
             raise UsageError(f"{source}: key 'kernels' missing; not a validate report",
                              hint=_HINT)
-        return tuple(KernelRun.from_json(r) for r in data["kernels"].get("runs") or ())
+        runs = untrusted.obj(data["kernels"], "kernels").get("runs") or ()
+        if not isinstance(runs, list):
+            raise untrusted.BadJson("kernels.runs: expected a list")
+        return tuple(_check_run(KernelRun.from_json(r), f"kernels.runs[{i}].")
+                     for i, r in enumerate(runs))
+    except untrusted.BadJson as exc:
+        raise UsageError(f"{source}: {exc}", hint=_HINT) from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise UsageError(f"{source}: not a readable validate report ({type(exc).__name__}: "
-                         f"{exc})", hint=_HINT) from exc
+                         f"{str(exc)[:200]})", hint=_HINT) from None
 
 
 def load_baseline(path: Path) -> tuple[KernelRun, ...]:
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError as exc:
-        raise UsageError(f"--baseline {path}: no such file", hint=_HINT) from exc
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--baseline {path}: not valid JSON ({exc})", hint=_HINT) from exc
+        data = untrusted.read_json(path, MAX_FILE)
+    except FileNotFoundError:
+        raise UsageError(f"--baseline {path}: no such file", hint=_HINT) from None
+    except OSError as exc:
+        raise UsageError(f"--baseline {path}: cannot read: {exc.strerror or exc}",
+                         hint=_HINT) from None
+    except untrusted.BadJson as exc:
+        raise UsageError(f"--baseline {path}: {exc}", hint=_HINT) from None
     return read_runs(data, f"--baseline {path}")
 
 
@@ -120,23 +151,43 @@ def _store_key(device: str, kernel: str, variant: str, shape: str, direction: st
                        direction))
 
 
+_STORE_HINT = ("move the file away (the next passing run starts a new store), "
+               "or pass --no-baseline-store")
+
+
 def read_store(path: Path) -> dict[str, list[dict[str, Any]]]:
-    """The store's entries; a missing file is empty; an unreadable one is a UsageError naming
-    it (it is never silently replaced)."""
+    """The store's entries, each figure checked (a finite number in range); a missing file is
+    empty; an unreadable one is a UsageError naming it and the key (it is never silently
+    replaced)."""
     try:
-        data = json.loads(path.read_text())
+        data = untrusted.read_json(path, MAX_FILE)
     except FileNotFoundError:
         return {}
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"baseline store {path}: unreadable ({exc})",
-                         hint="move the file away (the next passing run starts a new store), "
-                         "or pass --no-baseline-store") from exc
+    except OSError as exc:
+        raise UsageError(f"baseline store {path}: unreadable ({exc.strerror or exc})",
+                         hint=_STORE_HINT) from None
+    except untrusted.BadJson as exc:
+        raise UsageError(f"baseline store {path}: unreadable ({exc})", hint=_STORE_HINT) from None
     entries = data.get("entries") if isinstance(data, dict) else None
     if not isinstance(entries, dict):
         raise UsageError(f"baseline store {path}: key 'entries' missing",
                          hint="move the file away, or pass --no-baseline-store")
-    return {str(k): [e for e in v if isinstance(e, dict)] for k, v in entries.items()
-            if isinstance(v, list)}
+    out: dict[str, list[dict[str, Any]]] = {}
+    try:
+        for k, v in entries.items():
+            if not isinstance(v, list):
+                continue
+            out[k] = []
+            for i, e in enumerate(v):
+                if not isinstance(e, dict):
+                    continue
+                at = f"entries[{k[:60]!r}][{i}]."
+                untrusted.number(e.get("tflops") or 0.0, at + "tflops", 0.0, MAX_TFLOPS)
+                untrusted.number(e.get("spread") or 0.0, at + "spread", 0.0, MAX_SPREAD)
+                out[k].append(e)
+    except untrusted.BadJson as exc:
+        raise UsageError(f"baseline store {path}: {exc}", hint=_STORE_HINT) from None
+    return out
 
 
 def compare_store(current: KernelRun, store: Mapping[str, list[dict[str, Any]]],

@@ -10,7 +10,6 @@ Wheels go in with ``--no-deps``; their declared requirements, except torch, are 
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import re
 import sys
@@ -24,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 
 from rocmbuild.artifacts import wheel
 from rocmbuild.artifacts.wheel import WheelInfo
-from rocmbuild.core import fsutil, hostenv
+from rocmbuild.core import fsutil, hostenv, untrusted
 from rocmbuild.core.errors import ToolchainError, UsageError, ValidationError
 from rocmbuild.core.run import redact, run
 
@@ -251,12 +250,25 @@ def probe(venv: Venv, modules: list[str], extra_env: dict[str, str] | None = Non
     r = run([str(venv.python), "-c", _PROBE, *modules], env=venv.env(extra_env),
             log_path=venv.log, capture=True, check=False, cwd=venv.root)
     for line in r.output.splitlines():
-        if line.startswith("@@ROCMBUILD@@"):
-            found: dict[str, Any] = json.loads(line[len("@@ROCMBUILD@@"):])
+        if line.startswith("@@ROCMBUILD@@"):  # printed by _PROBE, after importing the wheels
+            try:
+                found = untrusted.obj(untrusted.loads(line[len("@@ROCMBUILD@@"):]), "probe")
+                imports = untrusted.obj(found.get("imports"), "probe.imports")
+                if not all(isinstance(v, dict) and isinstance(v.get("ok"), bool)
+                           for v in imports.values()):
+                    raise untrusted.BadJson("probe.imports: expected {ok: true|false} each")
+                if found.get("torch") is not None:
+                    untrusted.obj(found["torch"], "probe.torch")
+            except untrusted.BadJson as exc:
+                return _probe_failed(modules, f"the import probe printed a line that is not "
+                                     f"its report ({exc})")
             return found
     tail = "\n".join(r.output.splitlines()[-15:])
-    return {"torch": None, "imports": {m: {"ok": False, "error": f"the import probe crashed "
-                                           f"(exit {r.returncode}): {tail}"} for m in modules}}
+    return _probe_failed(modules, f"the import probe crashed (exit {r.returncode}): {tail}")
+
+
+def _probe_failed(modules: list[str], why: str) -> dict[str, Any]:
+    return {"torch": None, "imports": {m: {"ok": False, "error": why} for m in modules}}
 
 
 # ----------------------------------------------------------------------------- the guard

@@ -4,7 +4,6 @@ read its JSON back as ``KernelRun``, hold it against the baseline, and sum the r
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 from rocmbuild.artifacts.results import Status
 from rocmbuild.artifacts.wheel import WheelInfo
-from rocmbuild.core import log
+from rocmbuild.core import log, untrusted
 from rocmbuild.core.errors import UsageError
 from rocmbuild.core.run import run as run_cmd
 from rocmbuild.programs import kernelgate
@@ -26,6 +25,8 @@ GATE_DIR = Path(kernelgate.__file__).parent
 # relatively, so the name is free; this one cannot shadow anything the wheels bring).
 GATE_MODULE = "rocmbuild_kernelgate"
 KERNEL_TIMEOUT_S = 3600.0
+REPORT_MAX = 64 << 20
+"""The largest kernel gate report read back (bytes)."""
 
 
 def check_options(opts: ValidateOptions) -> None:
@@ -77,11 +78,11 @@ def run_one(venv: inst.Venv, kernel: str, opts: ValidateOptions, env: Mapping[st
         tail = "\n".join(r.output.splitlines()[-10:])
         return KernelRun(kernel, Status.FAILED, f"the kernel gate process exited "
                          f"{r.returncode} without a report: {tail}")
-    try:
-        return KernelRun.from_json(json.loads(out.read_text()))
-    except (ValueError, KeyError, TypeError) as exc:
+    try:  # written by the gate, in a venv that runs the wheel's code: untrusted
+        return KernelRun.from_json(untrusted.read_json(out, REPORT_MAX))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         return KernelRun(kernel, Status.FAILED,
-                         f"the kernel gate wrote an unreadable report {out}: {exc}")
+                         f"the kernel gate wrote an unreadable report {out}: {str(exc)[:200]}")
 
 
 def with_baseline(run: KernelRun, baseline: Sequence[KernelRun] | None,

@@ -72,12 +72,29 @@ def _extra_requirements(infos: Sequence[WheelInfo], opts: ValidateOptions
     return reqs, " and ".join(origins)
 
 
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _modules(w: WheelInfo) -> tuple[str, ...]:
+    """What the import step imports from a wheel: its top-level modules and the submodules its
+    recipe's [validate] imports named (recorded in rocmbuild.json's plan; e.g. a prebuilt
+    extension, `deepspeed.ops.adam.cpu_adam_op`). The recorded list is untrusted: only dotted
+    names under one of the wheel's own top-level modules are taken."""
+    plan = (w.provenance or {}).get("plan")
+    val = plan.get("validate") if isinstance(plan, dict) else None
+    named = val.get("imports") if isinstance(val, dict) else None
+    extra = [m for m in (named if isinstance(named, list) else [])
+             if isinstance(m, str) and len(m) <= 200 and _MODULE.fullmatch(m)
+             and m.split(".")[0] in w.top_level]
+    return tuple(dict.fromkeys([*w.top_level, *extra]))
+
+
 def _raise_if_host_lacks(infos: Sequence[WheelInfo], imports: Mapping[str, Any]) -> None:
     """A module the wheels import that none of them provides and the venv lacks is the host's
     problem (exit 10), not the wheel's: nothing is copied to broken/."""
     own = {m for w in infos for m in w.top_level}
     for w in infos:
-        for mod in w.top_level:
+        for mod in _modules(w):
             r = imports.get(mod) or {}
             missing = None if r.get("ok", True) else inst.missing_host_module(
                 str(r.get("error", "")), own)
@@ -148,9 +165,9 @@ def _import_step(w: WheelInfo, installed: bool, imports: Mapping[str, Any],
                  device_libs: Sequence[str] = ()) -> Step:
     if not installed:
         return Step(Status.SKIPPED, "install failed")
-    bad = {m: r for m, r in imports.items() if m in w.top_level and not r["ok"]}
+    bad = {m: r for m, r in imports.items() if m in _modules(w) and not r["ok"]}
     if not bad:
-        done = "imported " + ", ".join(w.top_level)
+        done = "imported " + ", ".join(_modules(w))
         # Imported, yet none of its GPU libraries (HIP device code) is mapped: the package fell
         # back to what runs without them (bitsandbytes on a CPU torch). Which one, this host
         # decides: said, as the guard says a torch mismatch, not failed. (Some loading lazily is
@@ -244,7 +261,7 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
         if installed and extra[0]:
             log.step(redact(f"installing {' '.join(extra[0])} ({extra[1]})"))
             inst.install_extra(venv, *extra)
-        modules = sorted({m for w in infos for m in w.top_level})
+        modules = sorted({m for w in infos for m in _modules(w)})
         log.step(f"importing {', '.join(modules) or 'torch'} in the venv")
         probe = inst.probe(venv, modules, env_extra)
         _raise_if_host_lacks(infos, probe["imports"])

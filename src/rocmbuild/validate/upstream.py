@@ -8,7 +8,6 @@ unrun is "not reached", never a pass; a case upstream's own marks skip is "skipp
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
 import time
@@ -18,12 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from rocmbuild.artifacts.results import Status
+from rocmbuild.core import fsutil, untrusted
 from rocmbuild.core.errors import UsageError
 from rocmbuild.core.run import run as run_cmd
 from rocmbuild.validate import install as inst
 from rocmbuild.validate.kernels import GATE_MODULE, install_gate
 
 PLUGIN = f"{GATE_MODULE}.upstream_plugin"
+LOG_MAX = 64 << 20
+"""The largest upstream-test outcome log read back (bytes)."""
 
 
 @dataclass(frozen=True)
@@ -139,12 +141,18 @@ def summarize(node_ids: Sequence[str], chosen: Sequence[str],
 def _read_log(path: Path) -> dict[str, dict[str, Any]]:
     """Each test's outcome; a failure in setup/call/teardown wins over a pass."""
     out: dict[str, dict[str, Any]] = {}
-    if not path.is_file():
-        return out
-    for line in path.read_text(errors="replace").splitlines():
+    try:  # written by the plugin, in the venv that runs the package's tests: untrusted
+        blob = fsutil.read_capped(path, LOG_MAX)
+    except (OSError, fsutil.TooLarge):
+        return out  # no log (nothing ran), or not one: every case reads "not reached"
+    for line in blob.splitlines():
         try:
-            rec = json.loads(line)
-        except ValueError:
+            rec = untrusted.obj(untrusted.loads(line), "")
+            untrusted.text(rec.get("id"), "id")
+            untrusted.text(rec.get("message", ""), "message")
+        except untrusted.BadJson:
+            continue
+        if rec.get("outcome") not in ("passed", "failed", "skipped"):
             continue
         prev = out.get(rec["id"])
         if prev is None or rec["outcome"] == "failed":

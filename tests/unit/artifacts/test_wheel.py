@@ -102,9 +102,9 @@ def test_pure_wheel_without_provenance(tmp_path: Path) -> None:
             "a-1.0-py3-none-any.whl",
             {
                 "a-1.0.dist-info/METADATA": "Name: a\nVersion: 1.0\n",
-                "a-1.0.dist-info/rocmbuild.json": "{",
+                "a-1.0.dist-info/rocmbuild.json": "{,}",
             },
-            "rocmbuild.json is not valid JSON",
+            "rocmbuild.json: not valid JSON",
         ),
         (
             "a-1.0-py3-none-any.whl",

@@ -7,6 +7,7 @@ in a real cmake build)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,10 @@ def test_record_keeps_each_units_largest_peak(tmp_path: Path) -> None:
     '"compiler": "", "units": {"a.o": -5}}',
     '{"schema": "rocmbuild-learned/1", "recipe": "r", "variant": "v", "archs": "gfx942", '
     '"compiler": "", "units": {"a.o": 5}}',
+    # round two: core.untrusted refuses these before the checks above look
+    "[" * 100_000, '{"schema": NaN}', '{"units": {"a.o": ' + "9" * 400 + "}}",
+    '{"schema": "rocmbuild-learned/1", "recipe": "r", "variant": "v", "archs": ["gfx942"], '
+    '"compiler": "", "units": {"a.o": 9000000000000000000}}',  # 8 EiB for one compile: no
 ])
 def test_a_broken_learned_file_is_ignored_with_a_warning(
         tmp_path: Path, content: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -144,3 +149,24 @@ def test_plan_uses_the_measured_p95_and_keeps_its_cache_key(tmp_path: Path) -> N
                   learned.load(tmp_path, "flash-attn")).jobs == 3
     assert render(recipe, Target(arch="gfx90a"), HOST,
                   learned.load(tmp_path, "flash-attn")).jobs == 11
+
+
+def test_learned_files_that_are_not_files_are_ignored(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A FIFO (never opened to block) and a directory where a learned file belongs."""
+    d = tmp_path / "learned" / "r"
+    d.mkdir(parents=True)
+    os.mkfifo(d / "0123456789abcdef.json")
+    (d / "fedcba9876543210.json").mkdir()
+    assert learned.load(tmp_path, "r") == ()
+    err = capsys.readouterr().err
+    assert err.count("is not a regular file") == 2 and "Traceback" not in err
+
+
+def test_units_log_lines_that_are_not_records_are_skipped(tmp_path: Path) -> None:
+    log = _units(tmp_path / "units.jsonl", [1.0])
+    with log.open("ab") as f:
+        f.write(b"[" * 100_000 + b"\n" + bytes(range(128, 256)) + b"\n"
+                + b'{"out": "x.o", "unit": true, "rc": 0, "rss": ' + b"9" * 400 + b"}\n"
+                + b'{"out": "y.o", "unit": true, "rc": 0, "rss": 9000000000000000000}\n')
+    assert len(learned.read_units(log)) == 1  # the good record only

@@ -16,12 +16,9 @@ import time
 import zipfile
 from pathlib import Path
 
-import pytest
-
 from rocmbuild.cache import prune
 from rocmbuild.cache import store as cache
 from rocmbuild.core import config
-from rocmbuild.core.errors import UsageError
 
 DAY = 86400.0
 
@@ -227,27 +224,6 @@ def test_nothing_there_is_nothing_to_do(tmp_path: Path) -> None:
     res = prune.prune(ws, 0, 0, dry_run=False)
     assert res.removed == () and res.total_before == 0
     assert not ws.root.exists()  # prune creates nothing
-
-
-@pytest.mark.parametrize(("text", "value"), [
-    ("200G", 200 * 1024**3), ("500M", 500 * 1024**2), ("1.5T", int(1.5 * 1024**4)),
-    ("1024", 1024), ("2GiB", 2 * 1024**3), ("3gb", 3 * 1024**3), ("0", 0), ("10 K", 10240),
-])
-def test_parse_size(text: str, value: int) -> None:
-    assert prune.parse_size(text, "--max-size") == value
-
-
-@pytest.mark.parametrize("text", ["", "G", "12X", "-5G", "1e3G", "nan", "1.2.3M", "5 GB x"])
-def test_parse_size_refuses(text: str) -> None:
-    with pytest.raises(UsageError, match="^--max-size: ") as exc:
-        prune.parse_size(text, "--max-size")
-    assert exc.value.hint
-
-
-@pytest.mark.parametrize("text", ["abc", "-1", "nan", "inf", ""])
-def test_parse_days_refuses(text: str) -> None:
-    with pytest.raises(UsageError, match="^--keep-days: "):
-        prune.parse_days(text, "--keep-days")
 
 
 def test_human() -> None:

@@ -82,7 +82,7 @@ def test_load_baseline_errors(tmp_path):
     with pytest.raises(UsageError, match="no such file"):
         baseline.load_baseline(tmp_path / "missing.json")
     bad = tmp_path / "bad.json"
-    bad.write_text("{")
+    bad.write_text("{,}")
     with pytest.raises(UsageError, match="not valid JSON"):
         baseline.load_baseline(bad)
     other = tmp_path / "other.json"

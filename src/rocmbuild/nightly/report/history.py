@@ -6,7 +6,6 @@ warning; a log path in one is linked only when it names a file inside that run's
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import math
 import os
 import re
@@ -15,7 +14,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from rocmbuild.artifacts.results import Status
-from rocmbuild.core import fsutil
+from rocmbuild.core import untrusted
 from rocmbuild.nightly.model import CELL_ID, RUN_ID, VALIDATION, CellOutcome, End, RunReport
 from rocmbuild.nightly.report.fmt import one_line
 
@@ -44,11 +43,11 @@ def load_history(reports_dir: Path, exclude: str = "",
         if not os.path.lexists(path):
             continue  # a run that is still going, or died before its report
         try:
-            r = parse_report(json.loads(fsutil.read_capped(path, MAX_REPORT_BYTES)))
+            r = parse_report(untrusted.read_json(path, MAX_REPORT_BYTES))
             if r.run_id != d.name:
                 raise ValueError(f"it names run {r.run_id!r}, not its directory's")
             runs.append((iso_time(r.started), r))
-        except (OSError, ValueError, RecursionError) as exc:
+        except (OSError, ValueError) as exc:  # untrusted.BadJson is a ValueError
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             warnings.append(f"nightly history: {path}: skipped: {one_line(why, 200)}")
     runs.sort(key=lambda t: (t[0], t[1].run_id), reverse=True)

@@ -5,13 +5,13 @@ and why."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from rocmbuild.artifacts.results import Status
+from rocmbuild.core import untrusted
 from rocmbuild.nightly.model import VALIDATION, CellOutcome, End
 from rocmbuild.nightly.slurm.status import TaskRecord
 from rocmbuild.nightly.slurm.submission import SubmittedCell
@@ -31,13 +31,13 @@ def read_result(path: Path, cell_id: str) -> tuple[CellOutcome | None, str]:
     """The CellOutcome a task wrote, or None and why not (missing, too large, not JSON, another
     cell's, a bad field)."""
     try:
-        if path.is_symlink() or not path.is_file():
-            return None, "no result.json"
-        if path.stat().st_size > RESULT_CAP:
-            return None, f"result.json larger than {RESULT_CAP} bytes"
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        return None, f"result.json unreadable: {type(exc).__name__}"
+        data = untrusted.read_json(path, RESULT_CAP)
+    except FileNotFoundError:
+        return None, "no result.json"
+    except OSError as exc:
+        return None, f"result.json unreadable: {exc.strerror or type(exc).__name__}"
+    except untrusted.BadJson as exc:
+        return None, f"result.json unreadable: {exc}"
     if not isinstance(data, dict):
         return None, "result.json is not a JSON object"
     if data.get("cell") != cell_id:
@@ -54,27 +54,45 @@ def _opt(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...]) -> An
         return None
     if isinstance(v, bool) and kind is not bool or not isinstance(v, kind):
         raise TypeError(f"{key} is not {getattr(kind, '__name__', kind)}")
+    if isinstance(v, str) and (len(v) > 4096 or "\0" in v):
+        raise ValueError(f"{key} is not a string of at most 4096 characters")
+    return v
+
+
+_BYTES = 1 << 60
+_RANGES: dict[str, tuple[float, float]] = {
+    "duration_s": (0, 1e9), "peak_rss_bytes": (0, _BYTES), "disk_bytes": (0, _BYTES),
+    "wheel_size": (0, _BYTES), "cache_hit_rate": (0, 1), "tflops": (0, 1e6),
+    "exit_code": (-255, 255)}
+
+
+def _num(data: Mapping[str, Any], key: str, whole: bool) -> Any:
+    """``data[key]``: None, or a number (a whole one when ``whole``) in _RANGES[key]."""
+    v = _opt(data, key, int if whole else (int, float))
+    lo, hi = _RANGES[key]
+    if v is not None:
+        (untrusted.integer(v, key, int(lo), int(hi)) if whole
+         else untrusted.number(v, key, lo, hi))
     return v
 
 
 def outcome_from_json(data: Mapping[str, Any]) -> CellOutcome:
-    """A CellOutcome from its ``to_json`` form, every field checked."""
-    num = (int, float)
+    """A CellOutcome from its ``to_json`` form, every field checked (types, numbers in range)."""
     return CellOutcome(
         cell_id=str(data["cell"]),
         status=Status(data.get("status")),
         end=End(data.get("end")),
         reason=_opt(data, "reason", str) or "",
-        duration_s=float(_opt(data, "duration_s", num) or 0.0),
-        peak_rss_bytes=_opt(data, "peak_rss_bytes", int),
-        disk_bytes=_opt(data, "disk_bytes", int),
+        duration_s=float(_num(data, "duration_s", False) or 0.0),
+        peak_rss_bytes=_num(data, "peak_rss_bytes", True),
+        disk_bytes=_num(data, "disk_bytes", True),
         wheel=_opt(data, "wheel", str),
-        wheel_size=_opt(data, "wheel_size", int),
+        wheel_size=_num(data, "wheel_size", True),
         version=_opt(data, "version", str),
         project=_opt(data, "project", str),
-        cache_hit_rate=_opt(data, "cache_hit_rate", num),
-        tflops=_opt(data, "tflops", num),
-        exit_code=_opt(data, "exit_code", int),
+        cache_hit_rate=_num(data, "cache_hit_rate", False),
+        tflops=_num(data, "tflops", False),
+        exit_code=_num(data, "exit_code", True),
         log=_opt(data, "log", str) or "",
         promoted=bool(_opt(data, "promoted", bool)),
         validation=_validation(_opt(data, "validation", str) or ""),

@@ -4,16 +4,18 @@ which cell), written by ``submit`` and read back, untrusted, by ``load_submissio
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rocmbuild.core import untrusted
 from rocmbuild.core.errors import UsageError
+from rocmbuild.core.jobs import MAX_JOBS
 from rocmbuild.nightly.model import CELL_ID
 from rocmbuild.nightly.slurm.settings import Shape
 
 SLURM_JSON = "slurm.json"
+SLURM_JSON_MAX = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -78,34 +80,53 @@ def load_submission(run_dir: Path) -> Submission:
     path = run_dir / SLURM_JSON
     bad = f"{path}: not a Slurm submission of rocmbuild nightly"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = untrusted.obj(untrusted.read_json(path, SLURM_JSON_MAX), "(top level)")
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file: this run was not submitted to Slurm",
                          hint="collect a run that ran with --executor slurm") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UsageError(f"{bad} ({type(exc).__name__})",
+    except OSError as exc:
+        raise UsageError(f"{bad} ({exc.strerror or type(exc).__name__})",
                          hint="was it edited? resubmit the run") from None
+    except untrusted.BadJson as exc:
+        raise UsageError(f"{bad} ({exc})", hint="was it edited? resubmit the run") from None
+    u = untrusted
     try:
         jobs = tuple(ArrayJob(
             _digits(j["job_id"]), _inside(run_dir, j["script"]),
-            Shape(int(j["cpus"]), int(j["mem_mb"]), int(j["gpus"]), int(j["time_min"]),
-                  None if j.get("partition") is None else str(j["partition"])),
-            tuple(_cell(x) for x in j["cells"]),
-            _digits(j["after"]) if "after" in j else "") for j in data["jobs"])
-        cells, checks = (tuple(SubmittedCell(_cell(c["cell"]), _digits(c["job_id"]),
-                                             int(c["task"]), _inside(run_dir, c["result"]),
-                                             _inside(run_dir, c["log"]))
-                               for c in (data[key] if key == "cells" else data.get(key, [])))
-                         for key in ("cells", "validations"))
-        submitted = float(data["submitted"])
-    except (KeyError, TypeError, ValueError) as exc:
+            Shape(u.integer(j["cpus"], f"jobs[{i}].cpus", 1, MAX_JOBS),
+                  u.integer(j["mem_mb"], f"jobs[{i}].mem_mb", 0, 1 << 40),
+                  u.integer(j["gpus"], f"jobs[{i}].gpus", 0, 1024),
+                  u.integer(j["time_min"], f"jobs[{i}].time_min", 0, 366 * 24 * 60),
+                  None if j.get("partition") is None
+                  else u.text(j["partition"], f"jobs[{i}].partition", 200)),
+            tuple(_cell(x) for x in _list(j["cells"], f"jobs[{i}].cells")),
+            _digits(j["after"]) if "after" in j else "")
+            for i, j in enumerate(_list(data["jobs"], "jobs")))
+        cells, checks = (tuple(
+            SubmittedCell(_cell(c["cell"]), _digits(c["job_id"]),
+                          u.integer(c["task"], f"{key}[{i}].task", 0, 1 << 31),
+                          _inside(run_dir, c["result"]), _inside(run_dir, c["log"]))
+            for i, c in enumerate(_list(data[key] if key == "cells" else data.get(key, []),
+                                        key)))
+            for key in ("cells", "validations"))
+        submitted = u.number(data["submitted"], "submitted", 0, 1e11)
+    except KeyError as exc:
+        raise UsageError(f"{bad}: key {str(exc)[:80]} missing",
+                         hint="was it edited? resubmit the run") from None
+    except (TypeError, ValueError, AttributeError) as exc:
         raise UsageError(f"{bad}: {str(exc)[:200]}",
                          hint="was it edited? resubmit the run") from None
     return Submission(submitted, jobs, cells, checks)
 
 
+def _list(v: object, where: str) -> list[Any]:
+    if not isinstance(v, list):
+        raise ValueError(f"{where}: expected a list")
+    return v
+
+
 def _digits(v: object) -> str:
-    if not isinstance(v, str) or not v.isdigit():
+    if not isinstance(v, str) or not v.isascii() or not v.isdigit() or len(v) > 19:
         raise ValueError(f"job id {str(v)[:40]!r} is not a number")
     return v
 

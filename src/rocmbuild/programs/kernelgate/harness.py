@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import sys
 import time
@@ -89,6 +90,18 @@ def _short(exc: BaseException) -> str:
     return lines[0][:300] if lines else type(exc).__name__
 
 
+def _plain(x: Any) -> Any:
+    """``x`` with every non-finite float as a string ("inf", "nan"): the report is plain JSON
+    (the parent refuses NaN/Infinity), and the parent's float() reads them back."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return repr(x)
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_plain(v) for v in x]
+    return x
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="attention kernel gate (runs inside the venv)")
     p.add_argument("--kernel", default="flash-attn", choices=sorted(ADAPTER_NAMES))
@@ -111,6 +124,6 @@ def main(argv: list[str] | None = None) -> int:
         res = {"kernel": a.kernel, "status": "failed", "reason": _short(exc),
                "traceback": traceback.format_exc()}
     with open(a.json, "w", encoding="utf-8") as f:
-        json.dump(res, f, indent=1, default=str)
+        json.dump(_plain(res), f, indent=1, default=str)
     print(f"kernel gate: {res['status']}", res.get("reason", ""), file=sys.stderr)
     return 0
