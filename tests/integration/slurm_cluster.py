@@ -61,7 +61,10 @@ def _pid(path: Path) -> int | None:
 
 
 @contextlib.contextmanager
-def cluster() -> Iterator[Cluster]:
+def cluster(gpu: bool = False) -> Iterator[Cluster]:
+    """``gpu``: the node also declares one GPU GRES without a device (gres.conf ``Name=gpu
+    Count=1``, no File: Slurm counts it, binds nothing) and a second partition ``gpu`` holds
+    it, so ``--partition=gpu --gres=gpu:1`` is scheduled as on a GPU node."""
     base = Path(tempfile.mkdtemp(prefix="rocmbuild-slurm-"))
     base.chmod(0o755)
     for d in ("state", "spool", "log"):
@@ -99,9 +102,13 @@ MpiDefault=none
 MailProg=/bin/true
 ReturnToService=2
 MinJobAge=3600
-{node_line} NodeAddr=127.0.0.1 State=UNKNOWN
+{"GresTypes=gpu" if gpu else ""}
+{node_line}{" Gres=gpu:1" if gpu else ""} NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+{"PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP" if gpu else ""}
 """)
+    if gpu:
+        (base / "gres.conf").write_text("Name=gpu Count=1 File=/dev/null\n")
     t0 = time.monotonic()
     try:
         subprocess.run(["slurmctld"], env=env, check=True, timeout=60)

@@ -140,9 +140,14 @@ time = "1h"
 @pytest.mark.parametrize(("args", "says"), [
     (["--no-wait"], "usage error: --no-wait: only with the Slurm executor"),
     (["--collect", "x", "--only", "a"], "usage error: --collect: give it alone"),
-    (["--collect", "../x"], "usage error: --collect: '../x' is neither a run id")])
+    (["--collect", "../x"], "usage error: --collect: '../x' is neither a run id"),
+    (["--validate-pending", "--dry-run"], "usage error: --validate-pending: give it alone"),
+    (["--validate-pending", "x", "--collect", "y"], "usage error: --validate-pending: give it "
+     "alone"),
+    (["--validate-pending", "../r"], "usage error: --validate-pending: '../r' is not a run id")])
 def test_bad_flag_combinations(tmp_path: Path, args: list[str], says: str) -> None:
-    """Bad uses of --no-wait / --collect: one line, a hint, exit 2 (no Slurm needed)."""
+    """Bad uses of --no-wait / --collect / --validate-pending: one line, a hint, exit 2 (no
+    Slurm needed)."""
     (tmp_path / "p.toml").write_text('schema_version = 1\n[package]\nname = "p"\n'
                                      '[source]\npath = "."\n')
     config = tmp_path / "nightly.toml"

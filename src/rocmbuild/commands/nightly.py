@@ -30,10 +30,17 @@ def register(sub: common.Subparsers) -> None:
     p.add_argument("--collect", default=None, metavar="RUN",
                    help="wait for and collect a --no-wait run's Slurm tasks (a run id or run "
                    "directory), then promote, prune and report as a waited run does")
+    p.add_argument("--validate-pending", nargs="?", const="", default=None, metavar="RUN",
+                   help="on a host that can validate (a GPU host sharing the workspace and "
+                   "cache): validate the wheels earlier runs built but could not validate "
+                   "(all pending, or run RUN's; --only picks cells), promote the green ones, "
+                   "update the reports")
     common.add_json(p, "the decisions (--dry-run) or the run's report")
     # What one task runs, on this machine or a Slurm node (the controller starts it).
     p.add_argument("--run-dir", default=None, help=argparse.SUPPRESS)
     p.add_argument("--cell", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--step", choices=("all", "build", "validate"), default="all",
+                   help=argparse.SUPPRESS)  # the Slurm executor's two steps of a cell
     p.set_defaults(handler=run)
 
 
@@ -49,6 +56,11 @@ def run(args: argparse.Namespace) -> int:
                                      or args.only):
         raise UsageError("--collect: give it alone (with --config)",
                          hint="--collect RUN ends a run that --no-wait started")
+    if args.validate_pending is not None and (args.cell is not None or args.dry_run
+                                              or args.no_wait or args.collect is not None):
+        raise UsageError("--validate-pending: give it alone (with --config, --only)",
+                         hint="--validate-pending [RUN] validates what earlier runs left "
+                         "pending")
     raw = config.read(Path(args.config))  # once: a later step never opens it again
     if args.cell is None and not args.dry_run:
         # the lock first, before the heavy imports: a second nightly is refused at once
@@ -81,8 +93,12 @@ def _other(args: argparse.Namespace, raw: bytes) -> int:
 
     cfg = _load(args, raw)
     if args.cell is not None:
+        if args.step == "validate":
+            from rocmbuild.nightly import revalidate
+
+            return revalidate.validate_task(cfg, Path(args.run_dir).absolute(), args.cell)
         return cell.run_cell(cfg, nightly_run.workspace(cfg), Path(args.run_dir).absolute(),
-                             args.cell)
+                             args.cell, args.step)
     planned = nightly_run.plan(cfg, args.only)
     if args.json:
         common.print_json([{
@@ -113,6 +129,8 @@ def _controller(args: argparse.Namespace, raw: bytes, lock_note: str) -> int:
     from rocmbuild.nightly import run as nightly_run
 
     cfg = _load(args, raw)
+    if args.validate_pending is not None:
+        return _validate_pending(args, cfg, lock_note)
     if args.collect is not None:
         report = nightly_run.collect(cfg, args.collect, lock_note)
     else:
@@ -143,4 +161,39 @@ def _controller(args: argparse.Namespace, raw: bytes, lock_note: str) -> int:
         raise CellsFailed(f"nightly {report.run_id}: {len(failed)} cell(s) failed: "
                           + ", ".join(failed[:10]),
                           hint=f"read {cfg.reports / report.run_id}/cells/<cell>/log.txt")
+    return 0
+
+
+def _validate_pending(args: argparse.Namespace, cfg: Any, lock_note: str) -> int:
+    """``--validate-pending``: 0 when every pending wheel passed (and was promoted), exit 14
+    when one failed, exit 10 when this host could not validate one either (still pending)."""
+    from rich.markup import escape
+
+    from rocmbuild.core import log
+    from rocmbuild.core.errors import CellsFailed, ToolchainError
+    from rocmbuild.nightly import revalidate
+
+    if lock_note:
+        log.warn(escape(lock_note))
+    done = revalidate.validate_pending(cfg, args.validate_pending, tuple(args.only))
+    if args.json:
+        common.print_json([{"run": r.run_id, "cell": r.cell_id, "validation": r.validation,
+                            "promoted": r.promoted, "failed": r.failed, "reason": r.reason}
+                           for r in done])
+    else:
+        for r in done:
+            log.out.print(escape(f"{r.run_id}  {r.cell_id}  {r.validation}"
+                                 f"{'  promoted' if r.promoted else ''}  {r.reason}"),
+                          highlight=False, soft_wrap=True)
+    failed = [r.cell_id for r in done if r.failed]
+    if failed:
+        raise CellsFailed(f"--validate-pending: {len(failed)} cell(s) failed: "
+                          + ", ".join(failed[:10]),
+                          hint=f"read the validation reports under {cfg.workdir}/reports")
+    waiting = [r.cell_id for r in done if r.validation == "pending"]
+    if waiting:
+        raise ToolchainError(f"--validate-pending: {len(waiting)} wheel(s) still pending: "
+                             + ", ".join(waiting[:10]),
+                             hint="run it on a host that can validate them (a GPU host with "
+                             "the workspace and cache of the build host)")
     return 0

@@ -1,6 +1,7 @@
 """What one cell's task does, on whatever machine runs it (this one or a Slurm node): read the
 cell and its resolved pin from the run's ``manifest.json`` (a node never resolves upstream
-again), build with validation, publish the wheel to the staging stage, and write
+again), build, then validate (two steps: a host that cannot validate, exit 10, leaves the
+wheel pending, ``nightly/pending.py``), publish the wheel to the staging stage, and write
 ``cells/<id>/result.json`` (a CellOutcome) atomically.
 
 The same command for both executors: ``python -m rocmbuild nightly --config C --run-dir R
@@ -20,16 +21,18 @@ from rich.markup import escape
 
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core import config, fsutil, log, untrusted
-from rocmbuild.core.errors import RocmbuildError, UsageError
+from rocmbuild.core.errors import RocmbuildError, ToolchainError, UsageError, ValidationError
 from rocmbuild.host import detect as host
-from rocmbuild.nightly import detect
+from rocmbuild.nightly import detect, pending
 from rocmbuild.nightly.config import NightlyConfig
 from rocmbuild.nightly.model import Cell, CellOutcome, End, Pin
 from rocmbuild.nightly.slurm import outcome as result_json
 from rocmbuild.pipeline import build as pipeline
 from rocmbuild.pipeline import planning
+from rocmbuild.pipeline.build import BuildResult
 from rocmbuild.publish import api as pub
 from rocmbuild.recipe import load, render, search
+from rocmbuild.recipe.plan import Plan
 from rocmbuild.stages.context import Context
 
 RESULT = "result.json"
@@ -136,9 +139,32 @@ def write_result(path: Path, outcome: CellOutcome) -> None:
     fsutil.write_atomic(path, json.dumps(outcome.to_json(), indent=1) + "\n")
 
 
-def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: str) -> int:
+def build_then_validate(plan: Plan, ctx: Context) -> tuple[BuildResult, str, str]:
+    """Step 1, the build (stored in the cache, not validated), then step 2, its validation (a
+    cache hit, validated): the build's result, ``"passed"`` or ``"pending"``, and why pending:
+    this host cannot validate it (a ToolchainError, exit 10: no GPU where the validation needs
+    one, a runtime module the host lacks; the wheel is not the problem). A failed validation
+    raises ValidationError (exit 8). A cached wheel that failed validation before is validated
+    again (as ``build --validate`` does); where this host cannot, the cell fails."""
+    try:
+        built: BuildResult | None = pipeline.build(plan, ctx)
+    except ValidationError:  # the cached wheel failed validation before: validate it again
+        built = None
+    try:
+        done = pipeline.build(plan, ctx, validate=True)
+    except ToolchainError as exc:
+        if built is None:
+            raise
+        return built, "pending", exc.message.splitlines()[0][:600]
+    return built or done, "passed", ""
+
+
+def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: str,
+             step: str = "all") -> int:
     """Build, validate and stage one cell; write its result.json. Returns the exit code (the
-    failing error's; 0 on success)."""
+    failing error's; 0 on success). ``step="build"`` (the Slurm executor with a
+    ``gpu_partition``): build and stage only, the wheel left pending for the cell's validation
+    task on the GPU partition."""
     start = time.monotonic()
     out_dir = cell_dir(run_dir, cell_id)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -152,7 +178,12 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
         plan = detect.render_cell(cell, pin, h, ws.cache, build_tag)
         ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
                       wheel_dir=ws.wheels, host=h)
-        result = pipeline.build(plan, ctx, validate=True)
+        if step == "build":
+            result = pipeline.build(plan, ctx)
+            validation, why = "pending", "its validation is this run's Slurm GPU task"
+        else:
+            result, validation, why = build_then_validate(plan, ctx)
+        built = "cached" if result.status is Status.CACHED else "built"
         wheel = result.wheel
         project, version = detect.wheel_project(wheel.name)
         res = pub.publish([wheel], pub.PublishOptions(
@@ -160,15 +191,26 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
             index_from=f"{cfg.path.name}: publish.index"))
         log.info(escape(f"{cell_id}: {wheel.name} published to {res.index} "
                  f"({'stage ' + cfg.stage if res.change else 'server'})"))
+        if validation == "pending":
+            rid = run_dir.name
+            where = pending.write(ws.root, pending.record(rid, cell_id, plan.cache_key,
+                                                          wheel.name, project, version, why))
+            reason = (f"{built}, NOT VALIDATED (pending, never promoted until it is): {why}; "
+                      "validate it on a host that can (a GPU host): "
+                      + pending.HOW.format(config=cfg.path))
+            log.info(escape(f"{cell_id}: pending record {where}"))
+            log.warn(escape(f"{cell_id}: {reason}"))
+        else:
+            pending.remove(ws.root, cell_id)  # validated now: an older record is done
+            reason = f"{built}, validation {validation}"
         report = ws.reports / f"{plan.recipe}-{plan.short_key}.json"
         outcome = CellOutcome(
             cell_id, Status.SUCCESS, End.COMPLETED,
-            reason=f"{'cached' if result.status is Status.CACHED else 'built'}, validation "
-            f"{result.validation}", duration_s=time.monotonic() - start,
+            reason=reason[:500], duration_s=time.monotonic() - start,
             peak_rss_bytes=peak_rss(), disk_bytes=disk_use(ctx.log_dir, ctx.artifacts.tree),
             wheel=wheel.name, wheel_size=wheel.stat().st_size, version=version,
             project=project, cache_hit_rate=result.cache_hit_rate, tflops=best_tflops(report),
-            exit_code=0, log=rel_log)
+            exit_code=0, log=rel_log, validation=validation)
         code = 0
     except RocmbuildError as exc:
         if exc.detail:  # the log tail: the cell's log.txt then says why without another file
@@ -178,7 +220,8 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
             cell_id, Status.FAILED, End.FAILED, reason=f"{exc.kind}: {exc.message}"[:500],
             duration_s=time.monotonic() - start, peak_rss_bytes=peak_rss(),
             disk_bytes=disk_use(ctx.log_dir, ctx.artifacts.tree) if ctx else None,
-            exit_code=exc.exit_code, log=rel_log)
+            exit_code=exc.exit_code, log=rel_log,
+            validation="failed" if isinstance(exc, ValidationError) else "")
         code = exc.exit_code
     sys.stdout.flush()
     write_result(out_dir / RESULT, outcome)

@@ -51,6 +51,10 @@ class Cell:
     its cells are promoted only when all of them are green. "" : a cell on its own."""
 
 
+VALIDATION = ("", "passed", "pending", "failed")
+"""CellOutcome.validation's values."""
+
+
 class Decision(enum.Enum):
     BUILD = "build"
     SKIP = "skip"
@@ -110,6 +114,14 @@ class CellOutcome:
     log: str = ""
     """The cell's log, relative to the run directory."""
     promoted: bool = False
+    validation: str = ""
+    """The validate step, apart from the build: ``passed``, ``pending`` (built and in staging,
+    not validated: this host cannot, ``nightly --validate-pending`` on a GPU host will; never
+    promoted before), ``failed``, or "" (not reached: the build failed, or an older report)."""
+
+    @property
+    def pending(self) -> bool:
+        return self.validation == "pending"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -119,7 +131,7 @@ class CellOutcome:
             "wheel": self.wheel, "wheel_size": self.wheel_size, "project": self.project,
             "version": self.version, "cache_hit_rate": self.cache_hit_rate,
             "tflops": self.tflops, "exit_code": self.exit_code, "log": self.log,
-            "promoted": self.promoted,
+            "promoted": self.promoted, "validation": self.validation,
         }
 
 

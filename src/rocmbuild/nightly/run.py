@@ -153,7 +153,8 @@ def manifest(cfg: NightlyConfig, rid: str, started: float,
 
 
 def tasks(cfg: NightlyConfig, run_dir: Path, planned: Sequence[detect.Planned]) -> list[Task]:
-    """One task per BUILD cell: the same ``python -m rocmbuild nightly --cell`` everywhere."""
+    """One task per BUILD cell: the same ``python -m rocmbuild nightly --cell`` everywhere (the
+    Slurm executor with a ``gpu_partition`` splits each into its build and validate steps)."""
     ws = workspace(cfg)
     out = []
     for p in planned:
@@ -166,11 +167,11 @@ def tasks(cfg: NightlyConfig, run_dir: Path, planned: Sequence[detect.Planned]) 
                 "--cell", c.id)
         out.append(Task(c.id, argv, d / cellmod.RESULT, d / cellmod.LOG, cpus=p.plan.jobs,
                         mem_bytes=int(p.plan.jobs * p.plan.job_mem_gb * (1 << 30)),
-                        gpus=1 if cfg.executor.gpu_partition else 0, time_s=c.timeout_s))
+                        time_s=c.timeout_s))
     return out
 
 
-def _promote(cfg: NightlyConfig, o: CellOutcome) -> CellOutcome:
+def promote(cfg: NightlyConfig, o: CellOutcome) -> CellOutcome:
     """Promote a green cell's wheel from staging to the served stage; a failure to promote
     makes the cell failed (the last good wheel stays served)."""
     if pub.is_url(cfg.index) or not o.project or not o.version:
@@ -199,7 +200,7 @@ def _skipped(cfg: NightlyConfig, cell_id: str, cache_key: str, reason: str) -> C
                 version=version)
     if detect.in_stage(cfg.index, cfg.promote_to, project, entry.wheel.name):
         return o
-    promoted = _promote(cfg, o)
+    promoted = promote(cfg, o)
     return replace(promoted, status=Status.SKIPPED) if promoted.promoted else promoted
 
 
@@ -363,8 +364,8 @@ def finish(cfg: NightlyConfig, data: dict[str, Any], built: dict[str, CellOutcom
         why = held.get(str(e["cell"].get("group") or ""))
         if why and o.status in (Status.SUCCESS, Status.WARNING):
             o = replace(o, reason="; ".join(r for r in (o.reason, why) if r))
-        elif o.status in (Status.SUCCESS, Status.WARNING):
-            o = _promote(cfg, o)
+        elif o.status in (Status.SUCCESS, Status.WARNING) and not o.pending:
+            o = promote(cfg, o)  # a pending wheel waits for --validate-pending
         outcomes.append(o)
     freed, prune_note = _prune(cfg)
     report = RunReport(str(data["run"]), str(data["started"]), _iso(time.time()),
@@ -386,7 +387,8 @@ def _held_groups(data: dict[str, Any], built: dict[str, CellOutcome]) -> dict[st
         if not group or e.get("decision") == Decision.SKIP.value:
             continue
         o = built.get(cid)
-        if e.get("error") or o is None or o.status not in (Status.SUCCESS, Status.WARNING):
+        if e.get("error") or o is None or o.pending \
+                or o.status not in (Status.SUCCESS, Status.WARNING):
             bad.setdefault(group, []).append(cid)
     return {g: f"not promoted: stack {g} is not green ({', '.join(ids)} not)"
             for g, ids in bad.items()}

@@ -170,6 +170,20 @@ def build(plan: Plan, ctx: Context, validate: bool = False) -> BuildResult:
         return _build_locked(plan, ctx, start, validate)
 
 
+def validate_cached(plan: Plan, ctx: Context) -> BuildResult:
+    """Validate the cached wheel of ``plan.cache_key`` (a wheel another host built and could
+    not validate: ``nightly --validate-pending``) and record the outcome, as ``build
+    --validate`` of a hit does; no build and no build preflight (a validation host need not
+    have the compiler). CacheError when the cache has no wheel for the key."""
+    start = time.monotonic()
+    with deliver.held(ctx.ws, plan.cache_key, ctx.wheel_dir, failed_too=True) as hit:
+        if hit is None:
+            raise CacheError(f"no cached wheel for key {plan.short_key} in {ctx.ws.cache}",
+                             hint="validate on a host that shares the cache directory "
+                             "(--cache-dir) with the build host")
+        return _hit(plan, ctx, start, hit, True)
+
+
 def _dependencies(plan: Plan, ctx: Context) -> tuple[DependencyWheel, ...]:
     """Each recipe in the plan's build.depends built first (or taken from the cache), delivered
     into the same wheel directory: the wheels the env stage installs. ``--force`` and

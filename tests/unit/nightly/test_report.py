@@ -48,16 +48,16 @@ def test_summary_is_a_table_of_cells_and_deterministic() -> None:
     assert md == render_summary(replace(r))
     assert md.startswith(f"# rocmbuild nightly {r.run_id}: FAILED\n")
     rows = [line for line in md.splitlines() if line.startswith("| ")]
-    assert rows[0].startswith("| cell | status | end | duration | peak memory | disk | wheel | "
-                              "size | cache hits |")
+    assert rows[0].startswith("| cell | status | end | steps | duration | peak memory | disk | "
+                              "wheel | size | cache hits |")
     by_cell = {row.split(" | ")[0][2:]: row for row in rows[1:]}
     assert sorted(by_cell) == sorted([FA, GIT, PROBE])
     probe = by_cell[PROBE]
-    assert ("| success | completed | 1m 00s | 3.0 GiB | 5.0 MiB | "
+    assert ("| success | completed | - | 1m 00s | 3.0 GiB | 5.0 MiB | "
             "flash_attn-2.8.3+rocm6.2.gfx942-cp311-cp311-"
             "linux_x86_64.whl | 1.2 MiB | 75% | - |") in probe
     assert f"[log](cells/{PROBE}/log.txt)" in probe
-    assert "| failed | failed | 1.5 s | - | - |" in by_cell[GIT]
+    assert "| failed | failed | - | 1.5 s | - | - |" in by_cell[GIT]
     assert f"- {GIT}: failed: build failed: exit 1" in md
     assert "Lock: took over the stale lock of pid 4242" in md
     assert "Freed by retention: 3.0 GiB." in md
@@ -291,3 +291,42 @@ def test_unwritable_reports_dir_is_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(RocmbuildError) as exc:
         write(tmp_path / "file" / "reports", night(1))
     assert "is a file, not a directory" in str(exc.value) and exc.value.hint
+
+
+# ----------------------------------------------------------------------------- two steps apart
+
+
+def test_build_and_validation_shown_apart() -> None:
+    """A cell built but not validated (pending), one validated, one whose validation failed:
+    summary.md, the page and rocmbuild.prom tell the two steps apart, and the run is ok (a
+    pending wheel is built and in staging, only not promoted)."""
+    r = night(6, outcome(FA, validation="pending", reason="built, NOT VALIDATED (pending)"),
+              outcome(GIT, validation="passed", promoted=True),
+              outcome(PROBE, Status.FAILED, validation="failed", reason="validation failed"))
+    md = render_summary(r)
+    rows = {row.split(" | ")[0][2:]: row for row in md.splitlines() if row.startswith("| ")}
+    assert "| built, pending validation |" in rows[FA]
+    assert "| built, validated |" in rows[GIT]
+    assert "| built, validation failed |" in rows[PROBE]
+    assert f"Pending validation (built and in staging, not promoted): {FA}." in md
+    assert "--validate-pending" in md
+    assert "1 built and pending validation" in md
+    page = render_page([r], frozenset())
+    assert "<th>steps</th>" in page and "built, pending validation" in page
+    m = parse_prom(render_prom([r]))
+    p = "rocmbuild_nightly_"
+    assert m[(f"{p}cell_built", FA)] == 1 and m[(f"{p}cell_built", PROBE)] == 1
+    assert m[(f"{p}cell_validated", FA)] == 0 and m[(f"{p}cell_validated", GIT)] == 1
+    assert m[(f"{p}cell_validated", PROBE)] == 0
+    assert m[(f"{p}cell_validation_pending", FA)] == 1
+    assert m[(f"{p}cell_validation_pending", GIT)] == 0
+    # a build that failed: not built, its validation not reached (no sample)
+    m2 = parse_prom(render_prom([night(7, outcome(GIT, Status.FAILED))]))
+    assert m2[(f"{p}cell_built", GIT)] == 0 and (f"{p}cell_validated", GIT) not in m2
+    # read back: the validation survives report.json, a bad value is refused
+    back = parse_report(json.loads(json.dumps(r.to_json())))
+    assert [o.validation for o in back.outcomes] == ["pending", "passed", "failed"]
+    bad = r.to_json()
+    bad["cells"][0]["validation"] = "maybe"
+    with pytest.raises(ValueError, match="validation"):
+        parse_report(bad)

@@ -8,14 +8,20 @@ tests/integration/test_slurm.py."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core.errors import ToolchainError, UsageError
-from rocmbuild.nightly.model import End, Task
-from rocmbuild.nightly.slurm.executor import SlurmExecutor, batch_script
+from rocmbuild.nightly.model import CellOutcome, End, Task
+from rocmbuild.nightly.slurm.executor import (
+    SlurmExecutor,
+    batch_script,
+    validated,
+    validation_task,
+)
 from rocmbuild.nightly.slurm.outcome import outcome, read_result
 from rocmbuild.nightly.slurm.settings import SlurmSettings, settings_from_table, shape_of
 from rocmbuild.nightly.slurm.status import TaskRecord, parse_sacct, parse_scontrol, task_ids
@@ -226,6 +232,11 @@ def test_settings_from_the_executor_table(tmp_path: Path) -> None:
     assert s == SlurmSettings("cpu", "mi300x", "proj_1", ("--qos=normal",), 12 * 3600,
                               tmp_path / "shared", 500.0)
     assert settings_from_table({}, "x", tmp_path) == SlurmSettings()
+    g = settings_from_table({"gpu_partition": "mi300x", "gpu_gres": "gpu:mi300x:2"}, "x",
+                            tmp_path)
+    assert (g.gpu_partition, g.gpu_gres) == ("mi300x", "gpu:mi300x:2")
+    gpu = shape_of(task(tmp_path, "v", gpus=1), g)
+    assert "--gres=gpu:mi300x:2" in gpu.sbatch_args(g) and gpu.partition == "mi300x"
     assert settings_from_table({"time": 90, "poll": "0.5s", "shared_dir": "/lustre/n"},
                                "x", tmp_path) == SlurmSettings(
         max_time_s=90, poll_s=0.5, shared_dir=Path("/lustre/n"))
@@ -241,6 +252,11 @@ def test_settings_from_the_executor_table(tmp_path: Path) -> None:
     ({"sbatch_args": ["--array=0-3"]}, "executor.sbatch_args: sbatch reads '--array=0-3' as "
      "--array, which the executor sets itself"),
     ({"shared_dir": ""}, "nightly.toml: executor.shared_dir: must be a path"),
+    ({"gpu_partition": "g", "gpu_gres": "gpu:0"}, "executor.gpu_gres: 'gpu:0' is not a GRES"),
+    ({"gpu_partition": "g", "gpu_gres": "gpu"}, "executor.gpu_gres: 'gpu' is not a GRES"),
+    ({"gpu_partition": "g", "gpu_gres": "gpu:1,x"}, "'gpu:1,x' is not a GRES"),
+    ({"gpu_partition": "g", "gpu_gres": 1}, "executor.gpu_gres: '1' is not a GRES"),
+    ({"gpu_gres": "gpu:1"}, "executor.gpu_gres: is set without gpu_partition"),
 ])
 def test_bad_executor_keys_are_one_line(tmp_path: Path, table: dict[str, object],
                                         words: str) -> None:
@@ -248,3 +264,76 @@ def test_bad_executor_keys_are_one_line(tmp_path: Path, table: dict[str, object]
         settings_from_table(table, "nightly.toml: executor", tmp_path)
     assert info.value.message == words or words in info.value.message, info.value.message
     assert "\n" not in info.value.message and info.value.hint
+
+
+# ----------------------------------------------------------------------------- build, then validate
+
+
+def test_validation_task_is_step_two_of_the_same_command(tmp_path: Path) -> None:
+    built = replace(task(tmp_path, "a", cpus=8), argv=(*task(tmp_path, "a").argv, "--step",
+                                                        "build"))
+    v = validation_task(built)
+    assert v.argv == (*task(tmp_path, "a").argv, "--step", "validate")
+    assert v.result == tmp_path / "cells" / "a" / "validate.json"
+    assert v.log == tmp_path / "cells" / "a" / "validate.log"
+    assert (v.gpus, v.cpus, v.mem_bytes, v.time_s) == (1, 1, 0, built.time_s)
+    s = SlurmSettings(partition="cpu", gpu_partition="gpu")
+    assert shape_of(v, s).sbatch_args(s) == ["--cpus-per-task=1", "--time=60", "--gres=gpu:1",
+                                             "--partition=gpu"]
+
+
+def test_validated_merges_the_validation_task(tmp_path: Path) -> None:
+    """The state machine of a split cell: built (pending) + the validation task's result ->
+    passed (promotable), failed (the cell fails, exit 8), or still pending (no result: the task
+    was cancelled or its node failed; or the node could not validate either)."""
+    built = CellOutcome("a", Status.SUCCESS, End.COMPLETED, validation="pending",
+                        reason="built, NOT VALIDATED (pending, never promoted until it is): x",
+                        exit_code=0, wheel="a-1-py3-none-any.whl")
+    v = SubmittedCell("a", "7", 0, "cells/a/validate.json", "cells/a/validate.log")
+    rec = TaskRecord("7", 0, "COMPLETED", 0, None, 1.0, 2.0, node="gpu1")
+    ok = validated(built, v, rec, CellOutcome("a", Status.SUCCESS, End.COMPLETED,
+                                              validation="passed",
+                                              reason="validation passed on gpu1", tflops=3.5))
+    assert (ok.status, ok.validation, ok.tflops) == (Status.SUCCESS, "passed", 3.5)
+    assert ok.reason == "built; validation passed on gpu1" and not ok.pending
+    bad = validated(built, v, rec, CellOutcome("a", Status.FAILED, End.FAILED, exit_code=8,
+                                               validation="failed", reason="validation failed"))
+    assert (bad.status, bad.end, bad.validation, bad.exit_code) == (
+        Status.FAILED, End.FAILED, "failed", 8)
+    gone = validated(built, v, replace(rec, state="CANCELLED"), None)
+    assert gone.pending and gone.status is Status.SUCCESS
+    assert gone.reason.startswith("built, NOT VALIDATED (pending): validation task 7_0: wrote "
+                                  "no result (CANCELLED); validate it on a host that can: "
+                                  "rocmbuild nightly --validate-pending"), gone.reason
+    unknown = validated(built, v, None, None)
+    assert "unknown to Slurm" in unknown.reason and unknown.pending
+    cannot = validated(built, v, rec, CellOutcome("a", Status.FAILED, End.FAILED, exit_code=10,
+                                                  validation="pending",
+                                                  reason="still pending: no triton"))
+    assert cannot.pending and "still pending: no triton" in cannot.reason
+
+
+def test_submission_with_validations_round_trips(tmp_path: Path) -> None:
+    from rocmbuild.nightly.slurm.settings import Shape
+    from rocmbuild.nightly.slurm.submission import ArrayJob, Submission
+
+    shape = Shape(1, 0, 0, 60, "cpu")
+    sub = Submission(1.5, (ArrayJob("7", "slurm/array0.sh", shape, ("a",)),
+                           ArrayJob("8", "slurm/validate0.sh", replace(shape, gpus=1,
+                                                                         partition="gpu"),
+                                    ("a",), after="7")),
+                     (SubmittedCell("a", "7", 0, "cells/a/result.json", "cells/a/log.txt"),),
+                     (SubmittedCell("a", "8", 0, "cells/a/validate.json",
+                                    "cells/a/validate.log"),))
+    (tmp_path / SLURM_JSON).write_text(json.dumps(sub.to_json()))
+    assert load_submission(tmp_path) == sub
+    data = sub.to_json()
+    data["jobs"][1]["after"] = "7; rm -rf /"
+    (tmp_path / SLURM_JSON).write_text(json.dumps(data))
+    with pytest.raises(UsageError, match="is not a number"):
+        load_submission(tmp_path)
+    data = sub.to_json()
+    data["validations"][0]["result"] = "../../x"
+    (tmp_path / SLURM_JSON).write_text(json.dumps(data))
+    with pytest.raises(UsageError, match="not inside the run directory"):
+        load_submission(tmp_path)

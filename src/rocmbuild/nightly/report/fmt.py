@@ -8,7 +8,7 @@ import math
 import re
 
 from rocmbuild.artifacts.results import Status
-from rocmbuild.nightly.model import RunReport
+from rocmbuild.nightly.model import CellOutcome, RunReport
 
 GOOD = (Status.SUCCESS, Status.WARNING)
 
@@ -55,4 +55,15 @@ def count(r: RunReport) -> str:
     n = {s: sum(o.status is s for o in r.outcomes) for s in Status}
     parts = [f"{n[Status.SUCCESS] + n[Status.WARNING]} succeeded", f"{n[Status.FAILED]} failed",
              f"{n[Status.SKIPPED]} skipped"]
+    waiting = sum(o.pending for o in r.outcomes)
+    if waiting:
+        parts.append(f"{waiting} built and pending validation")
     return ", ".join(parts)
+
+
+def steps(o: CellOutcome) -> str:
+    """The cell's two steps apart: ``built, validated``, ``built, pending validation``,
+    ``built, validation failed``; ``-`` when unknown (skipped, the build failed, an older
+    report)."""
+    return {"passed": "built, validated", "pending": "built, pending validation",
+            "failed": "built, validation failed"}.get(o.validation, "-")

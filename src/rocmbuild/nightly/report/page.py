@@ -13,7 +13,7 @@ from urllib.parse import quote
 from rocmbuild.artifacts.results import Status
 from rocmbuild.nightly.model import RunReport
 from rocmbuild.nightly.report.chart import Point, chart_svg
-from rocmbuild.nightly.report.fmt import count, duration, one_line, pct, size, tf
+from rocmbuild.nightly.report.fmt import count, duration, one_line, pct, size, steps, tf
 from rocmbuild.nightly.report.history import SUMMARY, safe_log
 
 _CSS = ("body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;"
@@ -94,8 +94,8 @@ def render_page(runs: Sequence[RunReport], links: frozenset[str] = frozenset()) 
         parts.append(f"<h3 id='{_anchor(c)}'>{e(c)}</h3>")
         parts.append(chart_svg(c, points, len(order)))
         parts.append("<table class='history'><tr><th>run</th><th>status</th><th>end</th>"
-                     "<th>duration</th><th>peak memory</th><th>disk</th><th>wheel</th>"
-                     "<th>size</th><th>cache hits</th><th>TFLOP/s</th><th>log</th>"
+                     "<th>steps</th><th>duration</th><th>peak memory</th><th>disk</th>"
+                     "<th>wheel</th><th>size</th><th>cache hits</th><th>TFLOP/s</th><th>log</th>"
                      "<th>reason</th></tr>")
         for r in runs:
             for o in r.outcomes:
@@ -104,7 +104,8 @@ def render_page(runs: Sequence[RunReport], links: frozenset[str] = frozenset()) 
                 log_link = _href(f"{r.run_id}/{safe_log(o.log)}", links, "log")
                 parts.append(
                     f"<tr><td>{e(r.run_id)}</td><td>{_status(o.status)}</td>"
-                    f"<td>{e(o.end.value)}</td><td class='num'>{duration(o.duration_s)}</td>"
+                    f"<td>{e(o.end.value)}</td><td>{e(steps(o))}</td>"
+                    f"<td class='num'>{duration(o.duration_s)}</td>"
                     f"<td class='num'>{size(o.peak_rss_bytes)}</td>"
                     f"<td class='num'>{size(o.disk_bytes)}</td>"
                     f"<td>{e(o.wheel or '-')}</td><td class='num'>{size(o.wheel_size)}</td>"

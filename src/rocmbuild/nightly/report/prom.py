@@ -62,6 +62,17 @@ def render_prom(runs: Sequence[RunReport]) -> str:
         ("cell_success", "1 when the cell succeeded or was unchanged (skipped) in the latest "
          "nightly run, 0 when it failed.",
          [(c, 0 if o.status is Status.FAILED else 1) for c, o in now.items()]),
+        ("cell_built", "1 when the cell's build step succeeded in the latest nightly run (its "
+         "wheel is in staging), 0 when it failed; absent when the cell was skipped.",
+         [(c, 0 if o.status is Status.FAILED and not o.validation else 1)
+          for c, o in now.items() if o.status is not Status.SKIPPED]),
+        ("cell_validated", "1 when the cell's wheel passed validation in the latest nightly "
+         "run (or a --validate-pending after it), 0 when it is pending or failed validation; "
+         "absent when the validate step was not reached.",
+         [(c, int(o.validation == "passed")) for c, o in now.items() if o.validation]),
+        ("cell_validation_pending", "1 when the cell's wheel was built but not validated (the "
+         "build host cannot; nightly --validate-pending on a GPU host will), else 0.",
+         [(c, int(o.pending)) for c, o in now.items()]),
         ("cell_tflops", "Best TFLOP/s of the kernel gate in the cell's latest validated build.",
          [(c, t) for c, o in now.items() if (t := carried(c, o).tflops) is not None]),
         ("cell_compile_cache_hit_ratio", "Compile cache hit ratio (0..1) of the cell's latest "

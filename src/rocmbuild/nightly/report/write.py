@@ -99,6 +99,25 @@ def write(reports_dir: Path, report: RunReport, history: int = 30,
         return replace(files, event=event, warnings=(*warnings, problem))
 
 
+def rewrite(reports_dir: Path, report: RunReport, history: int = 30) -> ReportFiles:
+    """An earlier run's report changed afterwards (``nightly --validate-pending`` validated
+    and promoted its pending wheels): its ``report.json`` and ``summary.md`` again, then the
+    page and ``rocmbuild.prom`` over the newest ``history`` runs read back (the newest run
+    stays the prom's latest, whichever run changed). No notification."""
+    run_dir = reports_dir / report.run_id
+    with fsutil.os_errors(RocmbuildError, "nightly report", reports_dir, _HINT):
+        fsutil.write_atomic(run_dir / REPORT, json.dumps(report.to_json(), indent=1) + "\n")
+        fsutil.write_atomic(run_dir / SUMMARY, render_summary(report))
+        runs, warnings = load_history(reports_dir, limit=max(1, history))
+        for w in warnings:
+            log.warn(escape(w))
+        fsutil.write_atomic(reports_dir / PAGE, render_page(runs, existing_links(reports_dir,
+                                                                                  runs)))
+        fsutil.write_atomic(reports_dir / PROM, render_prom(runs))
+    return ReportFiles(run_dir, run_dir / REPORT, run_dir / SUMMARY, reports_dir / PAGE,
+                       reports_dir / PROM, runs=len(runs), warnings=warnings)
+
+
 def _write_files(reports_dir: Path, runs: Sequence[RunReport]) -> ReportFiles:
     report = runs[0]
     run_dir = reports_dir / report.run_id

@@ -29,13 +29,14 @@ import shlex
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from rocmbuild.artifacts.results import Status
 from rocmbuild.core import log, run
 from rocmbuild.core.errors import CommandFailed, ToolchainError, UsageError
 from rocmbuild.core.fsutil import write_atomic
-from rocmbuild.nightly.model import CELL_ID, CellOutcome, Task
+from rocmbuild.nightly.model import CELL_ID, CellOutcome, End, Task
 from rocmbuild.nightly.slurm.outcome import outcome, read_result
 from rocmbuild.nightly.slurm.settings import Shape, SlurmSettings, shape_of
 from rocmbuild.nightly.slurm.status import TERMINAL, TaskRecord, job_records, squeue_states
@@ -47,6 +48,8 @@ from rocmbuild.nightly.slurm.submission import (
     load_submission,
 )
 
+VALIDATE_RESULT = "validate.json"
+VALIDATE_LOG = "validate.log"
 _HINT_TOOLS = ("install Slurm's client commands on this machine (Debian: slurm-client) and "
                "point SLURM_CONF at the cluster's slurm.conf, or use --executor local")
 
@@ -99,43 +102,61 @@ class SlurmExecutor:
         submitted = time.time()
         jobs: list[ArrayJob] = []
         cells: list[SubmittedCell] = []
+        checks: list[SubmittedCell] = []
+        split = bool(self.settings.gpu_partition)
         for k, (shape, group) in enumerate(groups.items()):
-            script = run_dir / "slurm" / f"array{k}.sh"
-            write_atomic(script, batch_script(group))
-            for t in group:
-                t.log.parent.mkdir(parents=True, exist_ok=True)
-                t.result.parent.mkdir(parents=True, exist_ok=True)
-                t.result.unlink(missing_ok=True)  # a stale one must not pass for this run's
-            argv = ["sbatch", "--parsable", f"--array=0-{len(group) - 1}",
-                    f"--job-name={self.settings.job_name}", "--export=ALL",
-                    f"--chdir={chdir}", f"--output={run_dir}/slurm/array{k}-%A_%a.out",
-                    *shape.sbatch_args(self.settings), *self.settings.extra_args, str(script)]
-            try:
-                job_id = _sbatch(argv)
-            except CommandFailed:
-                if jobs:  # no half-submitted night: what went in already is taken back
-                    run.run(["scancel", *(j.job_id for j in jobs)], check=False, timeout=60)
-                raise
-            log.info(f"slurm: submitted job {job_id}: {len(group)} cells, "
-                     + " ".join(shape.sbatch_args(self.settings)))
-            jobs.append(ArrayJob(job_id, script.relative_to(run_dir).as_posix(), shape,
-                                 tuple(t.cell_id for t in group)))
-            cells += [SubmittedCell(t.cell_id, job_id, i,
-                                    t.result.resolve().relative_to(run_dir).as_posix(),
-                                    t.log.resolve().relative_to(run_dir).as_posix())
-                      for i, t in enumerate(group)]
+            if split:  # step 1 here, step 2 (validation) on the GPU partition after it
+                group = [replace(t, argv=(*t.argv, "--step", "build")) for t in group]
+            job = self._array(jobs, f"array{k}", shape, group, chdir, run_dir)
+            cells += _submitted(job, group, run_dir)
+            if split:
+                vgroup = [validation_task(t) for t in group]
+                vjob = self._array(jobs, f"validate{k}", shape_of(vgroup[0], self.settings),
+                                   vgroup, chdir, run_dir, after=job.job_id)
+                checks += _submitted(vjob, vgroup, run_dir)
         order = {t.cell_id: i for i, t in enumerate(tasks)}
         sub = Submission(submitted, tuple(jobs),
-                         tuple(sorted(cells, key=lambda c: order[c.cell_id])))
+                         tuple(sorted(cells, key=lambda c: order[c.cell_id])),
+                         tuple(sorted(checks, key=lambda c: order[c.cell_id])))
         write_atomic(run_dir / SLURM_JSON, json.dumps(sub.to_json(), indent=1) + "\n")
         return sub
+
+    def _array(self, jobs: list[ArrayJob], name: str, shape: Shape, group: Sequence[Task],
+               chdir: Path, run_dir: Path, after: str = "") -> ArrayJob:
+        """Write ``slurm/<name>.sh`` and submit it as one array (``after``: each task i
+        starts when task i of that array completed, and is cancelled when it did not); the job
+        is appended to ``jobs``. A failed sbatch takes back what ``jobs`` holds."""
+        script = run_dir / "slurm" / f"{name}.sh"
+        write_atomic(script, batch_script(group))
+        for t in group:
+            t.log.parent.mkdir(parents=True, exist_ok=True)
+            t.result.parent.mkdir(parents=True, exist_ok=True)
+            t.result.unlink(missing_ok=True)  # a stale one must not pass for this run's
+        dep = [f"--dependency=aftercorr:{after}", "--kill-on-invalid-dep=yes"] if after else []
+        argv = ["sbatch", "--parsable", f"--array=0-{len(group) - 1}",
+                f"--job-name={self.settings.job_name}", "--export=ALL",
+                f"--chdir={chdir}", f"--output={run_dir}/slurm/{name}-%A_%a.out", *dep,
+                *shape.sbatch_args(self.settings), *self.settings.extra_args, str(script)]
+        try:
+            job_id = _sbatch(argv)
+        except CommandFailed:
+            if jobs:  # no half-submitted night: what went in already is taken back
+                run.run(["scancel", *(j.job_id for j in jobs)], check=False, timeout=60)
+            raise
+        log.info(f"slurm: submitted job {job_id}: {len(group)} cells"
+                 + (" (validation)" if after else "") + ", "
+                 + " ".join([*dep, *shape.sbatch_args(self.settings)]))
+        job = ArrayJob(job_id, script.relative_to(run_dir).as_posix(), shape,
+                       tuple(t.cell_id for t in group), after)
+        jobs.append(job)
+        return job
 
     # -- wait ------------------------------------------------------------------------------
 
     def wait(self, submission: Submission, timeout_s: float | None = None) -> None:
         """Poll squeue until every task of the submission has ended (or Slurm forgot it)."""
         _need("squeue")
-        total = len(submission.cells)
+        total = len(submission.cells) + len(submission.validations)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         last = ""
         while True:
@@ -193,6 +214,18 @@ class SlurmExecutor:
                 else round(max(0.0, rec.start - sub.submitted), 3),
                 None if rec is None or rec.end is None
                 else round(max(0.0, collected - rec.end), 3)))
+        checks = {v.cell_id: v for v in sub.validations}
+        for i, o in enumerate(outcomes):
+            v = checks.get(o.cell_id)
+            if v is not None and o.pending:
+                vrec = records.get((v.job_id, v.task_index))
+                if vrec is not None and vrec.state not in TERMINAL:
+                    raise UsageError(
+                        f"Slurm task {v.job_id}_{v.task_index} (validation of {v.cell_id}) is "
+                        f"{vrec.state}", hint="wait for the array to end (squeue), then "
+                        "collect again")
+                outcomes[i] = validated(o, v, vrec, read_result(run_dir / v.result,
+                                                                v.cell_id)[0])
         data = sub.to_json()
         data["collected"] = collected
         data["tasks"] = [{"cell": t.cell_id, "state": t.state,
@@ -207,6 +240,41 @@ class SlurmExecutor:
             return []
         self.wait(self.submit(tasks))
         return self.collect(self.run_dir, wait=False)
+
+
+def validation_task(t: Task) -> Task:
+    """Step 2 of a cell on the GPU partition: ``--step validate`` of the same command (the argv
+    of step 1 with its last two words replaced), its own result and log beside the cell's."""
+    d = t.result.parent
+    return replace(t, argv=(*t.argv[:-2], "--step", "validate"), result=d / VALIDATE_RESULT,
+                   log=d / VALIDATE_LOG, cpus=1, mem_bytes=0, gpus=1)
+
+
+def _submitted(job: ArrayJob, group: Sequence[Task], run_dir: Path) -> list[SubmittedCell]:
+    return [SubmittedCell(t.cell_id, job.job_id, i,
+                          t.result.resolve().relative_to(run_dir).as_posix(),
+                          t.log.resolve().relative_to(run_dir).as_posix())
+            for i, t in enumerate(group)]
+
+
+def validated(built: CellOutcome, v: SubmittedCell, rec: TaskRecord | None,
+              result: CellOutcome | None) -> CellOutcome:
+    """A built (pending) cell with what its validation task said: passed (promoted then),
+    failed (the cell fails), or, when the task wrote nothing (cancelled, its node failed),
+    still pending (``nightly --validate-pending`` can do it later)."""
+    if result is None or result.validation not in ("passed", "failed"):
+        state = rec.state if rec is not None else "unknown to Slurm"
+        why = result.reason if result is not None else f"wrote no result ({state})"
+        return replace(built, reason=f"{built.reason.split(', NOT VALIDATED')[0]}, NOT "
+                       f"VALIDATED (pending): validation task {v.job_id}_{v.task_index}: "
+                       f"{why}; validate it on a host that can: rocmbuild nightly "
+                       "--validate-pending"[:500])
+    return replace(built, validation=result.validation,
+                   status=Status.FAILED if result.validation == "failed" else built.status,
+                   end=End.FAILED if result.validation == "failed" else built.end,
+                   exit_code=result.exit_code if result.validation == "failed"
+                   else built.exit_code, tflops=result.tflops,
+                   reason=f"{built.reason.split(', NOT VALIDATED')[0]}; {result.reason}"[:500])
 
 
 # -- the batch script ---------------------------------------------------------------------

@@ -24,7 +24,11 @@ class SlurmSettings:
     partition: str | None = None
     """Partition for cells without GPUs (None: the cluster's default)."""
     gpu_partition: str | None = None
-    """Partition for cells that need GPUs (validation); None: ``partition``."""
+    """Partition of the cells' validation: set, each cell's build runs on ``partition`` and its
+    validation as a second array on this one (``--gres`` = ``gpu_gres``, each task after its
+    build task: ``--dependency=aftercorr``), so a GPU node is held only for validation. None:
+    build and validate in one task on ``partition`` (a wheel that host cannot validate is left
+    pending, for ``nightly --validate-pending``)."""
     account: str | None = None
     """``--account``, where the site charges jobs to one."""
     extra_args: tuple[str, ...] = ()
@@ -37,13 +41,16 @@ class SlurmSettings:
     poll_s: float = 2.0
     """How often ``wait`` asks squeue."""
     job_name: str = "rocmbuild-nightly"
+    gpu_gres: str = "gpu:1"
+    """``--gres`` of a validation task."""
 
 
-SETTING_KEYS = ("partition", "gpu_partition", "account", "sbatch_args", "time", "shared_dir",
-                "poll", "job_name")
+SETTING_KEYS = ("partition", "gpu_partition", "gpu_gres", "account", "sbatch_args", "time",
+                "shared_dir", "poll", "job_name")
 """The keys of nightly.toml's ``[executor]`` table that ``settings_from_table`` reads."""
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
+_GRES = re.compile(r"[a-z][a-z0-9_]{0,31}(?::[A-Za-z0-9_.-]{1,64})?:[1-9][0-9]{0,2}")
 
 OWN = {"array": "a", "chdir": "D", "export": "", "job-name": "J", "output": "o",
        "parsable": "", "wrap": "", "help": "h", "usage": "u", "version": "V",
@@ -100,6 +107,14 @@ def settings_from_table(table: Mapping[str, Any], where: str, base: Path) -> Slu
         except quantity.BadQuantity as exc:
             raise bad(key, str(exc), quantity.DURATION_HINT) from None
 
+    gres = table.get("gpu_gres", SlurmSettings.gpu_gres)
+    if not isinstance(gres, str) or not _GRES.fullmatch(gres):
+        raise bad("gpu_gres", f"{str(gres)[:60]!r} is not a GRES of sbatch --gres",
+                  'NAME[:TYPE]:COUNT, e.g. gpu_gres = "gpu:1" or "gpu:mi300x:1"')
+    if "gpu_gres" in table and table.get("gpu_partition") is None:
+        raise bad("gpu_gres", "is set without gpu_partition",
+                  "set gpu_partition (the partition of the GPU nodes that validate), or drop "
+                  "gpu_gres")
     args = table.get("sbatch_args", [])
     example = 'e.g. sbatch_args = ["--qos=normal", "--constraint=mi300x"]'
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
@@ -130,7 +145,7 @@ def settings_from_table(table: Mapping[str, Any], where: str, base: Path) -> Slu
                       "a directory every node mounts")
     limit, poll = span("time"), span("poll")
     return SlurmSettings(
-        partition=name("partition"), gpu_partition=name("gpu_partition"),
+        partition=name("partition"), gpu_partition=name("gpu_partition"), gpu_gres=gres,
         account=name("account"), extra_args=tuple(args),
         max_time_s=None if limit is None else math.ceil(limit),
         shared_dir=shared_dir,
@@ -155,7 +170,7 @@ class Shape:
         if self.mem_mb:
             args.append(f"--mem={self.mem_mb}M")
         if self.gpus:
-            args.append(f"--gres=gpu:{self.gpus}")
+            args.append(f"--gres={settings.gpu_gres}")
         if self.partition:
             args.append(f"--partition={self.partition}")
         if settings.account:
@@ -165,8 +180,8 @@ class Shape:
 
 def shape_of(task: Task, settings: SlurmSettings) -> Shape:
     """The resources a task asks for: ``--cpus-per-task`` = cpus, ``--mem`` = its memory in MiB
-    (rounded up), ``--gres=gpu:N`` on the GPU partition when it needs GPUs, ``--time`` = its
-    timeout in minutes (rounded up, at most ``max_time_s``)."""
+    (rounded up), ``--gres`` = ``gpu_gres`` on the GPU partition when it needs GPUs, ``--time``
+    = its timeout in minutes (rounded up, at most ``max_time_s``)."""
     time_s = task.time_s if settings.max_time_s is None else min(task.time_s,
                                                                  settings.max_time_s)
     gpus = max(0, task.gpus)

@@ -39,6 +39,8 @@ class ArrayJob:
     shape: Shape
     cells: tuple[str, ...]
     """Cell ids by array task index."""
+    after: str = ""
+    """A validation array: the build array whose task i each task i follows (aftercorr)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,8 @@ class Submission:
     """Unix time just before the first sbatch."""
     jobs: tuple[ArrayJob, ...]
     cells: tuple[SubmittedCell, ...]
+    validations: tuple[SubmittedCell, ...] = ()
+    """The cells' validation tasks (``gpu_partition`` set), on the GPU partition."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -56,11 +60,19 @@ class Submission:
             "submitted": self.submitted,
             "jobs": [{"job_id": j.job_id, "script": j.script, "cells": list(j.cells),
                       "cpus": j.shape.cpus, "mem_mb": j.shape.mem_mb, "gpus": j.shape.gpus,
-                      "time_min": j.shape.time_min, "partition": j.shape.partition}
+                      "time_min": j.shape.time_min, "partition": j.shape.partition,
+                      **({"after": j.after} if j.after else {})}
                      for j in self.jobs],
-            "cells": [{"cell": c.cell_id, "job_id": c.job_id, "task": c.task_index,
-                       "result": c.result, "log": c.log} for c in self.cells],
+            "cells": [_cell_json(c) for c in self.cells],
+            **({"validations": [_cell_json(c) for c in self.validations]}
+               if self.validations else {}),
         }
+
+
+def _cell_json(c: SubmittedCell) -> dict[str, Any]:
+    return {"cell": c.cell_id, "job_id": c.job_id, "task": c.task_index, "result": c.result,
+            "log": c.log}
+
 
 def load_submission(run_dir: Path) -> Submission:
     """``<run_dir>/slurm.json``, checked: job ids are numbers, cell ids cell ids, paths inside
@@ -87,12 +99,16 @@ def load_submission(run_dir: Path) -> Submission:
                   u.integer(j["time_min"], f"jobs[{i}].time_min", 0, 366 * 24 * 60),
                   None if j.get("partition") is None
                   else u.text(j["partition"], f"jobs[{i}].partition", 200)),
-            tuple(_cell(x) for x in _list(j["cells"], f"jobs[{i}].cells")))
+            tuple(_cell(x) for x in _list(j["cells"], f"jobs[{i}].cells")),
+            _digits(j["after"]) if "after" in j else "")
             for i, j in enumerate(_list(data["jobs"], "jobs")))
-        cells = tuple(SubmittedCell(_cell(c["cell"]), _digits(c["job_id"]),
-                                    u.integer(c["task"], f"cells[{i}].task", 0, 1 << 31),
-                                    _inside(run_dir, c["result"]), _inside(run_dir, c["log"]))
-                      for i, c in enumerate(_list(data["cells"], "cells")))
+        cells, checks = (tuple(
+            SubmittedCell(_cell(c["cell"]), _digits(c["job_id"]),
+                          u.integer(c["task"], f"{key}[{i}].task", 0, 1 << 31),
+                          _inside(run_dir, c["result"]), _inside(run_dir, c["log"]))
+            for i, c in enumerate(_list(data[key] if key == "cells" else data.get(key, []),
+                                        key)))
+            for key in ("cells", "validations"))
         submitted = u.number(data["submitted"], "submitted", 0, 1e11)
     except KeyError as exc:
         raise UsageError(f"{bad}: key {str(exc)[:80]} missing",
@@ -100,7 +116,7 @@ def load_submission(run_dir: Path) -> Submission:
     except (TypeError, ValueError, AttributeError) as exc:
         raise UsageError(f"{bad}: {str(exc)[:200]}",
                          hint="was it edited? resubmit the run") from None
-    return Submission(submitted, jobs, cells)
+    return Submission(submitted, jobs, cells, checks)
 
 
 def _list(v: object, where: str) -> list[Any]:
