@@ -93,7 +93,7 @@ CASES = [
           "nightly.toml: notify.url", secret=SECRET),
     _case("nightly-index-secret-bad", _M + f'[publish]\nindex = "ftp://u:{SECRET}@h/x"\n',
           "nightly.toml: publish.index", secret=SECRET),
-    _case("nightly-not-toml", "[[matrix]\n", "nightly.toml: (file): not valid TOML"),
+    _case("nightly-not-toml", "[[matrix]\n", "nightly.toml: (file): invalid TOML"),
     _case("nightly-only-unknown", _M + _P, "--only/--cell: no cell 'nope'", "--only", "nope"),
     Case("nightly-cell-without-run-dir", ("nightly", "--config", "{dir}/nightly.toml", "--cell",
                                           "x"), EXIT["usage"], "--cell and --run-dir",
@@ -246,6 +246,6 @@ CASES += [
     _file("nightly-config-directory-run", "{dir}", ": is not a regular file", dry=False),
     _file("nightly-config-too-large", "{dir}/nightly.toml", "larger than 1048576 bytes",
           files={"nightly.toml": "# " + "x" * (1 << 20) + "\n"}),
-    _file("nightly-config-not-utf8", "{dir}/nightly.toml", "nightly.toml: (file): not valid TOML",
+    _file("nightly-config-not-utf8", "{dir}/nightly.toml", "nightly.toml: (file): not UTF-8",
           files={"nightly.toml": b"\xff\xfe[[matrix]]\n"}),
 ]

@@ -289,14 +289,12 @@ def _read_config(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: cannot read: {exc}", hint="fix or remove the file") from exc
     if b"rocmbuild" not in raw and b"\\u" not in raw and b"\\U" not in raw:
         return {}
-    import tomllib
+    from rocmbuild.core import untrusted
 
     try:
-        data = tomllib.loads(raw.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: cannot read: {exc}", hint="fix or remove the file") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise UsageError(f"{path}: invalid TOML: {exc}", hint="fix the file's syntax") from exc
+        data = untrusted.loads_toml(raw)
+    except untrusted.BadToml as exc:
+        raise UsageError(f"{path}: {exc}", hint="fix the file's syntax, or remove it") from None
     tool = data.get("tool")
     table = tool.get("rocmbuild") if isinstance(tool, dict) else None
     if table is None:

@@ -9,6 +9,8 @@ parser), no NaN or Infinity, finite floats, numbers of at most 19 digits in a ro
 ``BadJson`` with a short reason; the caller names the file and picks its error class. The typed
 getters (``obj``, ``text``, ``integer``, ``number``, ``flag``) check one value each and name it by
 the path the caller gives (``runs[3].tflops``).
+
+``loads_toml(raw)`` is its sibling for the TOML files users write.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ _LONG_AT_KEY = re.compile(rb'"((?:[^"\\]|\\.){1,64})"\s*:\s*-?\d{20}')
 
 class BadJson(ValueError):
     """Not JSON we accept: the reason, in a few words."""
+
+
+class BadToml(ValueError):
+    """Not TOML we accept: the reason, in a few words (``not UTF-8 text (byte 3: b'\\xff')``,
+    ``invalid TOML: ...``)."""
 
 
 def _depth_ok(brackets: bytes, limit: int) -> bool:
@@ -119,3 +126,23 @@ def flag(value: object, where: str) -> bool:
     if type(value) is not bool:
         raise BadJson(f"{where}: expected true or false")
     return value
+
+
+def loads_toml(raw: bytes) -> dict[str, Any]:
+    """The one parse of a TOML file a user wrote (recipes, stacks, nightly.toml,
+    ``[tool.rocmbuild]``): UTF-8, a byte order mark skipped (Windows editors write one);
+    BadToml otherwise, for a deep nesting too. The caller reads the bytes once and checks the
+    values it finds."""
+    import tomllib  # only where a TOML file is read: a cache hit parses none
+
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise BadToml(f"not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})"
+                      ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadToml(f"invalid TOML: {exc}") from None
+    except RecursionError:
+        raise BadToml("invalid TOML: nested too deeply") from None

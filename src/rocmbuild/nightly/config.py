@@ -12,13 +12,12 @@ import math
 import os
 import re
 import stat
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rocmbuild.core import fsutil, quantity
+from rocmbuild.core import fsutil, quantity, untrusted
 from rocmbuild.core.errors import UsageError
 from rocmbuild.nightly import userpath
 from rocmbuild.nightly.model import CELL_ID, Cell
@@ -365,11 +364,11 @@ def read(path: Path) -> bytes:
 
 def _parse(path: Path, raw: bytes) -> dict[str, Any]:
     try:
-        return tomllib.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise _Reader(path).fail("(file)", f"not valid TOML: {exc}",
+        return untrusted.loads_toml(raw)
+    except untrusted.BadToml as exc:
+        raise _Reader(path).fail("(file)", str(exc),
                                  hint="check the line it names (docs/nightly.md has a sample)"
-                                 ) from exc
+                                 ) from None
 
 
 def workdir_of(path: Path, raw: bytes) -> Path:

@@ -8,11 +8,11 @@ this module reads the file and adds the rules that relate keys to each other or 
 from __future__ import annotations
 
 import hashlib
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rocmbuild.core import untrusted
 from rocmbuild.core.errors import RecipeError
 from rocmbuild.core.pep508 import simple_requirement
 from rocmbuild.recipe import depends, readers
@@ -63,21 +63,11 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
         raise RecipeError([f"{shown}: cannot read: {exc.strerror or exc}"],
                           hint="check the file's path and permissions") from exc
     try:
-        # A UTF-8 byte order mark (Windows editors write one) is accepted and skipped.
-        data = tomllib.loads(raw.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise RecipeError(
-            [f"{shown}: not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})"],
-            hint="save the recipe as UTF-8",
-        ) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise RecipeError(
-            [f"{shown}: invalid TOML: {exc}"],
-            hint="fix the syntax; see recipes/flash-attn.toml for an example",
-        ) from exc
-    except RecursionError as exc:
-        raise RecipeError([f"{shown}: invalid TOML: nested too deeply"],
-                          hint="a recipe needs a few levels of tables, not hundreds") from exc
+        data = untrusted.loads_toml(raw)
+    except untrusted.BadToml as exc:
+        raise RecipeError([f"{shown}: {exc}"],
+                          hint="save the recipe as UTF-8 TOML; see recipes/flash-attn.toml for "
+                          "an example") from None
     depth = _depth(data)
     if depth > MAX_DEPTH:
         raise RecipeError([f"{shown}: nested {depth} levels deep (at most {MAX_DEPTH})"],

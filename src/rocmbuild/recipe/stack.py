@@ -26,12 +26,11 @@ or option it does not have is the stack file's error.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.core import config, fsutil
+from rocmbuild.core import config, fsutil, untrusted
 from rocmbuild.core.errors import RecipeError, RocmbuildError, UsageError
 from rocmbuild.recipe import load, search
 from rocmbuild.recipe.check import suggest
@@ -145,16 +144,11 @@ def _read(path: Path) -> dict[str, Any]:
         raise RecipeError([f"{shown}: cannot read: {exc.strerror or exc}"],
                           hint="give a regular file (not a symlink, FIFO or directory)") from exc
     try:
-        data = tomllib.loads(raw.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise RecipeError([f"{shown}: not UTF-8 text (byte {exc.start})"],
-                          hint="save the stack file as UTF-8") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise RecipeError([f"{shown}: invalid TOML: {exc}"],
-                          hint="fix the syntax; see stacks/finetune.toml") from exc
-    except RecursionError as exc:
-        raise RecipeError([f"{shown}: invalid TOML: nested too deeply"],
-                          hint="a stack file is a few flat tables") from exc
+        data = untrusted.loads_toml(raw)
+    except untrusted.BadToml as exc:
+        raise RecipeError([f"{shown}: {exc}"],
+                          hint="save the stack file as UTF-8 TOML; see stacks/finetune.toml"
+                          ) from None
     return data
 
 

@@ -14,28 +14,36 @@ from rocmbuild.core import fsutil, lock
 PRECIOUS = "a file the lock must never write\n"
 
 
-def _shape(tmp_path: Path, shape: str) -> Path:
-    path = tmp_path / "locks" / "x.lock"
-    path.parent.mkdir()
-    victim = tmp_path / "victim.txt"
-    victim.write_text(PRECIOUS)
+SHAPES = ["symlink", "dangling", "dir-symlink", "directory", "fifo", "hardlink"]
+
+
+def put_shape(path: Path, victim: Path, shape: str) -> None:
+    """Make ``path`` one of SHAPES (not a lock file of its own); ``victim`` is the file a
+    symlink or hard link names (also used by the nightly lock's test)."""
     if shape == "symlink":
         path.symlink_to(victim)
     elif shape == "dangling":
-        path.symlink_to(tmp_path / "nowhere")
+        path.symlink_to(victim.parent / "nowhere")
     elif shape == "dir-symlink":
-        path.symlink_to(tmp_path, target_is_directory=True)
+        path.symlink_to(victim.parent, target_is_directory=True)
     elif shape == "directory":
         path.mkdir()
     elif shape == "fifo":
         os.mkfifo(path)
     else:
         os.link(victim, path)
+
+
+def _shape(tmp_path: Path, shape: str) -> Path:
+    path = tmp_path / "locks" / "x.lock"
+    path.parent.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text(PRECIOUS)
+    put_shape(path, victim, shape)
     return path
 
 
-@pytest.mark.parametrize("shape", ["symlink", "dangling", "dir-symlink", "directory", "fifo",
-                                   "hardlink"])
+@pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("shared", [False, True])
 def test_a_lock_that_is_not_a_file_of_its_own_is_refused(tmp_path: Path, shape: str,
                                                           shared: bool) -> None:

@@ -14,29 +14,18 @@ import pytest
 
 from rocmbuild.core.errors import Busy, UsageError
 from rocmbuild.nightly import lock
+from tests.unit.core.test_lock import SHAPES, put_shape
 
 PRECIOUS = "the user's own file\n"
 
 
-@pytest.mark.parametrize("shape", ["symlink", "dangling", "dir-symlink", "directory", "fifo",
-                                   "hardlink"])
+@pytest.mark.parametrize("shape", SHAPES)
 def test_a_nightly_lock_that_is_not_a_lock_file_is_refused(tmp_path: Path, shape: str) -> None:
     work = tmp_path / "build"
     work.mkdir()
     path, victim = work / lock.NAME, tmp_path / "victim.txt"
     victim.write_text(PRECIOUS)
-    if shape == "symlink":
-        path.symlink_to(victim)
-    elif shape == "dangling":
-        path.symlink_to(tmp_path / "nowhere")
-    elif shape == "dir-symlink":
-        path.symlink_to(tmp_path, target_is_directory=True)
-    elif shape == "directory":
-        path.mkdir()
-    elif shape == "fifo":
-        os.mkfifo(path)
-    else:
-        os.link(victim, path)
+    put_shape(path, victim, shape)
     with pytest.raises(UsageError) as exc, lock.held(work, "r1"):
         pass
     assert exc.value.message.startswith(f"{path}: ") and "not a nightly lock" in exc.value.message

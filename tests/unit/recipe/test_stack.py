@@ -138,7 +138,7 @@ def test_every_problem_at_once(tmp_path: Path) -> None:
 def test_not_utf8(tmp_path: Path) -> None:
     p = tmp_path / "s.toml"
     p.write_bytes(b"schema_version = 1\ndescription = \"\xff\"\n")
-    assert _problems(p) == ["s.toml: not UTF-8 text (byte 34)"]
+    assert _problems(p) == ["s.toml: not UTF-8 text (byte 34: b'\\xff')"]
 
 
 def test_too_large(tmp_path: Path) -> None:
