@@ -118,6 +118,21 @@ def test_sigkill_of_the_parent_kills_every_descendant(marker: str, tmp_path: Pat
                    2 ** depth + 2, marker)
 
 
+def _who(pids: list[int]) -> str:
+    """The survivors and every process guardian alive, as /proc/<pid>/stat shows them (state,
+    ppid, group, session), for a failure message."""
+    rows = []
+    for d in Path("/proc").iterdir():
+        try:
+            stat = (d / "stat").read_text()
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ")[:80]
+        except OSError:
+            continue
+        if d.name.isdigit() and (int(d.name) in pids or b"groups = set()" in cmd):
+            rows.append(f"{d.name}: {stat.rsplit(')', 1)[1].split()[:4]} {cmd!r}")
+    return "survivors " + str(pids) + "; " + "; ".join(rows)
+
+
 def sigkill_parent(code: str, alive: int, marker: str) -> None:
     """Run ``code`` (a Python process calling run.run) until ``alive`` marked processes run,
     SIGKILL that process, and check that none of them survives."""
@@ -126,7 +141,7 @@ def sigkill_parent(code: str, alive: int, marker: str) -> None:
         assert wait_until(lambda: len(marked(marker)) >= alive, 20), marked(marker)
         parent.kill()
         assert parent.wait(10) == -signal.SIGKILL
-        assert wait_until(lambda: not marked(marker), 15), marked(marker)  # a loaded CI
+        assert wait_until(lambda: not marked(marker), 15), _who(marked(marker))
     finally:
         parent.kill()
         parent.wait()
