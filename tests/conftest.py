@@ -284,12 +284,17 @@ def triton_build(
 ) -> dict[str, Any]:
     """The real flash-attn Triton-variant wheel, built once per test session by the real CLI from
     the real PyPI sdist (pinned by sha256; the download is kept in pytest's cache)."""
-    base = tmp_path_factory.mktemp("triton-build")
+    return build_once(tmp_path_factory.mktemp("triton-build"), download_cache, *TRITON_ARGS)
+
+
+def build_once(base: Path, download_cache: Path, *args: str) -> dict[str, Any]:
+    """``rocmbuild *args`` in a fresh workspace under ``base`` whose downloads are the session's
+    (pytest's cache): it must succeed with exactly one wheel; its env, wheel, stderr and base."""
     cache = base / "cache"
     cache.mkdir()
     (cache / "downloads").symlink_to(download_cache)
     env = {"ROCMBUILD_WORKDIR": str(base / "build"), "ROCMBUILD_CACHE_DIR": str(cache)}
-    res = rocmbuild(*TRITON_ARGS, env=env)
+    res = rocmbuild(*args, env=env)
     assert res.returncode == 0, res.stderr
     wheels = sorted((base / "build" / "wheels").glob("*.whl"))
     assert len(wheels) == 1, wheels

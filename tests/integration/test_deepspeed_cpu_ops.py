@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import rocmbuild
+from tests.conftest import build_once, rocmbuild
 
 ARGS = ("build", "deepspeed", "--variant", "cpu-ops", "--arch", "gfx942",
         "--opt", "deepspeed.cpu_adagrad=0", "--opt", "deepspeed.cpu_lion=0")
@@ -30,16 +30,7 @@ SO = "deepspeed/ops/adam/cpu_adam_op.cpython-311-x86_64-linux-gnu.so"
 
 @pytest.fixture(scope="module")
 def ds_build(tmp_path_factory: pytest.TempPathFactory, download_cache: Path) -> dict[str, Any]:
-    base = tmp_path_factory.mktemp("deepspeed-cpu")
-    cache = base / "cache"
-    cache.mkdir()
-    (cache / "downloads").symlink_to(download_cache)
-    env = {"ROCMBUILD_WORKDIR": str(base / "build"), "ROCMBUILD_CACHE_DIR": str(cache)}
-    res = rocmbuild(*ARGS, env=env)
-    assert res.returncode == 0, res.stderr
-    wheels = sorted((base / "build" / "wheels").glob("*.whl"))
-    assert len(wheels) == 1, wheels
-    return {"env": env, "wheel": wheels[0], "base": base, "stderr": res.stderr}
+    return build_once(tmp_path_factory.mktemp("deepspeed-cpu"), download_cache, *ARGS)
 
 
 def test_wheel_carries_the_prebuilt_op_for_the_cpu_accelerator(ds_build: dict[str, Any]) -> None:
