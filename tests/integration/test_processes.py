@@ -118,6 +118,26 @@ def test_sigkill_of_the_parent_kills_every_descendant(marker: str, tmp_path: Pat
                    2 ** depth + 2, marker)
 
 
+SLOW_GUARDIAN = """import subprocess, time
+from rocmbuild.core import run
+popen = subprocess.Popen
+def slow(argv, *a, **k):  # a loaded machine: starting an interpreter takes seconds
+    if run.GUARDIAN in argv:
+        time.sleep(3)
+    return popen(argv, *a, **k)
+run.subprocess.Popen = slow
+run.run(['sh', '-c', 'sleep 60 & sleep 60; wait'])
+"""
+
+
+def test_sigkill_while_the_guardian_is_still_starting(marker: str) -> None:
+    """The guardian is running before the command starts: when starting it is slow (seconds on a
+    loaded machine) and rocmbuild is SIGKILLed meanwhile, no command ran unguarded. Started after
+    the command (as before), the tree outlived the parent (seen twice in CI)."""
+    # the Python process, the sh and its two sleeps
+    sigkill_parent(SLOW_GUARDIAN, 4, marker)
+
+
 def _who(pids: list[int]) -> str:
     """The survivors and every process guardian alive, as /proc/<pid>/stat shows them (state,
     ppid, group, session), for a failure message."""

@@ -216,30 +216,45 @@ def kill_all() -> None:
 _guardian: subprocess.Popen[str] | None = None
 
 
-def _guard(sign: str, pgid: int) -> None:
-    """Tell the guardian (started on first use) that group ``pgid`` started (+) or ended (-)."""
+def _start_guardian() -> None:
+    """Start the guardian when none runs (the first command, or it died), telling it the groups
+    running now. Called before a command starts: a SIGKILL between the command's start and the
+    guardian's start would leave that command's tree unguarded (a loaded machine can spend a
+    second starting an interpreter); what is left is one pipe write after the start."""
     global _guardian
+    with _live_lock:
+        if _guardian is not None and _guardian.poll() is None:
+            return
+        try:
+            _guardian = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", GUARDIAN], stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+                start_new_session=True, env={}, cwd="/")
+            atexit.register(_stop_guardian, _guardian)
+            assert _guardian.stdin is not None
+            for g in _live:
+                _guardian.stdin.write(f"+{g}\n")
+            _guardian.stdin.flush()
+        except OSError as exc:  # cannot start python again
+            log.debug(f"the process guardian is not available: {exc}")
+
+
+def _guard(sign: str, pgid: int) -> None:
+    """Tell the guardian that group ``pgid`` started (+) or ended (-)."""
     with _live_lock:
         if sign == "+":
             _live.add(pgid)
         else:
             _live.discard(pgid)
+    if sign == "+":
+        _start_guardian()  # normally a no-op: it was started before the command
+    with _live_lock:
         try:
-            if _guardian is None or _guardian.poll() is not None:
-                if sign == "-":
-                    return
-                _guardian = subprocess.Popen(
-                    [sys.executable, "-I", "-S", "-c", GUARDIAN], stdin=subprocess.PIPE,
-                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
-                    start_new_session=True, env={}, cwd="/")
-                atexit.register(_stop_guardian, _guardian)
+            if _guardian is not None and _guardian.poll() is None:
                 assert _guardian.stdin is not None
-                for g in _live - {pgid}:  # a guardian started again learns what runs now
-                    _guardian.stdin.write(f"+{g}\n")
-            assert _guardian.stdin is not None
-            _guardian.stdin.write(f"{sign}{pgid}\n")
-            _guardian.stdin.flush()
-        except OSError as exc:  # cannot start python again, or the guardian is gone
+                _guardian.stdin.write(f"{sign}{pgid}\n")
+                _guardian.stdin.flush()
+        except OSError as exc:  # the guardian is gone
             log.debug(f"the process guardian is not available: {exc}")
 
 
@@ -306,6 +321,7 @@ def run(
     lines: list[str] = []
     start = time.monotonic()
     timed_out = False
+    _start_guardian()
     try:
         try:
             proc = subprocess.Popen(
