@@ -60,6 +60,8 @@ BENCHMARKS: dict[str, Bench] = {
     "audit": Bench("bench_audit.py", ("--size-gb", "1", "--repeat", "3"), "Audit speed"),
     "slurm": Bench("bench_slurm.py", ("--grid", "1x5:2", "4x3:2", "4x3:0.5"),
                    "Nightly: Slurm overhead per cell"),
+    "slurm_nodes": Bench("bench_slurm.py", ("--nodes", "2", "--grid", "1x5:2", "4x3:2", "4x3:0.5"),
+                         "Nightly: Slurm overhead per cell, two nodes"),
     "noop_rebuild": Bench("noop_rebuild.py", ("--repeat", "20"),
                           "No-op rebuild: what a hit imports"),
     "compile_cache": Bench("compile_cache.py", ("--units", "8", "--jobs", "2"), "Compile cache"),

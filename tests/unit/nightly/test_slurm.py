@@ -234,7 +234,9 @@ def test_settings_from_the_executor_table(tmp_path: Path) -> None:
     assert settings_from_table({}, "x", tmp_path) == SlurmSettings()
     g = settings_from_table({"gpu_partition": "mi300x", "gpu_gres": "gpu:mi300x:2"}, "x",
                             tmp_path)
-    assert (g.gpu_partition, g.gpu_gres) == ("mi300x", "gpu:mi300x:2")
+    assert (g.gpu_partition, g.gpu_gres, g.gpu_mem_bytes) == ("mi300x", "gpu:mi300x:2", 16 << 30)
+    assert settings_from_table({"gpu_partition": "g", "gpu_mem": "64G"}, "x",
+                               tmp_path).gpu_mem_bytes == 64 << 30
     gpu = shape_of(task(tmp_path, "v", gpus=1), g)
     assert "--gres=gpu:mi300x:2" in gpu.sbatch_args(g) and gpu.partition == "mi300x"
     assert settings_from_table({"time": 90, "poll": "0.5s", "shared_dir": "/lustre/n"},
@@ -257,6 +259,9 @@ def test_settings_from_the_executor_table(tmp_path: Path) -> None:
     ({"gpu_partition": "g", "gpu_gres": "gpu:1,x"}, "'gpu:1,x' is not a GRES"),
     ({"gpu_partition": "g", "gpu_gres": 1}, "executor.gpu_gres: '1' is not a GRES"),
     ({"gpu_gres": "gpu:1"}, "executor.gpu_gres: is set without gpu_partition"),
+    ({"gpu_mem": "8G"}, "executor.gpu_mem: is set without gpu_partition"),
+    ({"gpu_partition": "g", "gpu_mem": "lots"}, "executor.gpu_mem: 'lots' is not a size"),
+    ({"gpu_partition": "g", "gpu_mem": 1000}, "executor.gpu_mem: 1000 bytes is less than"),
 ])
 def test_bad_executor_keys_are_one_line(tmp_path: Path, table: dict[str, object],
                                         words: str) -> None:
@@ -272,14 +277,14 @@ def test_bad_executor_keys_are_one_line(tmp_path: Path, table: dict[str, object]
 def test_validation_task_is_step_two_of_the_same_command(tmp_path: Path) -> None:
     built = replace(task(tmp_path, "a", cpus=8), argv=(*task(tmp_path, "a").argv, "--step",
                                                         "build"))
-    v = validation_task(built)
+    s = SlurmSettings(partition="cpu", gpu_partition="gpu")
+    v = validation_task(built, s.gpu_mem_bytes)
     assert v.argv == (*task(tmp_path, "a").argv, "--step", "validate")
     assert v.result == tmp_path / "cells" / "a" / "validate.json"
     assert v.log == tmp_path / "cells" / "a" / "validate.log"
-    assert (v.gpus, v.cpus, v.mem_bytes, v.time_s) == (1, 1, 0, built.time_s)
-    s = SlurmSettings(partition="cpu", gpu_partition="gpu")
-    assert shape_of(v, s).sbatch_args(s) == ["--cpus-per-task=1", "--time=60", "--gres=gpu:1",
-                                             "--partition=gpu"]
+    assert (v.gpus, v.cpus, v.mem_bytes, v.time_s) == (1, 1, 16 << 30, built.time_s)
+    assert shape_of(v, s).sbatch_args(s) == ["--cpus-per-task=1", "--time=60", "--mem=16384M",
+                                             "--gres=gpu:1", "--partition=gpu"]
 
 
 def test_validated_merges_the_validation_task(tmp_path: Path) -> None:

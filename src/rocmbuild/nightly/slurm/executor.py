@@ -56,9 +56,11 @@ _HINT_TOOLS = ("install Slurm's client commands on this machine (Debian: slurm-c
 
 @dataclass(frozen=True)
 class CellTiming:
-    """Slurm's overhead for one cell, in seconds (Slurm's clock has 1 s steps)."""
+    """Slurm's overhead for one task of a cell, in seconds (Slurm's clock has 1 s steps)."""
 
     cell_id: str
+    step: str
+    """"build" (or the whole cell, without gpu_partition) or "validate"."""
     state: str
     submit_to_start_s: float | None
     end_to_collected_s: float | None
@@ -110,7 +112,7 @@ class SlurmExecutor:
             job = self._array(jobs, f"array{k}", shape, group, chdir, run_dir)
             cells += _submitted(job, group, run_dir)
             if split:
-                vgroup = [validation_task(t) for t in group]
+                vgroup = [validation_task(t, self.settings.gpu_mem_bytes) for t in group]
                 vjob = self._array(jobs, f"validate{k}", shape_of(vgroup[0], self.settings),
                                    vgroup, chdir, run_dir, after=job.job_id)
                 checks += _submitted(vjob, vgroup, run_dir)
@@ -134,7 +136,7 @@ class SlurmExecutor:
             t.result.unlink(missing_ok=True)  # a stale one must not pass for this run's
         dep = [f"--dependency=aftercorr:{after}", "--kill-on-invalid-dep=yes"] if after else []
         argv = ["sbatch", "--parsable", f"--array=0-{len(group) - 1}",
-                f"--job-name={self.settings.job_name}", "--export=ALL",
+                f"--job-name={self.settings.job_name}", "--export=ALL", "--no-requeue",
                 f"--chdir={chdir}", f"--output={run_dir}/slurm/{name}-%A_%a.out", *dep,
                 *shape.sbatch_args(self.settings), *self.settings.extra_args, str(script)]
         try:
@@ -199,7 +201,6 @@ class SlurmExecutor:
                 records[(r.job_id, r.task_index)] = r
         collected = time.time()
         outcomes: list[CellOutcome] = []
-        self.timings = []
         for c in sub.cells:
             rec = records.get((c.job_id, c.task_index))
             if rec is not None and rec.state not in TERMINAL:
@@ -208,12 +209,9 @@ class SlurmExecutor:
                     hint="wait for the array to end (squeue), then collect again")
             result, problem = read_result(run_dir / c.result, c.cell_id)
             outcomes.append(outcome(c, rec, result, problem))
-            self.timings.append(CellTiming(
-                c.cell_id, rec.state if rec else "UNKNOWN",
-                None if rec is None or rec.start is None
-                else round(max(0.0, rec.start - sub.submitted), 3),
-                None if rec is None or rec.end is None
-                else round(max(0.0, collected - rec.end), 3)))
+        self.timings = [
+            _timing(c, step, records.get((c.job_id, c.task_index)), sub.submitted, collected)
+            for step, cs in (("build", sub.cells), ("validate", sub.validations)) for c in cs]
         checks = {v.cell_id: v for v in sub.validations}
         for i, o in enumerate(outcomes):
             v = checks.get(o.cell_id)
@@ -228,7 +226,7 @@ class SlurmExecutor:
                                                                 v.cell_id)[0])
         data = sub.to_json()
         data["collected"] = collected
-        data["tasks"] = [{"cell": t.cell_id, "state": t.state,
+        data["tasks"] = [{"cell": t.cell_id, "step": t.step, "state": t.state,
                           "submit_to_start_s": t.submit_to_start_s,
                           "end_to_collected_s": t.end_to_collected_s} for t in self.timings]
         write_atomic(run_dir / SLURM_JSON, json.dumps(data, indent=1) + "\n")
@@ -242,12 +240,21 @@ class SlurmExecutor:
         return self.collect(self.run_dir, wait=False)
 
 
-def validation_task(t: Task) -> Task:
+def _timing(c: SubmittedCell, step: str, rec: TaskRecord | None, submitted: float,
+            collected: float) -> CellTiming:
+    return CellTiming(
+        c.cell_id, step, rec.state if rec else "UNKNOWN",
+        None if rec is None or rec.start is None else round(max(0.0, rec.start - submitted), 3),
+        None if rec is None or rec.end is None else round(max(0.0, collected - rec.end), 3))
+
+
+def validation_task(t: Task, mem_bytes: int) -> Task:
     """Step 2 of a cell on the GPU partition: ``--step validate`` of the same command (the argv
-    of step 1 with its last two words replaced), its own result and log beside the cell's."""
+    of step 1 with its last two words replaced), its own result and log beside the cell's, one
+    CPU and ``mem_bytes``."""
     d = t.result.parent
     return replace(t, argv=(*t.argv[:-2], "--step", "validate"), result=d / VALIDATE_RESULT,
-                   log=d / VALIDATE_LOG, cpus=1, mem_bytes=0, gpus=1)
+                   log=d / VALIDATE_LOG, cpus=1, mem_bytes=mem_bytes, gpus=1)
 
 
 def _submitted(job: ArrayJob, group: Sequence[Task], run_dir: Path) -> list[SubmittedCell]:

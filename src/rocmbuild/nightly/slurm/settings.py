@@ -43,10 +43,14 @@ class SlurmSettings:
     job_name: str = "rocmbuild-nightly"
     gpu_gres: str = "gpu:1"
     """``--gres`` of a validation task."""
+    gpu_mem_bytes: int = 16 << 30
+    """``--mem`` of a validation task (a venv with the wheel and torch, the kernel gate):
+    without one, a partition that counts memory would give it the whole node, one validation
+    per GPU node."""
 
 
-SETTING_KEYS = ("partition", "gpu_partition", "gpu_gres", "account", "sbatch_args", "time",
-                "shared_dir", "poll", "job_name")
+SETTING_KEYS = ("partition", "gpu_partition", "gpu_gres", "gpu_mem", "account", "sbatch_args",
+                "time", "shared_dir", "poll", "job_name")
 """The keys of nightly.toml's ``[executor]`` table that ``settings_from_table`` reads."""
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
@@ -111,10 +115,19 @@ def settings_from_table(table: Mapping[str, Any], where: str, base: Path) -> Slu
     if not isinstance(gres, str) or not _GRES.fullmatch(gres):
         raise bad("gpu_gres", f"{str(gres)[:60]!r} is not a GRES of sbatch --gres",
                   'NAME[:TYPE]:COUNT, e.g. gpu_gres = "gpu:1" or "gpu:mi300x:1"')
-    if "gpu_gres" in table and table.get("gpu_partition") is None:
-        raise bad("gpu_gres", "is set without gpu_partition",
-                  "set gpu_partition (the partition of the GPU nodes that validate), or drop "
-                  "gpu_gres")
+    for key in ("gpu_gres", "gpu_mem"):
+        if key in table and table.get("gpu_partition") is None:
+            raise bad(key, "is set without gpu_partition",
+                      "set gpu_partition (the partition of the GPU nodes that validate), or "
+                      f"drop {key}")
+    gpu_mem = table.get("gpu_mem", SlurmSettings.gpu_mem_bytes)
+    try:
+        gpu_mem = quantity.size(gpu_mem)
+    except quantity.BadQuantity as exc:
+        raise bad("gpu_mem", str(exc), quantity.SIZE_HINT) from None
+    if gpu_mem < 1 << 20:
+        raise bad("gpu_mem", f"{gpu_mem} bytes is less than Slurm's 1 MiB step",
+                  'the memory of one validation task, e.g. gpu_mem = "16G"')
     args = table.get("sbatch_args", [])
     example = 'e.g. sbatch_args = ["--qos=normal", "--constraint=mi300x"]'
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
@@ -146,6 +159,7 @@ def settings_from_table(table: Mapping[str, Any], where: str, base: Path) -> Slu
     limit, poll = span("time"), span("poll")
     return SlurmSettings(
         partition=name("partition"), gpu_partition=name("gpu_partition"), gpu_gres=gres,
+        gpu_mem_bytes=gpu_mem,
         account=name("account"), extra_args=tuple(args),
         max_time_s=None if limit is None else math.ceil(limit),
         shared_dir=shared_dir,
