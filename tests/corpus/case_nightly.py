@@ -16,7 +16,7 @@ _P = '[publish]\nindex = "index"\n'
 _RUN = "20261130T161500Z"
 
 
-def _manifest(**over: str) -> str:
+def _manifest(**over: object) -> str:
     """A --no-wait run's manifest.json as the controller writes it, one key changed since."""
     data = {"run": _RUN, "started": "2026-11-30T16:15:00Z", "config": "{dir}/nightly.toml",
             "index": "{dir}/index", "stage": "staging", "promote_to": "stable", "cells": []}
@@ -248,4 +248,25 @@ CASES += [
           files={"nightly.toml": "# " + "x" * (1 << 20) + "\n"}),
     _file("nightly-config-not-utf8", "{dir}/nightly.toml", "nightly.toml: (file): not UTF-8",
           files={"nightly.toml": b"\xff\xfe[[matrix]]\n"}),
+]
+
+# A cell of a run whose config changed since the controller read it (its sha256 in the manifest).
+_CELL = "hip-attention-probe.default.default.gfx942"
+_ENTRY = [{"cell": {"id": _CELL, "recipe": "hip-attention-probe", "variant": None,
+                    "source": "default", "arch": "gfx942"}, "pin": {}, "decision": "build"}]
+
+
+def _cell_case(cid: str, manifest: str, needle: str) -> Case:
+    return Case(cid, ("nightly", "--config", "{dir}/nightly.toml", "--run-dir",
+                      f"{{dir}}/reports/{_RUN}", "--cell", _CELL), EXIT["usage"], needle,
+                "integrity", files={"nightly.toml": _M + _P,
+                                    f"reports/{_RUN}/manifest.json": manifest},
+                writes_nothing=True)
+
+
+CASES += [
+    _cell_case("nightly-cell-config-changed", _manifest(config_sha256="0" * 64, cells=_ENTRY),
+               f"nightly.toml: changed since run {_RUN} read it (sha256 "),
+    _cell_case("nightly-cell-config-sha-missing", _manifest(cells=_ENTRY),
+               "manifest.json: config_sha256: missing or not a sha256"),
 ]

@@ -44,12 +44,13 @@ imports = ["demo"]
 """)
 
 
-def _helper_wheel(d: Path, out: Path) -> None:
+def _helper_wheel(d: Path, out: Path, name: str = "nightly-helper") -> None:
     """The validation's runtime dependency, a real wheel built by pip."""
-    src = d / "helper-src"
-    (src / "nightly_helper").mkdir(parents=True)
-    (src / "nightly_helper/__init__.py").write_text("")
-    (src / "setup.py").write_text(SETUP.format(name="nightly-helper", pkg="nightly_helper"))
+    pkg = name.replace("-", "_")
+    src = d / f"{pkg}-src"
+    (src / pkg).mkdir(parents=True)
+    (src / pkg / "__init__.py").write_text("")
+    (src / "setup.py").write_text(SETUP.format(name=name, pkg=pkg))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
                     "--no-build-isolation", "-w", str(out), str(src)], check=True)
 
@@ -127,3 +128,64 @@ dir = "reports"
     assert night2.returncode == 0, night2.stderr
     assert {c["cell"]: c["status"] for c in json.loads(night2.stdout)["cells"]} == {
         CELL: "skipped", PLAIN: "skipped"}
+
+
+NEEDY, BLOCKED = CELL, "blocked.default.default.gfx942"
+
+
+def test_a_stack_is_promoted_by_validate_pending_only_when_all_its_members_are_green(
+        tmp_path: Path) -> None:
+    """A stack group (``stacks = [...]``) of three path recipes: plain validates at once,
+    needy and blocked are pending. ``--validate-pending`` with only needy's requirement there:
+    needy passes but stays in staging, held back by blocked (still pending); nothing of the
+    stack is served (the code before promoted needy alone). With blocked's requirement too:
+    blocked passes, the group is green, and all three are promoted, the held ones with it."""
+    d = tmp_path
+    _recipe(d, "needy", 'requires = ["nightly-helper"]')
+    _recipe(d, "plain", "")
+    _recipe(d, "blocked", 'requires = ["nightly-absent"]')
+    (d / "trio.toml").write_text("schema_version = 1\n" + "".join(
+        f'[[members]]\nrecipe = "{d / n}.toml"\n' for n in ("needy", "plain", "blocked")))
+    links = d / "links"
+    links.mkdir()
+    config = d / "nightly.toml"
+    config.write_text('[[matrix]]\nstacks = ["trio.toml"]\narchs = ["gfx942"]\n'
+                      '[publish]\nindex = "index"\n[reports]\ndir = "reports"\n')
+    env = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(links)}
+    first = rocmbuild("nightly", "--config", str(config), "--json", cwd=d, env=env)
+    assert first.returncode == 0, first.stderr
+    cells = {c["cell"]: c for c in json.loads(first.stdout)["cells"]}
+    assert {c: (v["validation"], v["promoted"]) for c, v in cells.items()} == {
+        NEEDY: ("pending", False), PLAIN: ("passed", False), BLOCKED: ("pending", False)}
+    assert cells[PLAIN]["reason"].endswith(
+        f"not promoted: stack trio.gfx942 is not green ({NEEDY}, {BLOCKED} not)")
+    wheels = {c["wheel"] for c in cells.values()}
+    assert _stage(d, "staging") == wheels and _stage(d, "stable") == set()
+
+    _helper_wheel(d, links)  # needy can be validated now, blocked not yet
+    held = rocmbuild("nightly", "--config", str(config), "--validate-pending", "--json",
+                     cwd=d, env=env)
+    assert held.returncode == 10, held.stderr  # blocked is still pending
+    got = {r["cell"]: r for r in json.loads(held.stdout)}
+    assert {c: (r["validation"], r["promoted"]) for c, r in got.items()} == {
+        BLOCKED: ("pending", False), NEEDY: ("passed", False)}
+    assert got[NEEDY]["reason"].endswith(
+        f"; not promoted: stack trio.gfx942 is not green ({BLOCKED} not)"), got[NEEDY]
+    assert _stage(d, "stable") == set()  # no member of the stack is served alone
+    run_dir = next(p for p in (d / "reports").iterdir() if p.is_dir())
+    after = {c["cell"]: c for c in json.loads((run_dir / "report.json").read_text())["cells"]}
+    assert (after[NEEDY]["validation"], after[NEEDY]["promoted"]) == ("passed", False)
+    assert f"not green ({BLOCKED} not)" in after[NEEDY]["reason"]
+
+    _helper_wheel(d, links, "nightly-absent")  # blocked too: the stack is green
+    done = rocmbuild("nightly", "--config", str(config), "--validate-pending", "--json",
+                     cwd=d, env=env)
+    assert done.returncode == 0, done.stderr
+    assert [(r["cell"], r["validation"], r["promoted"]) for r in json.loads(done.stdout)] == [
+        (BLOCKED, "passed", True), (NEEDY, "passed", True), (PLAIN, "passed", True)]
+    assert _stage(d, "stable") == wheels
+    after = {c["cell"]: c for c in json.loads((run_dir / "report.json").read_text())["cells"]}
+    assert all(c["promoted"] and c["validation"] == "passed" and c["status"] == "success"
+               for c in after.values()), after
+    assert after[PLAIN]["reason"] == "built, validation passed, then stack trio.gfx942 is " \
+        "green, promoted", after[PLAIN]

@@ -2,7 +2,9 @@
 cell and its resolved pin from the run's ``manifest.json`` (a node never resolves upstream
 again), build, then validate (two steps: a host that cannot validate, exit 10, leaves the
 wheel pending, ``nightly/pending.py``), publish the wheel to the staging stage, and write
-``cells/<id>/result.json`` (a CellOutcome) atomically.
+``cells/<id>/result.json`` (a CellOutcome) atomically. A config whose bytes are not the ones
+the controller read (their sha256 is in the manifest) is refused: the cell would publish where
+the run did not plan.
 
 The same command for both executors: ``python -m rocmbuild nightly --config C --run-dir R
 --cell ID``.
@@ -11,6 +13,7 @@ The same command for both executors: ``python -m rocmbuild nightly --config C --
 from __future__ import annotations
 
 import json
+import re
 import resource
 import sys
 import time
@@ -57,6 +60,24 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
         raise UsageError(f"--run-dir: {path}: not a nightly manifest",
                          hint="give the run directory the controller made")
     return data
+
+
+def same_config(cfg: NightlyConfig, manifest: dict[str, Any], run_dir: Path) -> None:
+    """A cell builds and publishes what its run planned: UsageError when the config's bytes are
+    not the ones the controller read (its sha256, ``config_sha256`` in the manifest), e.g.
+    nightly.toml edited between a Slurm run's submission and the cell's start."""
+    want = manifest.get("config_sha256")
+    if want == cfg.sha256:
+        return
+    if not isinstance(want, str) or not re.fullmatch(r"[0-9a-f]{64}", want):
+        raise UsageError(f"--run-dir: {run_dir / 'manifest.json'}: config_sha256: missing or "
+                         "not a sha256", hint="give the run directory the controller made (a "
+                         "run an older rocmbuild started: start a new run)")
+    raise UsageError(
+        f"--config: {cfg.path}: changed since run {run_dir.name} read it (sha256 "
+        f"{cfg.sha256[:12]}, the run's {want[:12]}): the cell would not build or publish what "
+        "the run planned", hint="put the file back as it was until the run's cells have run, "
+        "or let this run fail and start a new one (it reads the file as it is now)")
 
 
 def _entry(manifest: dict[str, Any], cell_id: str) -> tuple[Cell, Pin, str | None]:
@@ -168,8 +189,16 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
     start = time.monotonic()
     out_dir = cell_dir(run_dir, cell_id)
     out_dir.mkdir(parents=True, exist_ok=True)
-    cell, pin, build_tag = _entry(read_manifest(run_dir), cell_id)
+    manifest = read_manifest(run_dir)
+    cell, pin, build_tag = _entry(manifest, cell_id)
     rel_log = str(Path("cells") / cell_id / LOG)
+    try:
+        same_config(cfg, manifest, run_dir)
+    except UsageError as exc:  # said in the report too, then refused (exit 2)
+        write_result(out_dir / RESULT, CellOutcome(
+            cell_id, Status.FAILED, End.FAILED, reason=f"{exc.kind}: {exc.message}"[:500],
+            exit_code=exc.exit_code, log=rel_log))
+        raise
     ctx: Context | None = None
     try:
         recipe = load.load(search.find_recipe(cell.recipe))

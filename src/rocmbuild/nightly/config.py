@@ -7,6 +7,7 @@ Relative paths in the file are relative to the file's directory.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import os
@@ -87,6 +88,9 @@ class NightlyConfig:
     """A secret (a webhook URL often carries a token): never printed, logged or reported."""
     pypi: str = DEFAULT_PYPI
     """The simple index (PEP 691 JSON) that ``follow = true`` sdist cells ask."""
+    sha256: str = ""
+    """The sha256 of the bytes this config was read from: the controller writes it into the
+    run's manifest, and a cell refuses a config whose bytes changed since (``cell.py``)."""
 
     def __repr__(self) -> str:
         from rocmbuild.publish.target import redact
@@ -390,7 +394,8 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
     from rocmbuild.publish.target import parse_index, redact
 
     r = _Reader(path)
-    data = _parse(path, read(path) if raw is None else raw)
+    raw = read(path) if raw is None else raw
+    data = _parse(path, raw)
     r.known(data, "", "")
     base = path.absolute().parent
     cells = _matrix(r, data.get("matrix"), base)
@@ -482,4 +487,5 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
         path=path.absolute(), cells=cells, index=index, reports=reports, workdir=workdir,
         cache_dir=cache, stage=stage,
         promote_to=promote_to, history=history, max_size=max_size, keep_days=keep_days,
-        executor=executor, notify_url=url, pypi=pypi.rstrip("/") + "/")
+        executor=executor, notify_url=url, pypi=pypi.rstrip("/") + "/",
+        sha256=hashlib.sha256(raw).hexdigest())

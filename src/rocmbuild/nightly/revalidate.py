@@ -4,6 +4,11 @@ cache, or the Slurm GPU array's task), each pending wheel is validated from the 
 promoted through the nightly's promote path when green, marked failed when not; its run's
 report, the history page and ``rocmbuild.prom`` are written again.
 
+A member of a stack group (``Cell.group``) is promoted only when every member of its group in
+that run is green: validated now, or green in the run's report (validated, promoted or held);
+otherwise it stays in staging, its reason naming the members that hold it back. The wheel that
+makes its group green promotes the group's held members with it.
+
 A wheel this host cannot validate either stays pending (a ToolchainError again).
 """
 
@@ -49,7 +54,9 @@ class Revalidated:
 def validate_pending(cfg: NightlyConfig, run: str = "", only: tuple[str, ...] = ()
                      ) -> list[Revalidated]:
     """Validate every pending wheel (of run ``run``, of cells ``only``, when given), promote
-    the green ones, update each touched run's report; the outcome of each."""
+    the green ones (a stack group's members only when the whole group is green), update each
+    touched run's report; the outcome of each (and of each held member a group's last green
+    wheel promoted)."""
     if run and not RUN_ID.fullmatch(run):
         raise UsageError(f"--validate-pending: {run[:60]!r} is not a run id",
                          hint="a run id as the report names it, e.g. 20261130T161500Z")
@@ -61,9 +68,12 @@ def validate_pending(cfg: NightlyConfig, run: str = "", only: tuple[str, ...] = 
     if not recs:
         log.info("nightly: no pending wheels" + (f" of run {run}" if run else ""))
         return []
-    out = [_one(cfg, rec) for rec in recs]
-    for rid in dict.fromkeys(r.run_id for r in out):
-        _update_report(cfg, rid, [r for r in out if r.run_id == rid])
+    checked = [(rec, *check(cfg, rec, cfg.reports / rec.run_id)[:3]) for rec in recs]
+    out: list[Revalidated] = []
+    for rid in dict.fromkeys(r.run_id for r in recs):
+        done = _promote_run(cfg, rid, [c for c in checked if c[0].run_id == rid])
+        _update_report(cfg, rid, done)
+        out += done
     return out
 
 
@@ -99,22 +109,82 @@ def check(cfg: NightlyConfig, rec: pending.PendingWheel, run_dir: Path
     return "passed", f"validation passed on {host_name()}", done.wheel.name, 0
 
 
-def _one(cfg: NightlyConfig, rec: pending.PendingWheel) -> Revalidated:
-    validation, line, wheel, _ = check(cfg, rec, cfg.reports / rec.run_id)
-    if validation != "passed":
-        return Revalidated(rec.run_id, rec.cell_id, validation, False, line,
-                           failed=validation == "failed")
+Checked = tuple[pending.PendingWheel, str, str, str]
+"""A pending wheel after ``check``: its validation, the line saying so, the wheel's name."""
+GREEN = (Status.SUCCESS, Status.WARNING, Status.SKIPPED)
+
+
+def _promote_run(cfg: NightlyConfig, rid: str, checked: list[Checked]) -> list[Revalidated]:
+    """Run ``rid``'s checked wheels promoted when green and their stack group is green too
+    (every member validated now or green in the run's report); a group made green by them
+    promotes its held members (validated, in staging, not promoted) as well."""
+    groups = _groups(cfg.reports / rid)
+    report = _read_report(cfg, rid)
+    before = {o.cell_id: o for o in report.outcomes} if report else {}
+    now = {rec.cell_id: validation for rec, validation, _, _ in checked}
+
+    def green(cid: str) -> bool:
+        o = before.get(cid)
+        if cid in now:
+            return now[cid] == "passed"
+        return o is not None and o.status in GREEN and not o.pending
+
+    out: list[Revalidated] = []
+    released: list[str] = []
+    for rec, validation, line, wheel in checked:
+        group = groups.get(rec.cell_id, "")
+        holders = [c for c, g in groups.items() if group and g == group and not green(c)]
+        if validation != "passed":
+            out.append(Revalidated(rid, rec.cell_id, validation, False, line,
+                                   failed=validation == "failed"))
+        elif holders:
+            why = f"not promoted: stack {group} is not green ({', '.join(holders)} not)"
+            log.info(escape(f"{rec.cell_id}: {why}"))
+            if report is None:  # no report keeps its state: the record does, until then
+                pending.write(nightly_run.workspace(cfg).root, rec)
+            out.append(Revalidated(rid, rec.cell_id, "passed", False, f"{line}; {why}"))
+        else:
+            out.append(_promoted(cfg, rid, rec.cell_id, wheel, line))
+            released += [group] if group and group not in released else []
+    for group in released:  # the members held back until now
+        for cid, g in groups.items():
+            o = before.get(cid)
+            if g == group and cid not in now and o is not None and o.wheel \
+                    and o.status in (Status.SUCCESS, Status.WARNING) \
+                    and o.validation == "passed" and not o.promoted:
+                out.append(_promoted(cfg, rid, cid, o.wheel, f"stack {group} is green"))
+    return out
+
+
+def _promoted(cfg: NightlyConfig, rid: str, cell_id: str, wheel: str, line: str
+              ) -> Revalidated:
+    """A validated wheel promoted (``nightly_run.promote``)."""
     project, version = detect.wheel_project(wheel)
-    o = nightly_run.promote(cfg, CellOutcome(rec.cell_id, Status.SUCCESS, End.COMPLETED,
+    o = nightly_run.promote(cfg, CellOutcome(cell_id, Status.SUCCESS, End.COMPLETED,
                                              wheel=wheel, project=project, version=version))
     if o.status is Status.FAILED:
-        log.warn(escape(f"{rec.cell_id}: {o.reason}"))
-        return Revalidated(rec.run_id, rec.cell_id, "passed", False, f"{line}; {o.reason}",
-                           failed=True)
+        log.warn(escape(f"{cell_id}: {o.reason}"))
+        return Revalidated(rid, cell_id, "passed", False, f"{line}; {o.reason}", failed=True)
     if o.promoted:
-        log.info(escape(f"{rec.cell_id}: {wheel} promoted to {cfg.promote_to}"))
-    return Revalidated(rec.run_id, rec.cell_id, "passed", o.promoted,
+        log.info(escape(f"{cell_id}: {wheel} promoted to {cfg.promote_to}"))
+    return Revalidated(rid, cell_id, "passed", o.promoted,
                        line + (", promoted" if o.promoted else ""))
+
+
+def _groups(run_dir: Path) -> dict[str, str]:
+    """Each cell of the run's manifest and its stack group ("" : on its own); {} when the
+    manifest cannot be read (``check`` said so: nothing of the run passed)."""
+    try:
+        cells = cellmod.read_manifest(run_dir)["cells"]
+    except UsageError:
+        return {}
+    out: dict[str, str] = {}
+    for e in cells:
+        c = e.get("cell") if isinstance(e, dict) else None
+        if isinstance(c, dict) and isinstance(c.get("id"), str):
+            g = c.get("group", "")
+            out[c["id"]] = g if isinstance(g, str) else ""
+    return out
 
 
 def validate_task(cfg: NightlyConfig, run_dir: Path, cell_id: str) -> int:
@@ -147,25 +217,34 @@ def host_name() -> str:
     return os.uname().nodename
 
 
+def _read_report(cfg: NightlyConfig, run_id: str) -> RunReport | None:
+    """The run's report.json (None: a run still without one, a --no-wait one not collected
+    yet, or one that is not a report: said)."""
+    path = cfg.reports / run_id / history.REPORT
+    try:
+        return history.parse_report(untrusted.read_json(path, history.MAX_REPORT_BYTES))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        log.warn(escape(f"{path}: not updated: {exc}"[:300]))
+        return None
+
+
 def _update_report(cfg: NightlyConfig, run_id: str, done: list[Revalidated]) -> None:
     """The run's report.json with these cells' validation, status and promotion (a run still
     without a report, a --no-wait one not collected yet, is left to --collect)."""
-    path = cfg.reports / run_id / history.REPORT
-    try:
-        report = history.parse_report(untrusted.read_json(path, history.MAX_REPORT_BYTES))
-    except FileNotFoundError:
-        return
-    except (OSError, ValueError) as exc:
-        log.warn(escape(f"{path}: not updated: {exc}"[:300]))
+    report = _read_report(cfg, run_id)
+    if report is None:
         return
     by_cell = {r.cell_id: r for r in done}
     cells = []
     for o in report.outcomes:
         r = by_cell.get(o.cell_id)
         if r is not None and r.validation != "pending":
+            base = o.reason.split(", NOT VALIDATED")[0].split("; not promoted: stack ")[0]
             o = replace(o, validation=r.validation, promoted=r.promoted or o.promoted,
                         status=Status.FAILED if r.failed else Status.SUCCESS,
-                        reason=f"{o.reason.split(', NOT VALIDATED')[0]}, then {r.reason}"[:500])
+                        reason=f"{base}, then {r.reason}"[:500])
         cells.append(o)
     new = RunReport(report.run_id, report.started, report.finished, report.executor,
                     tuple(cells), report.lock_note, report.freed_bytes, report.notes)

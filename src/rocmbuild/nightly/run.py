@@ -148,8 +148,8 @@ def manifest(cfg: NightlyConfig, rid: str, started: float,
             **({"error": p.error} if p.error else {}),
         })
     return {"run": rid, "started": _iso(started), "config": str(cfg.path),
-            "index": pub.redact(cfg.index), "stage": cfg.stage, "promote_to": cfg.promote_to,
-            "cells": cells}
+            "config_sha256": cfg.sha256, "index": pub.redact(cfg.index), "stage": cfg.stage,
+            "promote_to": cfg.promote_to, "cells": cells}
 
 
 def tasks(cfg: NightlyConfig, run_dir: Path, planned: Sequence[detect.Planned]) -> list[Task]:

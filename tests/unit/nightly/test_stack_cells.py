@@ -80,3 +80,46 @@ def test_a_stack_whose_members_are_all_green_is_promoted(tmp_path: Path) -> None
     out = _finish(tmp_path, {PURE: Status.SUCCESS, EXT: Status.SUCCESS, PROBE: Status.FAILED})
     assert out[PURE].reason.startswith("promote failed") and \
         out[EXT].reason.startswith("promote failed"), out
+
+
+CK = "ck-fmha-probe.default.default.gfx942"
+
+
+def _stack(tmp_path: Path, name: str, directions: str) -> None:
+    (tmp_path / f"{name}.toml").write_text(
+        f'schema_version = 1\n[[members]]\nrecipe = "ck-fmha-probe"\n'
+        f'options = {{ directions = "{directions}" }}\n')
+
+
+@pytest.mark.parametrize(("matrix", "entry"), [
+    ('recipes = ["ck-fmha-probe"]\narchs = ["gfx942"]\n[[matrix]]\nrecipes = ["ck-fmha-probe"]'
+     '\narchs = ["gfx942"]\noptions = { directions = "bwd" }', 1),
+    ('stacks = ["fwd.toml"]\narchs = ["gfx942"]\n[[matrix]]\nrecipes = ["ck-fmha-probe"]\n'
+     'archs = ["gfx942"]\noptions = { directions = "bwd" }', 1),
+    ('recipes = ["ck-fmha-probe"]\noptions = { directions = "bwd" }\nstacks = ["fwd.toml"]\n'
+     'archs = ["gfx942"]', 0),
+    ('stacks = ["fwd.toml", "bwd.toml"]\narchs = ["gfx942"]', 0),
+])
+def test_two_cells_that_differ_only_in_options_cannot_be(tmp_path: Path, matrix: str,
+                                                        entry: int) -> None:
+    """Options are not part of a cell id (``ck-fmha-probe.default.default.gfx942`` with any
+    options): so two cells that differ only in their options would be one id for two builds
+    (one cells/<id>/, result.json, pending record and report line, overwriting each other).
+    The config refuses the second one, whichever way it comes (two matrix entries, a stack's
+    member and a recipe entry, two stacks), before anything is planned."""
+    _stack(tmp_path, "fwd", "fwd")
+    _stack(tmp_path, "bwd", "bwd")
+    with pytest.raises(UsageError) as info:
+        config.load(_config(tmp_path, matrix))
+    assert info.value.message == (f"nightly.toml: matrix[{entry}]: cell {CK} is already in "
+                                  "the matrix, from matrix[0]")
+
+
+def test_a_cell_carries_its_options_under_the_id_without_them(tmp_path: Path) -> None:
+    _stack(tmp_path, "fwd", "fwd")
+    cfg = config.load(_config(tmp_path, 'stacks = ["fwd.toml"]\narchs = ["gfx942"]\n[[matrix]]\n'
+                                        'recipes = ["ck-fmha-probe"]\narchs = ["gfx90a"]\n'
+                                        'options = { directions = "bwd", opt_dim = 128 }'))
+    assert [(c.id, c.options) for c in cfg.cells] == [
+        (CK, (("directions", "fwd"),)),
+        ("ck-fmha-probe.default.default.gfx90a", (("directions", "bwd"), ("opt_dim", "128")))]
