@@ -17,8 +17,9 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     start = time.monotonic()
     if plan.runtime.mode != "bundle":
         return StageResult(Status.SKIPPED, time.monotonic() - start,
-                           f"rocm_runtime = {plan.runtime.mode}: the wheel links the host's "
-                           f"ROCm {plan.rocm.version}")
+                           f"rocm_runtime = {plan.runtime.mode}: " + (
+                               f"the wheel links the host's ROCm {plan.rocm.version}"
+                               if plan.runtime.device_code else "no device code, no ROCm"))
     raw = need(ctx.artifacts.raw_wheel, "built wheel", "bundle")
     log_path = ctx.log_dir / "bundle.log"
     done = bundle.bundle_wheel(raw, ctx.log_dir.parent / f".{plan.short_key}-bundled",
