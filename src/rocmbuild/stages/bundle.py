@@ -27,6 +27,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     libs = ", ".join(f.member.rsplit("/", 1)[-1] for f in done.libs) or "no libraries"
     reason = (f"{libs} + {len(done.data)} data file(s); RPATH set on {len(done.patched)} "
               f"file(s)" + (f"; from the host: {', '.join(done.from_host)}"
-                            if done.from_host else ""))
+                            if done.from_host else "")
+              + (f"; platform {done.glibc.raised_to} ({done.glibc.member} needs "
+                 f"GLIBC_{done.glibc.glibc})" if done.glibc and done.glibc.raised_to else ""))
     return StageResult(Status.SUCCESS, time.monotonic() - start, reason, log_path,
                        Artifacts(bundle=done))
