@@ -110,3 +110,29 @@ def test_deepspeed_rocm_plan_on_a_saved_host() -> None:
     if os.environ.get("ROCMBUILD_UPDATE_GOLDEN") == "1":
         path.write_text(json.dumps(plan, indent=2, sort_keys=True) + "\n")
     assert plan == json.loads(path.read_text())
+
+
+def test_deepspeed_cpu_ops_plan_is_arch_independent() -> None:
+    """rocm_runtime = "none" (the cpu-ops variant): on the same saved host, --arch is checked but
+    left out of the plan, so gfx942, gfx90a,gfx950 and native plan the same wheel (one cache key),
+    with no ROCm/gfx label, no PYTORCH_ROCM_ARCH, and a key other than the rocm variant's."""
+    def plan(*args: str) -> dict[str, object]:
+        res = rocmbuild("plan", "deepspeed", *args, "--host", str(MI300X), "--json",
+                        env={"ROCM_PATH": "", "HIP_PATH": ""})
+        assert res.returncode == 0, res.stderr
+        return dict(json.loads(res.stdout))
+
+    cpu = [plan("--variant", "cpu-ops", "--arch", a) for a in ("gfx942", "gfx90a,gfx950",
+                                                                "native")]
+    assert {p["cache_key"] for p in cpu} == {cpu[0]["cache_key"]}
+    first = cpu[0]
+    assert first["archs"] == [] and first["local_version"] == ""
+    assert first["rocm_runtime"] == {"mode": "none", "arch_independent": True}
+    env = first["env"]
+    assert isinstance(env, dict) and "PYTORCH_ROCM_ARCH" not in env
+    assert plan("--variant", "rocm", "--arch", "gfx942")["cache_key"] != first["cache_key"]
+    text = rocmbuild("plan", "deepspeed", "--variant", "cpu-ops", "--arch", "gfx942", "--host",
+                     str(MI300X), env={"ROCM_PATH": "", "HIP_PATH": ""})
+    out = text.stdout + text.stderr
+    assert "archs=none (arch-independent) -> no local label" in out, out
+    assert "runtime  none: no device code" in out

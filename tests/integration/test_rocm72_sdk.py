@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from rocmbuild.artifacts import elf
 from rocmbuild.host import toolchain
 from tests.conftest import REPO, make_rocm_torch, rocmbuild
 
@@ -129,7 +130,9 @@ def _readelf(path: Path) -> str:
 def test_bundling_takes_the_real_runtime_libraries_not_the_link_stubs(tmp_path: Path) -> None:
     """rocm_runtime = "bundle" against the tree: the HIP runtime the library needs
     (libamdhip64.so.7, and its libhsa-runtime64.so.1) is copied from the tree's runtime dir (the
-    real ROCm 7.2.4 files), never from the link dir's stubs."""
+    real ROCm 7.2.4 files), never from the link dir's stubs. Those need glibc 2.38 (Debian
+    experimental's build): a manylinux tag the repair stage gave the unbundled wheel is raised to
+    manylinux_2_38 (name and WHEEL), and rocmbuild.json says why."""
     recipe = tmp_path / "rocm72lib.toml"
     recipe.write_text(RECIPE.read_text().replace(
         'path = "../fixtures/rocm72-lib"', f'path = "{REPO / "tests/fixtures/rocm72-lib"}"')
@@ -145,3 +148,20 @@ def test_bundling_takes_the_real_runtime_libraries_not_the_link_stubs(tmp_path: 
             data = zf.read(f"rocm72lib/lib/{name}")
             real = (runtime / name).resolve().stat().st_size  # MBs; a stub is 2-50 KB
             assert abs(len(data) - real) < 65536, (name, len(data), real)  # patchelf's RPATH
+            assert elf.glibc_needed(data) == (2, 38), name
+        names = zf.namelist()
+        tags = [ln.split(": ", 1)[1] for ln in zf.read(next(
+            n for n in names if n.endswith(".dist-info/WHEEL"))).decode().splitlines()
+            if ln.startswith("Tag: ")]
+        glibc = json.loads(zf.read(next(n for n in names if n.endswith("/rocmbuild.json")))
+                           )["rocm_runtime"]["glibc"]
+    platform = wheel.name.removesuffix(".whl").rsplit("-", 1)[1]
+    assert glibc["glibc"] == "2.38" and glibc["needed_by"].startswith("rocm72lib/lib/")
+    repair = re.search(r"\] repair\n\s+(\w+) in [\d.]+s: (\S+)", res.stderr)
+    assert repair, res.stderr
+    if repair.group(2).startswith("manylinux"):  # auditwheel tagged the unbundled wheel
+        assert platform == "manylinux_2_38_x86_64", wheel.name
+        assert glibc["platform_to"] == platform and tags == [f"py3-none-{platform}"]
+        assert f"-> {platform}" in " ".join(res.stderr.split())  # the warning line
+    else:  # kept linux_x86_64: it promises no glibc, nothing to raise
+        assert platform == "linux_x86_64" and "platform_to" not in glibc

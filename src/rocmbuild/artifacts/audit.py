@@ -215,8 +215,22 @@ def _is_elf_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bool:
         return fh.read(4) == ELF_MAGIC
 
 
-def audit_wheel(path: Path, archs: Sequence[str]) -> WheelAudit:
-    """Audit every ELF member of a wheel (or any zip)."""
+NO_DEVICE = 'but build.rocm_runtime = "none" says it carries none'
+"""The end of a problem of a wheel that should carry no device code (``no_device_problem``)."""
+
+
+def no_device_problem(label: str, so: SharedObjectAudit) -> str | None:
+    """Why an object cannot be in a wheel without device code (build.rocm_runtime = "none"):
+    it has device code, HIP host code or links the HIP runtime (None: it has none)."""
+    what = (f"device code for {', '.join(so.archs)}" if so.archs
+            else "HIP host code" if so.hip_host
+            else "a link to the HIP runtime" if so.links_hip_runtime else "")
+    return f"{label}: {so.name} has {what}, {NO_DEVICE}" if what else None
+
+
+def audit_wheel(path: Path, archs: Sequence[str], device: bool = True) -> WheelAudit:
+    """Audit every ELF member of a wheel (or any zip). ``device=False`` (rocm_runtime =
+    "none"): no member may carry device code, HIP host code or a HIP runtime link."""
     path = Path(path)
     archs = list(archs)
     objects: list[SharedObjectAudit] = []
@@ -237,6 +251,11 @@ def audit_wheel(path: Path, archs: Sequence[str]) -> WheelAudit:
                 dest.unlink()
             else:
                 objects.append(audit_buffer(info.filename, zf.read(info), archs, path.name))
+    if not device:
+        for o in objects:
+            problem = no_device_problem(path.name, o)
+            if problem:
+                o.problems.append(problem)
     return WheelAudit(str(path), archs, objects, [p for o in objects for p in o.problems],
                       hip_label_warnings(path.name, objects))
 
@@ -282,9 +301,11 @@ def require(audit: WheelAudit) -> None:
     raise AuditError(
         audit.problems[0] + (f" (+{more} more)" if more else ""),
         hint="link it as a shared object (-shared -fPIC), or leave it out of the wheel"
-        if misplaced else "rebuild for the missing arch (--arch); check that the arch list "
-        "reached the compiler (CMAKE_HIP_ARCHITECTURES, PYTORCH_ROCM_ARCH, GPU_TARGETS, "
-        "--offload-arch)",
+        if misplaced else "the build compiled GPU code: give the variant rocm_runtime = "
+        "\"host\" (or \"bundle\"), or keep its HIP sources out of the build"
+        if audit.problems[0].endswith(NO_DEVICE)
+        else "rebuild for the missing arch (--arch); check that the arch list reached the "
+        "compiler (CMAKE_HIP_ARCHITECTURES, PYTORCH_ROCM_ARCH, GPU_TARGETS, --offload-arch)",
         detail="\n".join(audit.problems) if more else None,
     )
 

@@ -81,6 +81,28 @@ class BundledFile:
 
 
 @dataclass(frozen=True)
+class GlibcFloor:
+    """The highest ``GLIBC_x.y`` symbol version an ELF file of a bundled wheel needs, and the
+    platform tag it raised (when the wheel's promised an older glibc)."""
+
+    version: tuple[int, int]
+    member: str
+    """The wheel member that needs it (the first, in name order, of those that do)."""
+    raised_from: str = ""
+    raised_to: str = ""
+    """The platform tag before and after ("": not raised)."""
+
+    @property
+    def glibc(self) -> str:
+        return f"{self.version[0]}.{self.version[1]}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"glibc": self.glibc, "needed_by": self.member,
+                **({"platform_from": self.raised_from, "platform_to": self.raised_to}
+                   if self.raised_to else {})}
+
+
+@dataclass(frozen=True)
 class Bundle:
     """bundle: the wheel with its ROCm libraries and data inside, and what went in."""
 
@@ -91,11 +113,14 @@ class Bundle:
     """Members whose RPATH was set."""
     from_host: tuple[str, ...] = ()
     """Needed libraries left to the host (no bundle.libs pattern names them)."""
+    glibc: GlibcFloor | None = None
+    """The newest glibc the result needs (None: no file names a GLIBC_ version)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"libs": [f.to_json() for f in self.libs],
                 "data": [f.to_json() for f in self.data],
-                "rpath_set": list(self.patched), "from_host": list(self.from_host)}
+                "rpath_set": list(self.patched), "from_host": list(self.from_host),
+                **({"glibc": self.glibc.to_json()} if self.glibc is not None else {})}
 
 
 DROP_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONSTARTUP", "VIRTUAL_ENV")

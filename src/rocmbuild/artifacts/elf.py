@@ -13,6 +13,7 @@ only as far as its entry table. ``artifacts.audit`` judges what ``scan`` finds.
 
 from __future__ import annotations
 
+import re
 import struct
 import zlib
 from collections.abc import Iterator, Sequence
@@ -107,6 +108,66 @@ def needed_libraries(buf: Any) -> list[str]:
             end = names.find(b"\0", val)
             out.append(names[val:end if end >= 0 else None].decode("latin-1"))
     return out
+
+
+SHT_GNU_VERNEED = 0x6FFFFFFE
+"""The section type of ``.gnu.version_r``: the symbol versions an ELF file needs, per library."""
+
+
+def version_needs(buf: Any) -> list[tuple[str, str]]:
+    """(library, version) for each symbol version an ELF file needs (``.gnu.version_r``: the
+    Elf64_Verneed chain, each with its Elf64_Vernaux chain; names from .dynstr), e.g.
+    ``("libc.so.6", "GLIBC_2.34")``. [] without the section; BundleFormatError when a chain
+    leaves the section or loops."""
+    if bytes(buf[:4]) != ELF_MAGIC:
+        return []
+    sections = elf_sections(buf)
+    need = next((s for s in sections if s.type == SHT_GNU_VERNEED), None)
+    strtab = next((s for s in sections if s.name == ".dynstr"), None)
+    if need is None or strtab is None:
+        return []
+    if need.offset + need.size > len(buf) or strtab.offset + strtab.size > len(buf):
+        raise BundleFormatError(".gnu.version_r or .dynstr runs past the end of the file")
+    names = bytes(buf[strtab.offset:strtab.offset + strtab.size])
+
+    def name(off: int) -> str:
+        if off >= len(names):
+            raise BundleFormatError(".gnu.version_r names a string outside .dynstr")
+        end = names.find(b"\0", off)
+        return names[off:end if end >= 0 else None].decode("latin-1")
+
+    out: list[tuple[str, str]] = []
+    lo, hi = need.offset, need.offset + need.size
+    pos, steps = lo, need.size // 16 + 1  # each entry is 16 bytes: more steps mean a loop
+    while True:
+        if not lo <= pos <= hi - 16 or steps <= 0:
+            raise BundleFormatError(".gnu.version_r: a Verneed entry outside the section")
+        _ver, cnt, file_off, aux, nxt = struct.unpack_from("<HHIII", buf, pos)
+        library, apos = name(file_off), pos + aux
+        for _ in range(cnt):
+            if not lo <= apos <= hi - 16 or steps <= 0:
+                raise BundleFormatError(".gnu.version_r: a Vernaux entry outside the section")
+            _hash, _flags, _other, vname, anext = struct.unpack_from("<IHHII", buf, apos)
+            out.append((library, name(vname)))
+            steps -= 1
+            if anext == 0:
+                break
+            apos += anext
+        steps -= 1
+        if nxt == 0:
+            return out
+        pos += nxt
+
+
+_GLIBC_VERSION = re.compile(r"GLIBC_(\d+)\.(\d+)(?:\.\d+)?")
+
+
+def glibc_needed(buf: Any) -> tuple[int, int] | None:
+    """The highest ``GLIBC_x.y`` symbol version an ELF file needs (None: none, or not ELF):
+    the oldest glibc it loads on."""
+    found = [(int(m[1]), int(m[2])) for _lib, v in version_needs(buf)
+             if (m := _GLIBC_VERSION.fullmatch(v))]
+    return max(found) if found else None
 
 
 # --------------------------------------------------------------------------- bundles

@@ -7,6 +7,8 @@ between the two, as ``torch<major>.<minor>.cxx11abi<true|false>``:
 ``rocm6.2.torch2.9.cxx11abitrue.gfx942``. Upstream flash-attn spells it
 ``+rocm64torch2.9cxx11abiTRUE``; ours keeps the dots of the version numbers and is already in the
 lower-case form pip normalises a label to, so the wheel's file name is the one an index lists.
+A wheel without device code (build.rocm_runtime = "none") has neither the ROCm nor the gfx part:
+``torch2.13.cxx11abitrue``, or no label at all.
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ def torch_part(version: str, cxx11_abi: bool) -> str:
     return f"torch{mm}.cxx11abi{'true' if cxx11_abi else 'false'}"
 
 
-def local(rocm_version: str, archs: Sequence[str], torch: str = "") -> str:
-    """``rocm<version>[.<torch part>].<gfx>...`` (archs as plain names, repeats dropped)."""
+def local(rocm_version: str, archs: Sequence[str], torch: str = "", *,
+          device: bool = True) -> str:
+    """``rocm<version>[.<torch part>].<gfx>...`` (archs as plain names, repeats dropped).
+    ``device=False`` (build.rocm_runtime = "none": no device code, no ROCm needed): the torch
+    part alone, or "" (no local label at all)."""
+    if not device:
+        return torch
     return ".".join([f"rocm{rocm_version}", *([torch] if torch else []), *arch.names(archs)])

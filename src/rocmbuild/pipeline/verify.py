@@ -98,7 +98,8 @@ _FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
                "a recipe name (letters, digits, '.', '_', '-'; no path)"),
     "recipe_sha256": (lambda v: isinstance(v, str), "a string"),
     "plan": (lambda v: isinstance(v, dict), "a table"),
-    "archs": (lambda v: isinstance(v, list) and bool(v) and all(
+    # (empty for a wheel without device code: provenance() checks its rocm_runtime says so)
+    "archs": (lambda v: isinstance(v, list) and all(
         isinstance(a, str) and re.fullmatch(r"[A-Za-z0-9:+_-]+", a) for a in v),
         "a list of gfx targets"),
     "variant": (lambda v: v is None or isinstance(v, str), "a string"),
@@ -121,9 +122,12 @@ def provenance(path: Path) -> tuple[WheelInfo, dict[str, Any]]:
         raise UsageError(f"{path}: no rocmbuild provenance (*.dist-info/{PROVENANCE})",
                          hint="only wheels built by rocmbuild can be rebuilt from their "
                          "provenance")
+    runtime = prov.get("rocm_runtime")
     for key, (ok, what) in _FIELDS.items():
-        if not ok(prov.get(key)):
-            raise UsageError(f"{where}: {key}: must be {what}",
+        if not ok(prov.get(key)) or (key == "archs" and not prov[key] and not (
+                isinstance(runtime, dict) and runtime.get("mode") == "none")):
+            raise UsageError(f"{where}: {key}: must be {what}"
+                             + (" (empty only with rocm_runtime none)" if key == "archs" else ""),
                              hint="the wheel's provenance is damaged or not rocmbuild's; "
                              "rebuild it with `rocmbuild build`")
     return info, prov
@@ -149,7 +153,7 @@ def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
     opts = tuple((str(k), str(v)) for k, v in raw_opts.items()) if isinstance(
         raw_opts, dict) else ()
     target = render.Target(
-        arch=",".join(prov["archs"]),
+        arch=",".join(prov["archs"]) or "native",  # none: arch-independent, needs no GPU
         variant=prov.get("variant"),
         source=source if isinstance(source, str) else "default",
         # --rocm-version only when the build was given it: how the version was found is

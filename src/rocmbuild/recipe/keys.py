@@ -50,7 +50,7 @@ GPU_VENDORS = ("amd", "nvidia")
 
 HIPIFY_TOOLS = ("torch", "command", "perl")
 """Values of hipify.tool (documented on ``Hipify.tool``)."""
-ROCM_RUNTIMES = ("host", "bundle")
+ROCM_RUNTIMES = ("host", "bundle", "none")
 """Values of build.rocm_runtime (documented on ``Recipe.rocm_runtime``)."""
 
 ROCM_LIBS = (

@@ -258,7 +258,12 @@ class Recipe:
         "wheels) and publish lists it only in the ``rocmX.Y`` view. ``bundle``: the ``bundle`` "
         "stage copies the ROCm libraries the wheel's ELF files need (transitively, as chosen "
         "by bundle.libs) and bundle.data into ``<package>/`` and sets their RPATH to "
-        "``$ORIGIN/...`` with patchelf, like upstream's PyTorch ROCm wheels.",
+        "``$ORIGIN/...`` with patchelf, like upstream's PyTorch ROCm wheels. ``none``: the "
+        "wheel carries no device code and needs no ROCm (CPU-only ops): its local version has "
+        "no ``rocmX.Y`` or gfx part, its METADATA no ``Requires-External``, the audit fails "
+        "on any ELF file with device code, HIP host code or a link to libamdhip64, and "
+        "``--arch`` is checked but does not enter the plan (arch.env is not set; the wheel is "
+        "the same for every arch, and ``--arch native`` needs no GPU).",
         '"bundle"', default="host", choices=ROCM_RUNTIMES, noun="ROCm runtime",
     )
     bundle_libs: tuple[str, ...] = toml(

@@ -125,7 +125,8 @@ class RocmRuntime:
     """build.rocm_runtime and the [bundle] table: where the wheel's ROCm libraries come from."""
 
     mode: str = "host"
-    """``host`` (the host's ROCm X.Y, stated in METADATA) or ``bundle`` (copied into the wheel)."""
+    """``host`` (the host's ROCm X.Y, stated in METADATA), ``bundle`` (copied into the wheel) or
+    ``none`` (no device code, no ROCm needed: the wheel is arch-independent)."""
     libs: tuple[str, ...] = ()
     """bundle: shell patterns of the sonames to copy."""
     data: tuple[str, ...] = ()
@@ -135,7 +136,15 @@ class RocmRuntime:
         out: dict[str, Any] = {"mode": self.mode}
         if self.mode == "bundle":
             out.update(libs=list(self.libs), data=list(self.data))
+        if self.mode == "none":
+            out["arch_independent"] = True
         return out
+
+    @property
+    def device_code(self) -> bool:
+        """Whether the wheel carries device code for its archs (host, bundle) or none (none):
+        the label's ROCm and gfx parts, Requires-External and the audit follow it."""
+        return self.mode != "none"
 
 
 @dataclass(frozen=True)
@@ -244,7 +253,8 @@ class Plan:
         ``rocm<X.Y>[.<torch part>].<gfx>...``. The tag stage passes the torch part
         (``label.torch_part``) when the recipe says ``target.label_torch``: known only once the
         build imported its torch."""
-        return label.local(self.rocm.version, self.archs, torch_part)
+        return label.local(self.rocm.version, self.archs, torch_part,
+                           device=self.runtime.device_code)
 
     @property
     def local_version(self) -> str:

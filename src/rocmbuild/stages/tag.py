@@ -42,14 +42,14 @@ _SIGNATURES = ("RECORD", "RECORD.jws", "RECORD.p7s")  # written afresh / no long
 
 def retag(src: Path, out_dir: Path, local: str, provenance: dict[str, Any], epoch: int,
           build_tag: str = "", requires_external: str | None = None) -> Path:
-    """Write ``src`` with ``+local`` appended to its version, ``build_tag`` in its name (""
-    keeps the backend's, if any), a ``Requires-External`` line in METADATA when given and
-    ``rocmbuild.json`` added, reproducibly (dates ``epoch``, sorted members, normalised
+    """Write ``src`` with ``+local`` appended to its version ("": kept as it is), ``build_tag``
+    in its name ("" keeps the backend's, if any), a ``Requires-External`` line in METADATA when
+    given and ``rocmbuild.json`` added, reproducibly (dates ``epoch``, sorted members, normalised
     modes)."""
     parts = parse_wheel_name(src.name)  # the parts keep their spelling
     old_namever = parts.namever
     sep = "." if parts.version.local else "+"
-    new_version = f"{parts.version}{sep}{local}"
+    new_version = f"{parts.version}{sep}{local}" if local else str(parts.version)
     tags = parts.rest.split("-")  # [build-]python-abi-platform
     if build_tag:  # --build-tag replaces the backend's build tag, if it wrote one
         tags = [build_tag, *tags[-3:]]
@@ -190,6 +190,7 @@ def provenance(plan: Plan, ctx: Context, epoch: int, local: str) -> dict[str, An
         **({"hipify": ctx.artifacts.hipify.to_json()} if ctx.artifacts.hipify else {}),
         # bundle: what went in (the patterns are in "plan")
         "rocm_runtime": {"mode": plan.runtime.mode,
+                         **({"arch_independent": True} if not plan.runtime.device_code else {}),
                          **(ctx.artifacts.bundle.to_json() if ctx.artifacts.bundle else {})},
         "plan": plan.inputs_json(),
     }
@@ -205,7 +206,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     local = local_label(plan, ctx.artifacts.torch, ctx.log_dir / "torch.log")
     try:
         # a host-bound wheel with native code says which ROCm it needs (PEP 345's
-        # Requires-External; pip shows it, publish files the wheel under that ROCm's view)
+        # Requires-External; pip shows it, publish files the wheel under that ROCm's view);
+        # rocm_runtime = "none" needs none (the audit checks it carries no device code)
         external = (rocm_requirement(plan.rocm.version)
                     if plan.runtime.mode == "host" and _native(src) else None)
         tagged = retag(src, ctx.log_dir.parent / f".{plan.short_key}-tagged", local,

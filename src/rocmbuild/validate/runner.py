@@ -38,11 +38,13 @@ from rocmbuild.validate.model import (
 )
 
 
-def _audit(path: Path, archs: Sequence[str]) -> Step:
-    if not archs:
+def _audit(path: Path, archs: Sequence[str], device: bool = True) -> Step:
+    """The code-object audit for ``archs``; ``device=False`` (rocmbuild.json says rocm_runtime
+    none): that no member carries device code, whatever the archs."""
+    if not archs and device:
         return Step(Status.SKIPPED, "no archs: pass --arch or validate a wheel with rocmbuild.json")
     try:
-        a = audit.audit_wheel(path, archs)
+        a = audit.audit_wheel(path, archs, device=device)
     except Exception as exc:  # noqa: BLE001 - an audit crash is a failed audit with its text
         return Step(Status.FAILED, f"audit raised {type(exc).__name__}: {exc}")
     return Step(Status.SUCCESS if a.ok else Status.FAILED, "; ".join(a.problems), a.to_json())
@@ -276,7 +278,9 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
             want = list(archs) or list((w.provenance or {}).get("archs") or [])
             if want:
                 log.step(f"auditing {w.path.name} for {', '.join(want)}")
-            s["audit"] = _audit(w.path, want)
+            runtime = (w.provenance or {}).get("rocm_runtime")
+            s["audit"] = _audit(w.path, want, not (isinstance(runtime, dict)
+                                                  and runtime.get("mode") == "none"))
 
         if not opts.kernels:
             kernels = KernelsSummary(Status.SKIPPED, "--no-kernels")

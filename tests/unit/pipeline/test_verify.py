@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from rocmbuild import __version__
-from rocmbuild.core.errors import RecipeError, ToolchainError
-from rocmbuild.pipeline.verify import check_inputs, forged
+from rocmbuild.core.errors import RecipeError, ToolchainError, UsageError
+from rocmbuild.pipeline.verify import check_inputs, forged, provenance
 from rocmbuild.recipe.load import load
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.recipe.render import Target, key_of_inputs, render
@@ -38,6 +38,7 @@ def _provenance(plan: Plan) -> dict[str, Any]:
 @pytest.mark.parametrize(("name", "target"), [
     ("flash-attn", {}), ("flash-attn", {"variant": "triton"}),
     ("flash-attn", {"variant": "triton", "build_tag": "3"}), ("aiter", {}), ("pytorch", {}),
+    ("deepspeed", {"variant": "cpu-ops"}),  # rocm_runtime = "none": archs []
 ])
 def test_a_recorded_plan_hashes_to_its_own_cache_key(name: str, target: dict[str, str]) -> None:
     plan = _plan(name, **target)
@@ -133,3 +134,30 @@ def test_a_host_difference_is_a_toolchain_error_naming_it_not_the_key() -> None:
 def test_the_same_inputs_pass() -> None:
     plan = _plan()
     check_inputs(plan, _provenance(plan), __version__)
+
+
+def _wheel_with(tmp_path: Path, prov: dict[str, Any]) -> Path:
+    import json
+    import zipfile
+
+    path = tmp_path / "deepspeed-0.19.8-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(path, "w") as zf:
+        info = "deepspeed-0.19.8.dist-info"
+        zf.writestr(f"{info}/METADATA", "Metadata-Version: 2.1\nName: deepspeed\n"
+                    "Version: 0.19.8\n\n")
+        zf.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nTag: cp311-cp311-linux_x86_64\n")
+        zf.writestr(f"{info}/rocmbuild.json", json.dumps(prov))
+        zf.writestr(f"{info}/RECORD", "")
+    return path
+
+
+def test_empty_archs_only_for_a_wheel_without_device_code(tmp_path: Path) -> None:
+    """A rocm_runtime = "none" wheel records no archs (it is the same for every --arch); any
+    other wheel with none is damaged."""
+    prov = _provenance(_plan("deepspeed", variant="cpu-ops"))
+    assert prov["archs"] == []
+    ok = dict(prov, rocm_runtime={"mode": "none", "arch_independent": True})
+    assert provenance(_wheel_with(tmp_path, ok))[1]["archs"] == []
+    with pytest.raises(UsageError, match="archs: must be a list of gfx targets "
+                       r"\(empty only with rocm_runtime none\)"):
+        provenance(_wheel_with(tmp_path, dict(prov, rocm_runtime={"mode": "host"})))
