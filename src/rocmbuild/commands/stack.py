@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
             p = m.plan
             log.out.print(f"{m.member.key:<11} {p.recipe} variant {p.variant}"
                           + (f" line {p.release}" if p.release else "")
-                          + f"  +{p.label()}  MAX_JOBS {p.jobs}  key {p.short_key}",
+                          + f"  {'+' + p.local_version if p.local_version else 'no label'}"
+                          + f"  MAX_JOBS {p.jobs}  key {p.short_key}",
                           markup=False)
         return 0
     return _build(args, splan, host)
