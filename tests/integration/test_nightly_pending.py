@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import rocmbuild
 
 CELL = "needy.default.default.gfx942"
@@ -189,3 +191,32 @@ def test_a_stack_is_promoted_by_validate_pending_only_when_all_its_members_are_g
                for c in after.values()), after
     assert after[PLAIN]["reason"] == "built, validation passed, then stack trio.gfx942 is " \
         "green, promoted", after[PLAIN]
+
+
+def test_a_kernel_gate_without_a_gpu_is_pending_not_passed(tmp_path: Path) -> None:
+    """A recipe whose validation checks an attention kernel (``[validate] kernel = "sdpa"``)
+    built on this GPU-less host: the gate cannot run, so the wheel is pending (staged, not
+    promoted) and ``--validate-pending`` here keeps it so (exit 10); ``build --validate`` of the
+    same recipe still passes with the gate SKIPPED, as a user's build says. (The GPU side ran on
+    an H200: docs/nightly.md.)"""
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this host has a GPU: the gate runs here")
+    d = tmp_path
+    _recipe(d, "attn", 'kernel = "sdpa"')
+    config = d / "nightly.toml"
+    config.write_text('[[matrix]]\nrecipes = ["attn.toml"]\narchs = ["gfx942"]\n'
+                      '[publish]\nindex = "index"\n[reports]\ndir = "reports"\n')
+    env = {"PIP_NO_INDEX": "1"}
+    first = rocmbuild("nightly", "--config", str(config), "--json", cwd=d, env=env)
+    assert first.returncode == 0, first.stderr
+    (cell,) = json.loads(first.stdout)["cells"]
+    assert (cell["validation"], cell["promoted"]) == ("pending", False), cell
+    assert "the kernel gate (sdpa) cannot run on this host: no GPU" in cell["reason"], cell
+    assert _stage(d, "stable") == set() and _stage(d, "staging") == {cell["wheel"]}
+    again = rocmbuild("nightly", "--config", str(config), "--validate-pending", cwd=d, env=env)
+    assert again.returncode == 10, again.stderr
+    assert _stage(d, "stable") == set()
+    built = rocmbuild("--workdir", str(d / "user"), "build", str(d / "attn.toml"), "--arch",
+                      "gfx942", "--validate", cwd=d, env=env)
+    assert built.returncode == 0, built.stderr

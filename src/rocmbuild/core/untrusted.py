@@ -5,7 +5,7 @@ rocmbuild.json, a server's reply, a tool's output).
 ``read_json(path, limit)`` reads a regular file once (``fsutil.read_capped``: no symlink, no
 FIFO, at most ``limit`` bytes); ``loads(blob)`` parses bytes. Both check, before and while
 parsing: UTF-8, nesting at most ``MAX_DEPTH`` deep (100k ``[`` never reaches the recursive
-parser), no NaN or Infinity, finite floats, numbers of at most 19 digits in a row. Failures are one
+parser), no NaN or Infinity, finite floats, integers of at most 19 digits. Failures are one
 ``BadJson`` with a short reason; the caller names the file and picks its error class. The typed
 getters (``obj``, ``text``, ``integer``, ``number``, ``flag``) check one value each and name it by
 the path the caller gives (``runs[3].tflops``).
@@ -27,8 +27,11 @@ MAX_DEPTH = 32
 _STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _KEEP_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
 _PAIR = re.compile(rb"[\[{][\]}]")
-_LONG_INT = re.compile(rb"\d{20}")
-_LONG_AT_KEY = re.compile(rb'"((?:[^"\\]|\\.){1,64})"\s*:\s*-?\d{20}')
+# An integer of 20 digits or more (int() of a long one is slow; no count we read has 20 digits).
+# A float's digits are not counted: float() is linear in them, and a float's repr has up to 21
+# digits in a row (0.00012345678901234568, as the kernel gate's reports hold).
+_LONG_INT = re.compile(rb"(?<![\d.eE+-])-?\d{20,}(?![\d.eE])")
+_LONG_AT_KEY = re.compile(rb'"((?:[^"\\]|\\.){1,64})"\s*:\s*-?\d{20,}(?![\d.eE])')
 
 
 class BadJson(ValueError):

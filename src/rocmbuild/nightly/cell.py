@@ -36,6 +36,7 @@ from rocmbuild.pipeline.build import BuildResult
 from rocmbuild.publish import api as pub
 from rocmbuild.recipe import load, render, search
 from rocmbuild.recipe.plan import Plan
+from rocmbuild.stages import validate as vstage
 from rocmbuild.stages.context import Context
 
 RESULT = "result.json"
@@ -206,7 +207,7 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
         h = host.detect(want_compiler=wanted[0], dists=recipe.python_requires)
         plan = detect.render_cell(cell, pin, h, ws.cache, build_tag)
         ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
-                      wheel_dir=ws.wheels, host=h)
+                      wheel_dir=ws.wheels, host=h, gate_needs_gpu=True)
         if step == "build":
             result = pipeline.build(plan, ctx)
             validation, why = "pending", "its validation is this run's Slurm GPU task"
@@ -232,7 +233,7 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
         else:
             pending.remove(ws.root, cell_id)  # validated now: an older record is done
             reason = f"{built}, validation {validation}"
-        report = ws.reports / f"{plan.recipe}-{plan.short_key}.json"
+        report = vstage.report_stem(plan, ctx).with_suffix(".json")
         outcome = CellOutcome(
             cell_id, Status.SUCCESS, End.COMPLETED,
             reason=reason[:500], duration_s=time.monotonic() - start,

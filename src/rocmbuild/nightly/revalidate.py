@@ -34,6 +34,7 @@ from rocmbuild.nightly.report.write import rewrite
 from rocmbuild.pipeline import build as pipeline
 from rocmbuild.pipeline import planning
 from rocmbuild.recipe import load, render, search
+from rocmbuild.stages import validate as vstage
 from rocmbuild.stages.context import Context
 
 
@@ -49,6 +50,23 @@ class Revalidated:
     reason: str
     failed: bool = False
     """Validation failed, or it passed and the promote failed: the cell is failed."""
+    tflops: float | None = None
+    """The kernel gate's best TFLOP/s when it ran now (None: it did not)."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One pending wheel validated here (``check``)."""
+
+    validation: str
+    """``passed``, ``failed``, or ``pending`` (this host cannot validate it either)."""
+    line: str
+    """What happened, for the report."""
+    wheel: str
+    """The wheel's name when it passed, else ""."""
+    exit_code: int
+    tflops: float | None = None
+    """The kernel gate's best TFLOP/s (None: the gate did not run)."""
 
 
 def validate_pending(cfg: NightlyConfig, run: str = "", only: tuple[str, ...] = ()
@@ -68,7 +86,7 @@ def validate_pending(cfg: NightlyConfig, run: str = "", only: tuple[str, ...] = 
     if not recs:
         log.info("nightly: no pending wheels" + (f" of run {run}" if run else ""))
         return []
-    checked = [(rec, *check(cfg, rec, cfg.reports / rec.run_id)[:3]) for rec in recs]
+    checked = [(rec, check(cfg, rec, cfg.reports / rec.run_id)) for rec in recs]
     out: list[Revalidated] = []
     for rid in dict.fromkeys(r.run_id for r in recs):
         done = _promote_run(cfg, rid, [c for c in checked if c[0].run_id == rid])
@@ -77,11 +95,9 @@ def validate_pending(cfg: NightlyConfig, run: str = "", only: tuple[str, ...] = 
     return out
 
 
-def check(cfg: NightlyConfig, rec: pending.PendingWheel, run_dir: Path
-          ) -> tuple[str, str, str, int]:
-    """Validate one pending wheel from the cache (no build): its validation (``passed``,
-    ``failed``, or ``pending`` when this host cannot either), a line saying so, the wheel's
-    name when it passed, and the exit code. The record is removed once validation ran."""
+def check(cfg: NightlyConfig, rec: pending.PendingWheel, run_dir: Path) -> Check:
+    """Validate one pending wheel from the cache (no build). The record is removed once
+    validation ran."""
     ws = nightly_run.workspace(cfg)
     try:
         c, pin, tag = cellmod._entry(cellmod.read_manifest(run_dir), rec.cell_id)
@@ -91,26 +107,30 @@ def check(cfg: NightlyConfig, rec: pending.PendingWheel, run_dir: Path
         # the build host's key (this host's toolchain may render another): its cached wheel
         plan = replace(detect.render_cell(c, pin, h, ws.cache, tag), cache_key=rec.cache_key)
         ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
-                      wheel_dir=ws.wheels, host=h)
+                      wheel_dir=ws.wheels, host=h, gate_needs_gpu=True)
+        stem = vstage.report_stem(plan, ctx)
         done = pipeline.validate_cached(plan, ctx)
     except ValidationError as exc:
         pending.remove(ws.root, rec.cell_id)
         line = exc.message.splitlines()[0][:250]
         log.warn(escape(f"{rec.cell_id}: validation failed: {line}"))
-        return "failed", f"validation failed on {host_name()}: {line}", "", exc.exit_code
+        return Check("failed", f"validation failed on {host_name()}: {line}", "", exc.exit_code,
+                     cellmod.best_tflops(stem.with_suffix(".json")))
     except RocmbuildError as exc:  # ToolchainError: this host cannot either; the record stays
         line = exc.message.splitlines()[0][:250]
         what = ("this host cannot validate it either" if isinstance(exc, ToolchainError)
                 else "cannot validate it")
         log.warn(escape(f"{rec.cell_id}: still pending: {what}: {line}"))
-        return "pending", f"still pending: {what} ({host_name()}): {line}", "", exc.exit_code
+        return Check("pending", f"still pending: {what} ({host_name()}): {line}", "",
+                     exc.exit_code)
     pending.remove(ws.root, rec.cell_id)
     log.info(escape(f"{rec.cell_id}: validation passed on {host_name()}"))
-    return "passed", f"validation passed on {host_name()}", done.wheel.name, 0
+    return Check("passed", f"validation passed on {host_name()}", done.wheel.name, 0,
+                 cellmod.best_tflops(stem.with_suffix(".json")))
 
 
-Checked = tuple[pending.PendingWheel, str, str, str]
-"""A pending wheel after ``check``: its validation, the line saying so, the wheel's name."""
+Checked = tuple[pending.PendingWheel, Check]
+"""A pending wheel and what ``check`` made of it."""
 GREEN = (Status.SUCCESS, Status.WARNING, Status.SKIPPED)
 
 
@@ -121,7 +141,7 @@ def _promote_run(cfg: NightlyConfig, rid: str, checked: list[Checked]) -> list[R
     groups = _groups(cfg.reports / rid)
     report = _read_report(cfg, rid)
     before = {o.cell_id: o for o in report.outcomes} if report else {}
-    now = {rec.cell_id: validation for rec, validation, _, _ in checked}
+    now = {rec.cell_id: c.validation for rec, c in checked}
 
     def green(cid: str) -> bool:
         o = before.get(cid)
@@ -131,20 +151,22 @@ def _promote_run(cfg: NightlyConfig, rid: str, checked: list[Checked]) -> list[R
 
     out: list[Revalidated] = []
     released: list[str] = []
-    for rec, validation, line, wheel in checked:
+    for rec, c in checked:
+        validation, line, wheel = c.validation, c.line, c.wheel
         group = groups.get(rec.cell_id, "")
         holders = [c for c, g in groups.items() if group and g == group and not green(c)]
         if validation != "passed":
             out.append(Revalidated(rid, rec.cell_id, validation, False, line,
-                                   failed=validation == "failed"))
+                                   failed=validation == "failed", tflops=c.tflops))
         elif holders:
             why = f"not promoted: stack {group} is not green ({', '.join(holders)} not)"
             log.info(escape(f"{rec.cell_id}: {why}"))
             if report is None:  # no report keeps its state: the record does, until then
                 pending.write(nightly_run.workspace(cfg).root, rec)
-            out.append(Revalidated(rid, rec.cell_id, "passed", False, f"{line}; {why}"))
+            out.append(Revalidated(rid, rec.cell_id, "passed", False, f"{line}; {why}",
+                                   tflops=c.tflops))
         else:
-            out.append(_promoted(cfg, rid, rec.cell_id, wheel, line))
+            out.append(replace(_promoted(cfg, rid, rec.cell_id, wheel, line), tflops=c.tflops))
             released += [group] if group and group not in released else []
     for group in released:  # the members held back until now
         for cid, g in groups.items():
@@ -204,11 +226,13 @@ def validate_task(cfg: NightlyConfig, run_dir: Path, cell_id: str) -> int:
         rec = None
     if rec is None or rec.run_id != run_dir.name:
         validation, line, code = "", f"no pending record of run {run_dir.name} ({path})", 2
+        tflops = None
     else:
-        validation, line, _, code = check(cfg, rec, run_dir)
+        c = check(cfg, rec, run_dir)
+        validation, line, code, tflops = c.validation, c.line, c.exit_code, c.tflops
     out = CellOutcome(cell_id, Status.FAILED if code else Status.SUCCESS,
                       End.FAILED if code else End.COMPLETED, reason=line[:500],
-                      exit_code=code, validation=validation)
+                      exit_code=code, validation=validation, tflops=tflops)
     cellmod.write_result(cellmod.cell_dir(run_dir, cell_id) / VALIDATE_RESULT, out)
     return code
 
@@ -243,6 +267,7 @@ def _update_report(cfg: NightlyConfig, run_id: str, done: list[Revalidated]) -> 
         if r is not None and r.validation != "pending":
             base = o.reason.split(", NOT VALIDATED")[0].split("; not promoted: stack ")[0]
             o = replace(o, validation=r.validation, promoted=r.promoted or o.promoted,
+                        tflops=r.tflops if r.tflops is not None else o.tflops,
                         status=Status.FAILED if r.failed else Status.SUCCESS,
                         reason=f"{base}, then {r.reason}"[:500])
         cells.append(o)

@@ -38,6 +38,11 @@ class Context:
     cache hit compiles nothing, so it neither looks for ccache/sccache nor fails without one."""
     artifacts: Artifacts = field(default_factory=Artifacts)
     timings: dict[str, float] = field(default_factory=dict)
+    gate_needs_gpu: bool = False
+    """A kernel gate that had kernels to check and could not run for want of a GPU is "cannot
+    validate here" (ToolchainError, exit 10), not a pass: the nightly sets it, so such a wheel
+    stays pending until a GPU host validates it (``build --validate`` leaves it False: the gate
+    is SKIPPED and the report says so)."""
 
 
 ZIP_EPOCH = 315532800

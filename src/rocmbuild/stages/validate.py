@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from rocmbuild.artifacts.results import StageResult
+from rocmbuild.core.errors import ToolchainError
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.stages.context import Context, need
 from rocmbuild.validate import model as vmodel
@@ -33,5 +34,12 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     wheel = need(ctx.artifacts.wheel, "tagged wheel", "validate")
     report = vrunner.run([wheel], plan.archs, opts)
     vrunner.raise_if_failed(report, opts, shown=False)
+    if ctx.gate_needs_gpu and (why := report.kernels.needs_a_gpu()):
+        names = ", ".join(r.kernel for r in report.kernels.runs)
+        raise ToolchainError(
+            f"{wheel.name}: the kernel gate ({names}) cannot run on this host: {why}",
+            hint="validate it on a host with a GPU that shares this workspace and cache "
+                 "(`rocmbuild nightly --validate-pending` there, or the Slurm executor's "
+                 "gpu_partition); the wheel stays in staging, not promoted")
     result = report.stage_result()
     return replace(result, reason=f"{result.reason}; report {stem.with_suffix('.md')}")

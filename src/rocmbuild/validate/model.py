@@ -75,6 +75,11 @@ class WheelReport:
                 "broken_copy": str(self.broken_copy) if self.broken_copy else None}
 
 
+NO_DEVICE = ("no GPU:", "torch cannot be imported:")
+"""How the kernel gate's harness begins the reason of a run it SKIPPED because nothing here can
+run a kernel (programs/kernelgate/harness.py; a unit test holds the two together)."""
+
+
 @dataclass(frozen=True)
 class KernelsSummary:
     """The kernel gate over all its runs: FAILED if any failed, SUCCESS if any passed, else
@@ -83,6 +88,16 @@ class KernelsSummary:
     status: Status
     reason: str = ""
     runs: tuple[KernelRun, ...] = ()
+
+    def needs_a_gpu(self) -> str:
+        """Why the gate could not run here, when it had kernels to check and every one was
+        SKIPPED for want of a GPU (or of an importable torch, the gate's own reasons, written
+        by programs/kernelgate/harness.py); "" otherwise (it ran, or had nothing to check)."""
+        if self.status is not Status.SKIPPED or not self.runs:
+            return ""
+        if all(r.status is Status.SKIPPED and r.reason.startswith(NO_DEVICE) for r in self.runs):
+            return self.runs[0].reason
+        return ""
 
     def to_json(self) -> dict[str, Any]:
         return {"runs": [r.to_json() for r in self.runs], "status": self.status.value,

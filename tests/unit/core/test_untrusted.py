@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from rocmbuild.core import untrusted
     (b"[1e999]", "1e999 is not a finite number"),
     (b"9" * 400, "more than 19 digits"),
     (b'{"size": 123456789012345678901}', "more than 19 digits"),
+    (b'{"size": -123456789012345678901}', r"more than 19 digits \(key 'size'\)"),
+    (b'[1, 123456789012345678901234567890]', "more than 19 digits"),
     (b"\xff\xfe{}", "not UTF-8"),
     (bytes(range(256)), "not UTF-8"),
     (b'{"a": 1', "do not pair"),
@@ -34,6 +37,17 @@ def test_accepted_at_the_depth_limit_and_brackets_inside_strings() -> None:
     assert untrusted.loads(b'{"a": ["]]]", "[[[[", "\\"["]}') == {"a": ["]]]", "[[[[", '"[']}
     assert untrusted.loads('{"n": 1234567890123456789, "x": 1.5}') == {
         "n": 1234567890123456789, "x": 1.5}
+
+
+@pytest.mark.parametrize("value", [
+    0.00012345678901234568,  # 21 digits in a row in its repr (the kernel gate's reports)
+    -0.00098765432109876543, 1.2345678901234567e-300, 12345678901234567890.5, 1e300])
+def test_floats_are_not_counted_by_their_digits(value: float) -> None:
+    """json.dumps writes a float's repr: up to 21 digits in a row, which an H200 run's
+    kernel-gate report held (its ms and error figures) and the reader once refused."""
+    blob = json.dumps({"ms": value, "rows": [value, {"err": value}]})
+    assert untrusted.loads(blob) == {"ms": value, "rows": [value, {"err": value}]}
+    assert untrusted.loads(f'{{"e": {value!r}, "n": 1e-00000000000000000001}}')["e"] == value
 
 
 def test_read_json_refuses_what_is_not_a_small_regular_file(tmp_path: Path) -> None:
