@@ -142,7 +142,8 @@ _BIDI = HEAD + '[source]\npath = "tree\\u202egnp"\n'
 ESCAPES = [
     _recipe_escape("escape-source-path", _PATH_ESC, "r.toml: source.path"),
     _recipe_escape("escape-patch-file", _PATCH_ESC, "r.toml: patches[0].file"),
-    _recipe_escape("escape-unknown-key", _KEY_ESC, "unknown key"),
+    _recipe_escape("escape-unknown-key", _KEY_ESC,
+                   "control character U+001B in the key's name"),
     _recipe_escape("escape-unknown-download-key", _SUBKEY_ESC, "r.toml: downloads[0]"),
     Case("escape-c1-csi", PLAN, EXIT["recipe"], "r.toml: source.path", "leaks",
          files={"recipes/r.toml": _C1_ESC, **TREE}, secret="\x9b", writes_nothing=True),

@@ -150,9 +150,19 @@ class Checker:
     def __init__(self, shown: Path) -> None:
         self.path = shown
         self.problems: list[str] = []
+        self.unprintable: set[str] = set()
+        """Keys whose text holds a control character: their other problems are not reported
+        (the text is not what was meant)."""
 
     def bad(self, key: str, msg: str) -> None:
+        if key in self.unprintable or any(key.startswith((k + ".", k + "["))
+                                          for k in self.unprintable):
+            return
         self.problems.append(f"{self.path}: {key}: {msg}")
+
+    def unprintable_text(self, key: str, msg: str) -> None:
+        self.bad(key, msg)
+        self.unprintable.add(key)
 
     # ---------------------------------------------------------------- pass 1: keys and types
 
@@ -179,13 +189,13 @@ class Checker:
                     self.control(name, f"{full}.{name}")
             else:
                 for at, what in untrusted.controls(value, full, want.key.lines):
-                    self.bad(at, _control_msg(what, want.key.lines))
+                    self.unprintable_text(at, _control_msg(what, want.key.lines))
 
     def control(self, key: str, at: str) -> bool:
         """Whether the key name ``key`` holds a control character (then reported)."""
         what = untrusted.control(key)
         if what:
-            self.bad(at, _control_msg(f"{what} in the key's name", False))
+            self.unprintable_text(at, _control_msg(f"{what} in the key's name", False))
         return what is not None
 
     # ---------------------------------------------------------------- pass 2: values
