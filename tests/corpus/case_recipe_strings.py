@@ -1,4 +1,4 @@
-"""Recipe strings (issue 27): credentials in a recipe's URLs and control characters in any of
+"""Recipe strings: credentials in a recipe's URLs and control characters in any of
 its strings, refused when the recipe is loaded, before anything is fetched or built.
 
 "leaks": a URL with a user name or password (``[[downloads]]`` url, ``source.git``,
