@@ -5,6 +5,7 @@ and key; the secret is never in the message."""
 from __future__ import annotations
 
 import re
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -30,23 +31,25 @@ def test_an_escape_in_any_string_of_a_recipe_is_refused(name: str, tmp_path: Pat
     variants, releases, patches, downloads): one problem naming the key, whatever it is."""
     original = (REPO / "recipes" / name).read_text(encoding="utf-8")
     parsed = tomllib.loads(original)
-    copy = REPO / "recipes" / f".strings-{name}"  # beside the others: relative paths resolve
+    # a copy of the checkout's layout (the recipes it depends on, ../patches, ../probes), so
+    # that only the ESC is wrong with it
+    shutil.copytree(REPO / "recipes", tmp_path / "recipes")
+    for d in ("patches", "probes"):
+        (tmp_path / d).symlink_to(REPO / d)
+    copy = tmp_path / "recipes" / name
     tried = 0
-    try:
-        for at in _literals(original):
-            text = original[:at + 1] + "\\u001b" + original[at + 1:]
-            if tomllib.loads(text) == parsed:
-                continue  # the quote was in a comment
-            copy.write_text(text, encoding="utf-8")
-            tried += 1
-            with pytest.raises(RecipeError) as exc:
-                load(copy)
-            hits = [p for p in exc.value.problems if "control character U+001B" in p]
-            line = original.count("\n", 0, at) + 1
-            assert hits, f"{name}:{line}: {exc.value.problems}"
-            assert all(p.startswith(f"recipes/.strings-{name}: ") for p in hits)
-    finally:
-        copy.unlink(missing_ok=True)
+    for at in _literals(original):
+        text = original[:at + 1] + "\\u001b" + original[at + 1:]
+        if tomllib.loads(text) == parsed:
+            continue  # the quote was in a comment
+        copy.write_text(text, encoding="utf-8")
+        tried += 1
+        with pytest.raises(RecipeError) as exc:
+            load(copy)
+        hits = [p for p in exc.value.problems if "control character U+001B" in p]
+        line = original.count("\n", 0, at) + 1
+        assert hits, f"{name}:{line}: {exc.value.problems}"
+        assert all(p.startswith(f"{copy}: ") for p in hits), hits
     assert tried >= 10
 
 
