@@ -1,11 +1,12 @@
 """Round two, classes 5 and 6: secrets and terminal escapes ("leaks"), exit codes ("exits").
 
-leaks: a ``user:password@`` in a ``[[downloads]]`` / source URL or a ``validate --with`` URL
-never reaches stdout, stderr, a log, the cache or a file name (``secret``); a terminal escape
-sequence in text that came from a file (a recipe string, a wheel member's name, a forged
-provenance) never reaches stderr raw: ``secret="\\x1b"`` makes the runner check that the ESC
-byte appears nowhere (tests/integration/test_terminal_escapes.py checks the commands that
-succeed: ``plan`` of such a recipe, ``plan --host`` of such a host).
+leaks: a ``user:password@`` in a ``[[downloads]]`` / source URL (refused at load, recipe.check:
+credentials go in ~/.netrc) or a ``validate --with`` URL never reaches stdout, stderr, a log, the
+cache or a file name (``secret``); a terminal escape sequence in text that came from a file (a
+recipe string, now refused at load; a wheel member's name, a forged provenance) never
+reaches stderr raw: ``secret="\\x1b"`` makes the runner check that the ESC byte appears nowhere
+(tests/integration/test_terminal_escapes.py checks ``plan`` of such a recipe and ``plan --host``
+of such a host).
 
 exits: bad ``promote`` specs and ``--from X --to X`` are usage errors (2); ``--stage ''`` is
 refused (2), never "the default stage"; an ELF named as a shared object, or in a wheel, that is
@@ -57,30 +58,31 @@ _GIT = (HEAD + '[source]\ngit = "https://alice:gitsecret41@127.0.0.1:1/r.git"\n'
 _SDIST = (HEAD + '[source]\nsdist = { url = "https://alice:sdistsecret41@127.0.0.1:1/'
           f'demo-1.0.tar.gz", sha256 = "{ZERO}" }}\n')
 
+# a recipe URL holding credentials is refused at load (recipe.check): named with ***@, never
+# fetched, so no log, cache entry or file name can hold it
+_DL = "r.toml: downloads[0].url: 'https://***@127.0.0.1:1"
 SECRETS = [
-    _secret("leak-download-unpinned-plan", PLAN, EXIT["recipe"],
-            "r.toml: downloads[0].sha256: missing",
+    _secret("leak-download-unpinned-plan", PLAN, EXIT["recipe"], _DL,
             _download("https://bob:dlsecret41@127.0.0.1:1/blob.tgz", pinned=False),
             "dlsecret41", writes_nothing=True),
-    _secret("leak-download-unpinned-plan-json", (*PLAN, "--json"), EXIT["recipe"],
-            "r.toml: downloads[0].sha256: missing",
+    _secret("leak-download-unpinned-plan-json", (*PLAN, "--json"), EXIT["recipe"], _DL,
             _download("https://bob:dlsecret42@127.0.0.1:1/blob.tgz", pinned=False),
             "dlsecret42", writes_nothing=True),
-    _secret("leak-download-unpinned-build", BUILD, EXIT["recipe"],
-            "r.toml: downloads[0].sha256: missing",
+    _secret("leak-download-unpinned-build", BUILD, EXIT["recipe"], _DL,
             _download("https://bob:dlsecret43@127.0.0.1:1/blob.tgz", pinned=False),
             "dlsecret43", writes_nothing=True),
-    # the fetch fails (no such server): its message, the stage log, the cache's download dir
-    # and the file name taken from the URL must not hold the password
-    _secret("leak-download-fetch", BUILD, EXIT["fetch"], "downloads blob: url",
+    _secret("leak-download-fetch", BUILD, EXIT["recipe"], _DL + "/blob.tgz' holds",
             _download("https://bob:dlsecret44@127.0.0.1:1/blob.tgz"), "dlsecret44",
-            env=NO_WAIT),
-    _secret("leak-download-no-path", BUILD, EXIT["fetch"], "downloads blob: url",
-            _download("https://bob:dlsecret45@127.0.0.1:1"), "dlsecret45", env=NO_WAIT),
-    _secret("leak-sdist-source-fetch", BUILD, EXIT["fetch"], "source.sdist.url", _SDIST,
-            "sdistsecret41", env=NO_WAIT),
-    _secret("leak-git-source-fetch", BUILD, EXIT["fetch"], "source.url", _GIT, "gitsecret41",
-            env=NO_WAIT),
+            env=NO_WAIT, writes_nothing=True),
+    _secret("leak-download-no-path", BUILD, EXIT["recipe"], _DL + "' holds",
+            _download("https://bob:dlsecret45@127.0.0.1:1"), "dlsecret45", env=NO_WAIT,
+            writes_nothing=True),
+    _secret("leak-sdist-source-fetch", BUILD, EXIT["recipe"],
+            "r.toml: source.sdist.url: 'https://***@127.0.0.1:1/", _SDIST, "sdistsecret41",
+            env=NO_WAIT, writes_nothing=True),
+    _secret("leak-git-source-fetch", BUILD, EXIT["recipe"],
+            "r.toml: source.git: 'https://***@127.0.0.1:1/r.git'", _GIT, "gitsecret41",
+            env=NO_WAIT, writes_nothing=True),
     Case("leak-validate-with-url", ("validate", "--with",
                                     "x @ https://u:withsecret41@127.0.0.1:1/x.whl", "{wheel}"),
          EXIT["toolchain"], "validate --with: cannot install x @ https://***@", "leaks",
@@ -142,7 +144,8 @@ _BIDI = HEAD + '[source]\npath = "tree\\u202egnp"\n'
 ESCAPES = [
     _recipe_escape("escape-source-path", _PATH_ESC, "r.toml: source.path"),
     _recipe_escape("escape-patch-file", _PATCH_ESC, "r.toml: patches[0].file"),
-    _recipe_escape("escape-unknown-key", _KEY_ESC, "unknown key"),
+    _recipe_escape("escape-unknown-key", _KEY_ESC,
+                   "control character U+001B in the key's name"),
     _recipe_escape("escape-unknown-download-key", _SUBKEY_ESC, "r.toml: downloads[0]"),
     Case("escape-c1-csi", PLAN, EXIT["recipe"], "r.toml: source.path", "leaks",
          files={"recipes/r.toml": _C1_ESC, **TREE}, secret="\x9b", writes_nothing=True),

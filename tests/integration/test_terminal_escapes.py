@@ -2,8 +2,9 @@
 the real CLI (``python -m rocmbuild``) on recipes and a saved host that carry escape sequences
 and ``user:password@`` URLs, with colours forced on (FORCE_COLOR, as on a terminal) so that our
 own colour codes are there to tell apart from the file's. The corpus (tests/corpus/case_exits.py)
-checks the commands that fail; these are the ones that succeed (``plan``, ``plan --host``).
-Nothing is faked: the saved host is the one ``doctor --json`` writes here, edited."""
+checks the commands that fail; these are ``plan`` with colours on: a recipe holding escapes or
+a URL's password is refused at load, naming the key, and a saved host's strings are printed
+printable. Nothing is faked: the saved host is the one ``doctor --json`` writes here, edited."""
 
 from __future__ import annotations
 
@@ -37,33 +38,32 @@ def _only_ours(text: str) -> str:
     return OURS.sub("", text)
 
 
-def test_a_recipe_error_shows_the_escape_and_keeps_our_colours(tmp_path: Path) -> None:
+def test_a_recipe_string_with_escapes_is_refused_and_never_echoed(tmp_path: Path) -> None:
+    """Control characters in a recipe string are refused at load (before: shown escaped and
+    accepted); the error names the key and the character, keeps our colours, and shows
+    nothing of the file's sequences."""
     recipe = _tree(tmp_path, HEAD + f'[source]\npath = "tree{"".join(HOSTILE)}"\n')
     res = rocmbuild("plan", str(recipe), "--arch", "gfx942", env=_env(tmp_path))
     assert res.returncode == 3, res.stderr
     assert OURS.search(res.stderr), "colours forced on: 'recipe error:' is ours, in red"
     assert ESC not in _only_ours(res.stderr), repr(res.stderr)
     assert "\x9b" not in res.stderr and "\u202e" not in res.stderr
-    # shown as Python writes them: the user sees what the file holds
-    assert "tree\\x1b[2J\\x1b]0;owned\\x07\\x1b[5m\\x9b31m\\u202e is not a directory" in (
-        _only_ours(res.stderr)), res.stderr
+    assert "r.toml: source.path: control character U+001B" in _only_ours(res.stderr)
 
 
-def test_plan_prints_recipe_strings_printable(tmp_path: Path) -> None:
-    """``plan`` echoes the recipe's env names and values and option values as it found them."""
+def test_escapes_in_env_names_and_values_are_refused(tmp_path: Path) -> None:
+    """``plan`` used to echo them (printable); now the recipe is refused, naming both keys."""
     hostile = "".join(HOSTILE)
     recipe = _tree(tmp_path, HEAD + '[source]\npath = "tree"\n[build]\n'
-                   f'env = {{ "A{hostile}" = "v{hostile}" }}\n')
-    res = rocmbuild("plan", str(recipe), "--arch", "gfx942", env=_env(tmp_path))
-    assert res.returncode == 0, res.stderr
-    assert ESC not in _only_ours(res.stdout + res.stderr), repr(res.stdout)
-    assert "\x9b" not in res.stdout and "\u202e" not in res.stdout
-    assert "A\\x1b[2J" in res.stdout
-    js = rocmbuild("plan", str(recipe), "--arch", "gfx942", "--json", env=_env(tmp_path))
-    assert js.returncode == 0, js.stderr
-    assert ESC not in _only_ours(js.stdout)  # JSON writes it as \u001b
-    env = json.loads(_only_ours(js.stdout))["env"]
-    assert f"v{hostile.encode().decode('unicode_escape')}" in env.values()
+                   f'env = {{ "A{hostile}" = "v", B = "v{hostile}" }}\n')
+    for extra in ((), ("--json",)):
+        res = rocmbuild("plan", str(recipe), "--arch", "gfx942", *extra, env=_env(tmp_path))
+        assert res.returncode == 3, res.stderr
+        assert ESC not in _only_ours(res.stdout + res.stderr), repr(res.stderr)
+        assert "\x9b" not in res.stderr and "\u202e" not in res.stderr and not res.stdout
+        err = _only_ours(res.stderr)
+        assert "r.toml: build.env.A\\x1b[2J" in err and "U+001B in the key's name" in err
+        assert "r.toml: build.env.B: control character U+001B" in err
 
 
 def test_plan_for_a_saved_host_prints_its_strings_printable(tmp_path: Path) -> None:
@@ -84,9 +84,10 @@ def test_plan_for_a_saved_host_prints_its_strings_printable(tmp_path: Path) -> N
     assert "affinity\\x1b[2J" in res.stdout and "MemAvailable\\x1b]0;owned\\x07" in res.stdout
 
 
-def test_plan_never_shows_a_url_password(tmp_path: Path) -> None:
-    """A [[downloads]] url and a git source url with ``user:password@``: ``plan`` and ``plan
-    --json`` (what the provenance and the cache key are made of) show ``***@``."""
+def test_a_url_password_is_refused_and_never_shown(tmp_path: Path) -> None:
+    """A [[downloads]] url and a git source url with ``user:password@``: refused at load (a
+    recipe is committed; credentials go in ~/.netrc), by ``plan`` and ``plan --json``, shown as
+    ``***@`` and written nowhere."""
     recipe = _tree(tmp_path, HEAD + '[source]\ngit = "https://alice:gitpw41@git.example/r.git"\n'
                    f'commit = "{"a" * 40}"\n[[downloads]]\nname = "blob"\n'
                    'url = "https://bob:dlpw41@dl.example/blob.tgz"\nenv = "BLOB_PREFIX"\n'
@@ -94,15 +95,14 @@ def test_plan_never_shows_a_url_password(tmp_path: Path) -> None:
     env = _env(tmp_path)
     text = rocmbuild("plan", str(recipe), "--arch", "gfx942", env=env)
     js = rocmbuild("plan", str(recipe), "--arch", "gfx942", "--json", env=env)
-    assert text.returncode == js.returncode == 0, text.stderr + js.stderr
+    assert text.returncode == js.returncode == 3, text.stderr + js.stderr
     for res in (text, js):
         both = res.stdout + res.stderr
         assert "gitpw41" not in both and "dlpw41" not in both and "alice" not in both, both
-    assert "https://***@dl.example/blob.tgz" in text.stdout
-    assert "https://***@git.example/r.git" in text.stdout
-    plan = json.loads(_only_ours(js.stdout))
-    assert plan["downloads"][0]["url"] == "https://***@dl.example/blob.tgz"
-    assert plan["source"]["url"] == "https://***@git.example/r.git"
-    for name in ("gitpw41", "dlpw41"):  # nothing the plan wrote holds it either
+        err = _only_ours(res.stderr)
+        assert "r.toml: source.git: 'https://***@git.example/r.git' holds a user name" in err
+        assert "r.toml: downloads[0].url: 'https://***@dl.example/blob.tgz'" in err
+        assert "~/.netrc" in err
+    for name in ("gitpw41", "dlpw41"):  # nothing the run wrote holds it either
         for p in (tmp_path / "build").rglob("*") if (tmp_path / "build").exists() else ():
             assert not p.is_file() or name.encode() not in p.read_bytes(), p

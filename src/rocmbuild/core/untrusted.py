@@ -10,7 +10,10 @@ parser), no NaN or Infinity, finite floats, integers of at most 19 digits. Failu
 getters (``obj``, ``text``, ``integer``, ``number``, ``flag``) check one value each and name it by
 the path the caller gives (``runs[3].tflops``).
 
-``loads_toml(raw)`` is its sibling for the TOML files users write.
+``loads_toml(raw)`` is its sibling for the TOML files users write; ``controls(value, at)`` finds
+the control characters in the strings of what it parsed (a file's keys and values are shown to
+people and handed to builds: a terminal escape, a carriage return or a bidi override has no place
+in them).
 """
 
 from __future__ import annotations
@@ -32,6 +35,12 @@ _PAIR = re.compile(rb"[\[{][\]}]")
 # digits in a row (0.00012345678901234568, as the kernel gate's reports hold).
 _LONG_INT = re.compile(rb"(?<![\d.eE+-])-?\d{20,}(?![\d.eE])")
 _LONG_AT_KEY = re.compile(rb'"((?:[^"\\]|\\.){1,64})"\s*:\s*-?\d{20,}(?![\d.eE])')
+
+
+# C0 controls (tab and line feed only in prose that may span lines), DEL, C1 controls, and the
+# bidirectional overrides and isolates that reorder what a terminal or an editor shows
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_IN_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 class BadJson(ValueError):
@@ -149,3 +158,35 @@ def loads_toml(raw: bytes) -> dict[str, Any]:
         raise BadToml(f"invalid TOML: {exc}") from None
     except RecursionError:
         raise BadToml("invalid TOML: nested too deeply") from None
+
+
+def control(text: str, lines: bool = False) -> str | None:
+    """The first control character in ``text`` as ``control character U+001B`` (None: there is
+    none); ``lines``: a tab and a line feed are allowed."""
+    m = (_CONTROL_IN_LINES if lines else _CONTROL).search(text)
+    return None if m is None else f"control character U+{ord(m.group()):04X}"
+
+
+def controls(value: Any, at: str, lines: bool = False) -> list[tuple[str, str]]:
+    """``(key, what)`` for each string and key name in ``value`` (what ``loads_toml`` parsed, at
+    the dotted key ``at``: ``build.env.CC``, ``patches[0].reason``) holding a control character
+    (``control``); a key is named as far as it is printable text."""
+    out: list[tuple[str, str]] = []
+    todo: list[tuple[str, Any]] = [(at, value)]
+    while todo:
+        where, v = todo.pop()
+        if isinstance(v, str):
+            what = control(v, lines)
+            if what:
+                out.append((where, what))
+        elif isinstance(v, dict):
+            for k, item in v.items():
+                sub = f"{where}.{k}" if where else str(k)
+                what = control(k)
+                if what:
+                    out.append((sub, f"{what} in the key's name"))
+                else:
+                    todo.append((sub, item))
+        elif isinstance(v, list):
+            todo += [(f"{where}[{i}]", item) for i, item in enumerate(v)]
+    return sorted(out)

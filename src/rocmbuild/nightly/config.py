@@ -368,11 +368,15 @@ def read(path: Path) -> bytes:
 
 def _parse(path: Path, raw: bytes) -> dict[str, Any]:
     try:
-        return untrusted.loads_toml(raw)
+        data = untrusted.loads_toml(raw)
     except untrusted.BadToml as exc:
         raise _Reader(path).fail("(file)", str(exc),
                                  hint="check the line it names (docs/nightly.md has a sample)"
                                  ) from None
+    for key, what in untrusted.controls(data, "")[:1]:
+        raise _Reader(path).fail(key, what, hint="a nightly config holds printable text only: "
+                                 "retype the key or value without it")
+    return data
 
 
 def workdir_of(path: Path, raw: bytes) -> Path:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rocmbuild.core import untrusted
+from rocmbuild.core.log import redact
 from rocmbuild.core.pep508 import simple_requirement, simple_specifiers, split_requirement
 from rocmbuild.recipe.keys import (
     KNOWN_ENV,
@@ -110,6 +112,30 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:40] + "..."
 
 
+def _control_msg(what: str, lines: bool) -> str:
+    """The problem of a control character (``untrusted.controls``' ``what``) in a string."""
+    allowed = "printable text, tabs and line breaks" if lines else "printable text"
+    return f"{what}: a recipe holds {allowed} only (retype it without)"
+
+
+def userinfo_problem(url: str) -> str | None:
+    """Why the URL ``url`` may not be in a recipe (None: it may): a user name or password in it
+    (``https://user:token@host/...``) is a secret committed with the recipe; only an ssh login
+    name (``ssh://git@host/...``) is allowed. The message never holds the secret."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return None  # not a URL (a path, or scp-like git@host:repo, a login name)
+    netloc = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    user, at, host = netloc.rpartition("@")
+    if not at or (scheme.lower() in ("ssh", "git+ssh") and ":" not in user):
+        return None
+    # shown up to its last @: log.redact stops at the first, and a password may hold an @
+    shown = f"{scheme}://***@{host}{rest[len(netloc):]}"
+    return (f"{shown!r} holds a user name or password, which a committed recipe must "
+            "not: put them in ~/.netrc (or the file NETRC names) as `machine <host> login <user> "
+            "password <token>`, which fetch reads")
+
+
 def lookup(data: dict[str, Any], loc: str) -> Any:
     """The value at dotted ``loc`` in ``data``, or MISSING."""
     node: Any = data
@@ -124,9 +150,19 @@ class Checker:
     def __init__(self, shown: Path) -> None:
         self.path = shown
         self.problems: list[str] = []
+        self.unprintable: set[str] = set()
+        """Keys whose text holds a control character: their other problems are not reported
+        (the text is not what was meant)."""
 
     def bad(self, key: str, msg: str) -> None:
+        if key in self.unprintable or any(key.startswith((k + ".", k + "["))
+                                          for k in self.unprintable):
+            return
         self.problems.append(f"{self.path}: {key}: {msg}")
+
+    def unprintable_text(self, key: str, msg: str) -> None:
+        self.bad(key, msg)
+        self.unprintable.add(key)
 
     # ---------------------------------------------------------------- pass 1: keys and types
 
@@ -134,6 +170,8 @@ class Checker:
         """Unknown keys and wrong TOML types in ``data`` against the key tree ``node``."""
         for key, value in data.items():
             full = f"{prefix}{key}"
+            if self.control(key, full):
+                continue
             if key not in node:
                 self.bad(full, "unknown key" + suggest(key, node))
                 continue
@@ -145,6 +183,20 @@ class Checker:
                     self.walk(value, want, full + ".")
             elif not type_ok(want.key.type, value):
                 self.bad(full, f"expected {type_name(want.key.type)}, got {type(value).__name__}")
+            elif want.key.type in ("tables", "array"):
+                # their entries are walked by their readers; here only the tables' names
+                for name in value if isinstance(value, dict) else ():
+                    self.control(name, f"{full}.{name}")
+            else:
+                for at, what in untrusted.controls(value, full, want.key.lines):
+                    self.unprintable_text(at, _control_msg(what, want.key.lines))
+
+    def control(self, key: str, at: str) -> bool:
+        """Whether the key name ``key`` holds a control character (then reported)."""
+        what = untrusted.control(key)
+        if what:
+            self.unprintable_text(at, _control_msg(f"{what} in the key's name", False))
+        return what is not None
 
     # ---------------------------------------------------------------- pass 2: values
 
@@ -174,8 +226,11 @@ class Checker:
 
     def value(self, k: Key, value: Any, loc: str) -> tuple[bool, Any]:
         if k.type == "string":
+            if k.url and (problem := userinfo_problem(value)):
+                self.bad(loc, problem)
+                return False, None
             if k.pattern and not re.match(k.pattern, value):
-                self.bad(loc, k.pattern_msg.replace("%r", repr(value)))
+                self.bad(loc, k.pattern_msg.replace("%r", repr(redact(value))))
             self.choice(k, value, loc)
             if k.placeholders:
                 self.placeholders(value, loc)
@@ -212,7 +267,7 @@ class Checker:
             for i, item in enumerate(items):
                 self.choice(k, item, loc)
                 if k.pattern and not re.match(k.pattern, item):
-                    self.bad(f"{loc}[{i}]", k.pattern_msg.replace("%r", repr(item)))
+                    self.bad(f"{loc}[{i}]", k.pattern_msg.replace("%r", repr(redact(item))))
             if k.requirement:
                 for i, item in enumerate(items):
                     self.requirement(item, f"{loc}[{i}]")

@@ -235,6 +235,18 @@ kernel = "none"
 Pin every source (a full git commit, or an sdist's sha256), give every patch a sha256 and a
 reason, and measure `mem_per_job_gb` (it sets MAX_JOBS) rather than copying a setup.py figure.
 
+A recipe is committed, so it holds no credentials: a URL with a user name or password
+(`https://user:token@host/...` in `git`, `sdist.url`, a download's `url` or a patch's `link`) is
+refused when the recipe is loaded, shown as `https://***@host/...`. Put them in `~/.netrc` (or the
+file `NETRC` names) as `machine <host> login <user> password <token>`: fetch sends each host its
+own entry (a redirect to another host gets that host's, never the first one's); git over https
+reads `~/.netrc` too. An ssh login name (`ssh://git@host/...`) is not a secret and stays.
+
+Recipe text is printable: a control character (ESC, CR, NUL, DEL, the C1 controls) or a
+bidirectional override or isolate (U+202A-U+202E, U+2066-U+2069) in any key or value is
+refused, naming the key (`recipes/r.toml: build.env.CC: control character U+001B: ...`); a tab
+or line break is allowed only in a patch's `reason` (a TOML multi-line string).
+
 ## Recipes kept outside this repository
 
 A recipe may live anywhere (`rocmbuild build ~/recipes/mine.toml`, or a directory named by

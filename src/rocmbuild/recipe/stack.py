@@ -149,6 +149,11 @@ def _read(path: Path) -> dict[str, Any]:
         raise RecipeError([f"{shown}: {exc}"],
                           hint="save the stack file as UTF-8 TOML; see stacks/finetune.toml"
                           ) from None
+    found = untrusted.controls(data, "")
+    if found:
+        raise RecipeError([f"{shown}: {key}: {what}" for key, what in found],
+                          hint="a stack file holds printable text only: retype the keys or "
+                          "values named without it")
     return data
 
 

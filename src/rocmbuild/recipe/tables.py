@@ -35,11 +35,11 @@ class Source:
     url: str = toml(
         "git", "string", "The git repository URL.",
         '"https://github.com/ROCm/flash-attention.git"', kind="git", default="",
-        pattern=r".", pattern_msg="expected a repository URL",
+        pattern=r".", pattern_msg="expected a repository URL", url=True,
         also=Key(
             "sdist.url", "string", "The archive URL (https://, http:// or file://).",
             '"https://files.pythonhosted.org/.../flash_attn-2.8.3.post1.tar.gz"', kind="sdist",
-            required="", pattern=r"^(https?|file)://",
+            required="", pattern=r"^(https?|file)://", url=True,
             pattern_msg="expected an https://, http:// or file:// URL, got %r",
         ),
     )
@@ -88,7 +88,7 @@ class Patch:
         '"512ef016aab95c6f73c78e40b8546282e1307bc6e6c0a472bfbecb06ccf2c626"', required="",
     )
     reason: str = toml("reason", "string", "Why it exists.", '"drop AMD-only autotune keys"',
-                       required="")
+                       required="", lines=True)
     when: tuple[tuple[str, tuple[str, ...]], ...] = toml(
         "when", "conditions",
         "Conditions, all of which must hold (empty: always). Keys: variant, source (an "
@@ -99,7 +99,8 @@ class Patch:
         noun="condition",
     )
     link: str = toml("link", "string", "The upstream issue or PR it works around.",
-                     '"https://github.com/ROCm/flash-attention/issues/1"', default="")
+                     '"https://github.com/ROCm/flash-attention/issues/1"', default="",
+                     url=True)
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ class Download:
     url: str = toml(
         "url", "string", "Where fetch downloads it (https://, http:// or file://).",
         '"https://github.com/ROCm/aotriton/releases/download/0.11b/aotriton-0.11b-....tar.gz"',
-        default="", required="", pattern=r"^(https?|file)://",
+        default="", required="", pattern=r"^(https?|file)://", url=True,
         pattern_msg="expected an https://, http:// or file:// URL, got %r",
     )
     sha256: str = toml(

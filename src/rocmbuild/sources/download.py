@@ -1,13 +1,21 @@
 """Verified downloads into the cache: ``<cache>/downloads/<sha256>/<name>``, written to a temp
 file, checked against the pinned sha256 and only then renamed into place (a half-downloaded or
 wrong file is never used); a recipe's [[downloads]] merged into one cached directory per
-variable."""
+variable.
+
+Credentials never come from the recipe (``recipe.check`` refuses a URL holding them): an http(s)
+request carries Basic auth for its host from ``~/.netrc``, or the file ``NETRC`` names, as curl,
+git and pip read it (urllib reads no netrc). Each request of a redirect chain gets its own
+host's entry, never the first host's."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import netrc
 import os
 import shutil
+import stat
 import tempfile
 import time
 import urllib.error
@@ -38,6 +46,8 @@ def download(url: str, sha256: str, cache: Path, what: str = "source.sdist.url")
         log.warn(f"{dest}: cached file does not match its sha256; downloading again")
         dest.unlink()
     dest.parent.mkdir(parents=True, exist_ok=True)
+    web = urllib.parse.urlsplit(url).scheme.lower() in ("http", "https")
+    opener = urllib.request.build_opener(_NetrcAuth(netrc_file() if web else None))
 
     def attempt() -> Path:
         fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=".part-")
@@ -45,7 +55,7 @@ def download(url: str, sha256: str, cache: Path, what: str = "source.sdist.url")
         try:
             req = urllib.request.Request(url, headers={"User-Agent": "rocmbuild"})
             try:
-                resp = urllib.request.urlopen(req, timeout=60)
+                resp = opener.open(req, timeout=60)
             except urllib.error.HTTPError as exc:
                 exc.close()  # its response body holds the socket; the retry opens a new one
                 raise
@@ -83,6 +93,55 @@ def download(url: str, sha256: str, cache: Path, what: str = "source.sdist.url")
             f"{exc.actual}",
             hint="the file changed upstream or the pin is wrong; nothing was extracted",
         ) from exc
+
+
+MAX_NETRC = 1 << 20
+"""A netrc file larger than this is no netrc file (a few lines per host)."""
+NETRC_HINT = ("write it as `machine <host> login <user> password <token>` lines (NETRC names "
+              "another file than ~/.netrc)")
+
+
+def netrc_file() -> netrc.netrc | None:
+    """The netrc file the user keeps (``NETRC``, else ``~/.netrc``), parsed; None when there is
+    none. It is read only when it is a regular file (a FIFO would block the fetch) of at most
+    MAX_NETRC bytes; a problem is a FetchError naming the file and line, never a token of it."""
+    path = Path(os.environ.get("NETRC") or os.path.expanduser("~/.netrc"))
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise FetchError(f"{path}: cannot read: {exc.strerror or exc}", hint=NETRC_HINT) from None
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_NETRC:
+        raise FetchError(f"{path}: not a netrc file (a regular file of at most {MAX_NETRC} "
+                         "bytes)", hint=NETRC_HINT)
+    try:
+        return netrc.netrc(str(path))
+    except netrc.NetrcParseError as exc:  # its message may quote a password: the line only
+        raise FetchError(f"{path}: line {exc.lineno}: not a netrc entry we can read",
+                         hint=NETRC_HINT) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise FetchError(f"{path}: cannot read: {why or exc}", hint=NETRC_HINT) from None
+
+
+class _NetrcAuth(urllib.request.BaseHandler):
+    """Basic auth for each http(s) request's host from the netrc file, as an unredirected
+    header: a redirect to another host is a new request, with that host's entry or none."""
+
+    def __init__(self, entries: netrc.netrc | None) -> None:
+        self.entries = entries
+
+    def http_request(self, req: urllib.request.Request) -> urllib.request.Request:
+        host = urllib.parse.urlsplit(req.full_url).hostname
+        found = self.entries.authenticators(host) if self.entries and host else None
+        if found and not req.has_header("Authorization"):
+            login, _account, password = found
+            token = base64.b64encode(f"{login}:{password or ''}".encode()).decode("ascii")
+            req.add_unredirected_header("Authorization", f"Basic {token}")
+        return req
+
+    https_request = http_request
 
 
 class _Mismatch(Exception):

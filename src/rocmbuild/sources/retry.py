@@ -52,7 +52,9 @@ def classify(exc: BaseException) -> Failure:
     """The one place that decides whether a failed fetch step is worth another try."""
     if isinstance(exc, urllib.error.HTTPError):
         code = exc.code
-        return Failure(code in (408, 425, 429) or code >= 500, f"HTTP {code} {exc.reason}")
+        why = (" (the server wants credentials: put them in ~/.netrc, or the file NETRC names, as "
+               "`machine <host> login <user> password <token>`)" if code == 401 else "")
+        return Failure(code in (408, 425, 429) or code >= 500, f"HTTP {code} {exc.reason}{why}")
     if isinstance(exc, urllib.error.URLError):
         reason = exc.reason
         if isinstance(reason, socket.gaierror):
