@@ -354,13 +354,15 @@ def collect(cfg: NightlyConfig, run: str, lock_note: str = "") -> RunReport:
         raise UsageError(f"--collect: {run_dir / 'manifest.json'}: not a nightly manifest",
                          hint="was it edited? collect the run directory the nightly made")
     _same_config(cfg, data, run_dir)
+    cellmod.same_config(cfg, data, run_dir, cellmod.COLLECT_USE)
     outcomes = _slurm(cfg, run_dir).collect(run_dir, wait=True)
     return finish(cfg, data, {o.cell_id: o for o in outcomes}, lock_note)
 
 
 def _same_config(cfg: NightlyConfig, data: dict[str, Any], run_dir: Path) -> None:
     """``--collect`` promotes into the index the run was started for: refuse another config
-    (another file, or the same file with its index or channels changed since)."""
+    (another file, or the same file with its index or channels changed since: said by name;
+    any other change is the bytes' sha256, ``cell.same_config``)."""
     now = {"config": ("--config", str(cfg.path)),
            "index": ("publish.index", pub.redact(cfg.index)),
            "stage": ("publish.stage", cfg.stage),
