@@ -85,7 +85,7 @@ CELL_USE = ConfigUse(
     "new run)")
 COLLECT_USE = ConfigUse(
     "--collect", "--collect would promote and report what the run did not plan",
-    "put the file back as it was when the run started, then collect it (a new nightly waits "
+    "put the file back as it was when the run started, then collect it (a new nightly is refused "
     "until this run is collected)",
     "collect it with the rocmbuild that started it (an older one, before config_sha256)")
 
