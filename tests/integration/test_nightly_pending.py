@@ -25,7 +25,7 @@ PLAIN = "plain.default.default.gfx942"
 SETUP = 'from setuptools import setup\nsetup(name="{name}", version="1.0", packages=["{pkg}"])\n'
 
 
-def _recipe(d: Path, name: str, validate: str) -> None:
+def _recipe(d: Path, name: str, validate: str, imports: str = '"demo"') -> None:
     src = d / f"{name}-src"
     (src / "demo").mkdir(parents=True)
     (src / "demo/__init__.py").write_text("VALUE = 1\n")
@@ -41,7 +41,7 @@ supported = ["gfx942"]
 mem_per_job_gb = 1
 python_requires = ["setuptools", "wheel"]
 [validate]
-imports = ["demo"]
+imports = [{imports}]
 {validate}
 """)
 
@@ -220,3 +220,88 @@ def test_a_kernel_gate_without_a_gpu_is_pending_not_passed(tmp_path: Path) -> No
     built = rocmbuild("--workdir", str(d / "user"), "build", str(d / "attn.toml"), "--arch",
                       "gfx942", "--validate", cwd=d, env=env)
     assert built.returncode == 0, built.stderr
+LEFT, RIGHT = "left.default.default.gfx942", "right.default.default.gfx942"
+HELD = "not promoted: stack duo.gfx942 is not green ({} not)"
+
+
+def _duo(d: Path, first: str, second: str) -> Path:
+    """A stack group of two path recipes, ``duo.gfx942``, and its nightly.toml."""
+    (d / "duo.toml").write_text("schema_version = 1\n" + "".join(
+        f'[[members]]\nrecipe = "{d / n}.toml"\n' for n in (first, second)))
+    (d / "links").mkdir()
+    config = d / "nightly.toml"
+    config.write_text('[[matrix]]\nstacks = ["duo.toml"]\narchs = ["gfx942"]\n'
+                      '[publish]\nindex = "index"\n[reports]\ndir = "reports"\n')
+    return config
+
+
+def _night(d: Path, config: Path) -> tuple[int, dict[str, dict[str, object]]]:
+    r = rocmbuild("nightly", "--config", str(config), "--json", cwd=d,
+                  env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(d / "links")})
+    return r.returncode, {c["cell"]: c for c in json.loads(r.stdout)["cells"]}
+
+
+def test_a_skipped_stack_member_stays_held_while_its_partner_fails(tmp_path: Path) -> None:
+    """Three real nights of a stack of two path recipes. Night 1: left passes, right fails
+    its validation (it imports ``demo.extra``, which its source lacks): left is held in
+    staging. Night 2: left is unchanged (SKIP) and right fails again: left is still held, not
+    served alone (the code before promoted a SKIP cell whatever its group). Night 3: right's
+    source gets the module: right is rebuilt and passes, the group is green, both are served."""
+    d = tmp_path
+    _recipe(d, "left", "")
+    _recipe(d, "right", "", imports='"demo", "demo.extra"')
+    config = _duo(d, "left", "right")
+    code, cells = _night(d, config)
+    assert code != 0 and cells[RIGHT]["status"] == "failed", cells
+    left = cells[LEFT]
+    assert (left["status"], left["validation"], left["promoted"]) == ("success", "passed", False)
+    assert str(left["reason"]).endswith(HELD.format(RIGHT)), left
+    assert _stage(d, "staging") == {left["wheel"]} and _stage(d, "stable") == set()
+
+    code, cells = _night(d, config)
+    assert code != 0 and cells[RIGHT]["status"] == "failed", cells
+    assert (cells[LEFT]["status"], cells[LEFT]["promoted"]) == ("skipped", False), cells[LEFT]
+    assert cells[LEFT]["wheel"] == left["wheel"]
+    why = str(cells[LEFT]["reason"])
+    assert why.startswith("validated wheel for key ") and why.endswith(
+        " in stage staging; " + HELD.format(RIGHT)), why
+    assert _stage(d, "stable") == set()  # left is not served while right fails
+
+    (d / "right-src/demo/extra.py").write_text("")  # right is fixed
+    code, cells = _night(d, config)
+    assert code == 0, cells
+    assert (cells[LEFT]["status"], cells[LEFT]["promoted"]) == ("skipped", True), cells[LEFT]
+    assert (cells[RIGHT]["status"], cells[RIGHT]["promoted"]) == ("success", True)
+    assert _stage(d, "stable") == {left["wheel"], cells[RIGHT]["wheel"]}
+
+
+def test_validate_pending_releases_a_held_member_that_was_skipped(tmp_path: Path) -> None:
+    """A stack of needy (pending: its validation's requirement is not here) and plain. Night 1:
+    plain passes and is held. Night 2: plain is unchanged (SKIP) and still held, needy is
+    pending again. ``--validate-pending`` where needy's requirement is there: needy passes,
+    the group is green, and plain, SKIPPED in that run, is promoted with it."""
+    d = tmp_path
+    _recipe(d, "needy", 'requires = ["nightly-helper"]')
+    _recipe(d, "plain", "")
+    config = _duo(d, "needy", "plain")
+    _night(d, config)
+    code, cells = _night(d, config)
+    assert code == 0, cells
+    assert (cells[NEEDY]["validation"], cells[NEEDY]["promoted"]) == ("pending", False)
+    plain = cells[PLAIN]
+    assert (plain["status"], plain["promoted"]) == ("skipped", False), plain
+    assert str(plain["reason"]).endswith(" in stage staging; " + HELD.format(NEEDY)), plain
+    assert _stage(d, "stable") == set()
+
+    _helper_wheel(d, d / "links")
+    done = rocmbuild("nightly", "--config", str(config), "--validate-pending", "--json", cwd=d,
+                     env={"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(d / "links")})
+    assert done.returncode == 0, done.stderr
+    assert [(r["cell"], r["validation"], r["promoted"]) for r in json.loads(done.stdout)] == [
+        (NEEDY, "passed", True), (PLAIN, "passed", True)]
+    assert _stage(d, "stable") == {cells[NEEDY]["wheel"], plain["wheel"]}
+    run2 = sorted(p for p in (d / "reports").iterdir() if p.is_dir())[-1]
+    after = {c["cell"]: c for c in json.loads((run2 / "report.json").read_text())["cells"]}
+    assert (after[PLAIN]["status"], after[PLAIN]["promoted"]) == ("skipped", True), after
+    assert after[PLAIN]["reason"].endswith(
+        " in stage staging, then stack duo.gfx942 is green, promoted"), after[PLAIN]

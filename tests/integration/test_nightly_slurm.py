@@ -157,3 +157,40 @@ def test_bad_flag_combinations(tmp_path: Path, args: list[str], says: str) -> No
     assert res.returncode == 2, res.stderr
     assert res.stderr.startswith(says) and "hint:" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_collect_refuses_a_config_changed_since_the_run(tmp_path: Path) -> None:
+    """``--collect`` checks the config's bytes against the sha256 the run's manifest has (the
+    one check the cells make, ``cell.same_config``): a config edited anywhere (here only a
+    comment, not its index or stages) is refused, one line, exit 2, naming the file, before
+    anything is collected or promoted. The manifest is a real run's, of a cell that cannot be
+    planned (a followed branch its local git upstream lacks: nothing is built); without its
+    report.json it is the run a ``--no-wait`` leaves to collect (no Slurm needed to refuse)."""
+    d = tmp_path
+    head = _repo(d, "upstream-gone")
+    (d / "gone.toml").write_text(f"""schema_version = 1
+[package]
+name = "nightly-gone"
+[source]
+git = "{d / 'upstream-gone'}"
+commit = "{head}"
+ref = "no-such-branch"
+[arch]
+supported = ["gfx942"]
+""")
+    config = d / "nightly.toml"
+    config.write_text('[[matrix]]\nrecipes = ["gone.toml"]\narchs = ["gfx942"]\nfollow = true\n'
+                      '[publish]\nindex = "index"\n[reports]\ndir = "reports"\n')
+    first = rocmbuild("nightly", "--config", str(config), "--json", cwd=d)
+    assert first.returncode == 14, first.stderr
+    rid = json.loads(first.stdout)["run"]
+    (d / "reports" / rid / "report.json").unlink()  # not collected yet
+    config.write_text(config.read_text() + "# edited after the run started\n")
+    res = rocmbuild("nightly", "--config", str(config), "--collect", rid, cwd=d)
+    assert res.returncode == 2, res.stderr
+    first_line, *rest = res.stderr.strip().splitlines()
+    assert first_line.startswith(f"usage error: --config: {config}: changed since run {rid} "
+                                 "read it (sha256 "), res.stderr
+    assert first_line.endswith("--collect would promote and report what the run did not plan")
+    assert len(rest) == 1 and rest[0].startswith("hint: put the file back as it was"), rest
+    assert not (d / "reports" / rid / "report.json").exists()

@@ -17,6 +17,7 @@ import re
 import resource
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,22 +64,48 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     return data
 
 
-def same_config(cfg: NightlyConfig, manifest: dict[str, Any], run_dir: Path) -> None:
-    """A cell builds and publishes what its run planned: UsageError when the config's bytes are
-    not the ones the controller read (its sha256, ``config_sha256`` in the manifest), e.g.
-    nightly.toml edited between a Slurm run's submission and the cell's start."""
+@dataclass(frozen=True)
+class ConfigUse:
+    """Who checks the config against the run's (``same_config``) and what it says then."""
+
+    flag: str
+    """The flag that named the run: ``--run-dir`` (a cell) or ``--collect``."""
+    would: str
+    """What a changed config would do wrong."""
+    hint: str
+    """What to do about a changed config."""
+    older: str
+    """What to do about a manifest without ``config_sha256``."""
+
+
+CELL_USE = ConfigUse(
+    "--run-dir", "the cell would not build or publish what the run planned",
+    "put the file back as it was until the run's cells have run, or let this run fail and "
+    "start a new one (it reads the file as it is now)",
+    "give the run directory the controller made (a run an older rocmbuild started: start a "
+    "new run)")
+COLLECT_USE = ConfigUse(
+    "--collect", "--collect would promote and report what the run did not plan",
+    "put the file back as it was when the run started, then collect it (a new nightly is refused "
+    "until this run is collected)",
+    "collect it with the rocmbuild that started it (an older one, before config_sha256)")
+
+
+def same_config(cfg: NightlyConfig, manifest: dict[str, Any], run_dir: Path,
+                use: ConfigUse = CELL_USE) -> None:
+    """A cell builds and publishes (and ``--collect`` promotes) what its run planned:
+    UsageError when the config's bytes are not the ones the controller read (its sha256,
+    ``config_sha256`` in the manifest), e.g. nightly.toml edited between a Slurm run's
+    submission and the cell's start or the run's collection."""
     want = manifest.get("config_sha256")
     if want == cfg.sha256:
         return
     if not isinstance(want, str) or not re.fullmatch(r"[0-9a-f]{64}", want):
-        raise UsageError(f"--run-dir: {run_dir / 'manifest.json'}: config_sha256: missing or "
-                         "not a sha256", hint="give the run directory the controller made (a "
-                         "run an older rocmbuild started: start a new run)")
+        raise UsageError(f"{use.flag}: {run_dir / 'manifest.json'}: config_sha256: missing or "
+                         "not a sha256", hint=use.older)
     raise UsageError(
         f"--config: {cfg.path}: changed since run {run_dir.name} read it (sha256 "
-        f"{cfg.sha256[:12]}, the run's {want[:12]}): the cell would not build or publish what "
-        "the run planned", hint="put the file back as it was until the run's cells have run, "
-        "or let this run fail and start a new one (it reads the file as it is now)")
+        f"{cfg.sha256[:12]}, the run's {want[:12]}): {use.would}", hint=use.hint)
 
 
 def _entry(manifest: dict[str, Any], cell_id: str) -> tuple[Cell, Pin, str | None]:

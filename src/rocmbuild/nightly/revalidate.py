@@ -131,7 +131,6 @@ def check(cfg: NightlyConfig, rec: pending.PendingWheel, run_dir: Path) -> Check
 
 Checked = tuple[pending.PendingWheel, Check]
 """A pending wheel and what ``check`` made of it."""
-GREEN = (Status.SUCCESS, Status.WARNING, Status.SKIPPED)
 
 
 def _promote_run(cfg: NightlyConfig, rid: str, checked: list[Checked]) -> list[Revalidated]:
@@ -147,19 +146,18 @@ def _promote_run(cfg: NightlyConfig, rid: str, checked: list[Checked]) -> list[R
         o = before.get(cid)
         if cid in now:
             return now[cid] == "passed"
-        return o is not None and o.status in GREEN and not o.pending
+        return o is not None and nightly_run.green(o)
 
+    held = nightly_run.held_groups((c, g, green(c)) for c, g in groups.items())
     out: list[Revalidated] = []
     released: list[str] = []
     for rec, c in checked:
         validation, line, wheel = c.validation, c.line, c.wheel
         group = groups.get(rec.cell_id, "")
-        holders = [c for c, g in groups.items() if group and g == group and not green(c)]
         if validation != "passed":
             out.append(Revalidated(rid, rec.cell_id, validation, False, line,
                                    failed=validation == "failed", tflops=c.tflops))
-        elif holders:
-            why = f"not promoted: stack {group} is not green ({', '.join(holders)} not)"
+        elif why := held.get(group, ""):
             log.info(escape(f"{rec.cell_id}: {why}"))
             if report is None:  # no report keeps its state: the record does, until then
                 pending.write(nightly_run.workspace(cfg).root, rec)
@@ -171,11 +169,22 @@ def _promote_run(cfg: NightlyConfig, rid: str, checked: list[Checked]) -> list[R
     for group in released:  # the members held back until now
         for cid, g in groups.items():
             o = before.get(cid)
-            if g == group and cid not in now and o is not None and o.wheel \
-                    and o.status in (Status.SUCCESS, Status.WARNING) \
-                    and o.validation == "passed" and not o.promoted:
+            if g == group and cid not in now and o is not None and _held(cfg, o):
+                assert o.wheel is not None
                 out.append(_promoted(cfg, rid, cid, o.wheel, f"stack {group} is green"))
     return out
+
+
+def _held(cfg: NightlyConfig, o: CellOutcome) -> bool:
+    """A member its stack held back in the run's report: validated (a built cell that passed,
+    or a SKIP cell: its wheel validated before), its wheel in staging, not promoted (a SKIP
+    cell's wheel not served yet: one served already was not held)."""
+    if not o.wheel or o.promoted:
+        return False
+    if o.status is Status.SKIPPED:
+        project, _ = detect.wheel_project(o.wheel)
+        return not detect.in_stage(cfg.index, cfg.promote_to, project, o.wheel)
+    return o.status in (Status.SUCCESS, Status.WARNING) and o.validation == "passed"
 
 
 def _promoted(cfg: NightlyConfig, rid: str, cell_id: str, wheel: str, line: str
@@ -266,10 +275,12 @@ def _update_report(cfg: NightlyConfig, run_id: str, done: list[Revalidated]) -> 
         r = by_cell.get(o.cell_id)
         if r is not None and r.validation != "pending":
             base = o.reason.split(", NOT VALIDATED")[0].split("; not promoted: stack ")[0]
-            o = replace(o, validation=r.validation, promoted=r.promoted or o.promoted,
+            skip = o.status is Status.SKIPPED and not r.failed  # released: it stays SKIPPED
+            o = replace(o, validation=o.validation if skip else r.validation,
+                        promoted=r.promoted or o.promoted,
                         tflops=r.tflops if r.tflops is not None else o.tflops,
-                        status=Status.FAILED if r.failed else Status.SUCCESS,
-                        reason=f"{base}, then {r.reason}"[:500])
+                        status=Status.FAILED if r.failed else o.status if skip
+                        else Status.SUCCESS, reason=f"{base}, then {r.reason}"[:500])
         cells.append(o)
     new = RunReport(report.run_id, report.started, report.finished, report.executor,
                     tuple(cells), report.lock_note, report.freed_bytes, report.notes)

@@ -12,7 +12,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -186,8 +186,8 @@ def promote(cfg: NightlyConfig, o: CellOutcome) -> CellOutcome:
 
 
 def _skipped(cfg: NightlyConfig, cell_id: str, cache_key: str, reason: str) -> CellOutcome:
-    """A SKIP cell: its validated wheel is in staging; promoted too when the served stage does
-    not have it yet (an earlier promote failed)."""
+    """A SKIP cell: its validated wheel is in staging (``promote_cells`` promotes it when the
+    served stage does not have it yet: an earlier promote failed, or its stack was held)."""
     ws = workspace(cfg)
     from rocmbuild.cache import store as cache
 
@@ -196,12 +196,47 @@ def _skipped(cfg: NightlyConfig, cell_id: str, cache_key: str, reason: str) -> C
     if entry is None:
         return o
     project, version = detect.wheel_project(entry.wheel.name)
-    o = replace(o, wheel=entry.wheel.name, wheel_size=entry.size, project=project,
-                version=version)
-    if detect.in_stage(cfg.index, cfg.promote_to, project, entry.wheel.name):
-        return o
-    promoted = promote(cfg, o)
-    return replace(promoted, status=Status.SKIPPED) if promoted.promoted else promoted
+    return replace(o, wheel=entry.wheel.name, wheel_size=entry.size, project=project,
+                   version=version)
+
+
+def green(o: CellOutcome) -> bool:
+    """A cell that counts for its stack: succeeded (validated) or SKIPPED (unchanged, its
+    validated wheel in staging)."""
+    return o.status in (Status.SUCCESS, Status.WARNING, Status.SKIPPED) and not o.pending
+
+
+def held_groups(members: Iterable[tuple[str, str, bool]]) -> dict[str, str]:
+    """Stack groups with a member that is not green, each with why its green members are not
+    promoted (a stack is green only when all its members are); ``members``: (cell id, group,
+    green), group "" for a cell on its own."""
+    bad: dict[str, list[str]] = {}
+    for cid, group, ok in members:
+        if group and not ok:
+            bad.setdefault(group, []).append(cid)
+    return {g: f"not promoted: stack {g} is not green ({', '.join(ids)} not)"
+            for g, ids in bad.items()}
+
+
+def promote_cells(cfg: NightlyConfig, outcomes: Sequence[CellOutcome],
+                  groups: Mapping[str, str]) -> list[CellOutcome]:
+    """The one promotion decision for a run's cells (``groups``: cell id -> stack group): a
+    green cell's wheel is promoted unless a member of its group is not green (then it stays in
+    staging, held, its reason saying why); a SKIP cell only when the served stage does not
+    have its wheel yet, and it stays SKIPPED."""
+    held = held_groups((o.cell_id, groups.get(o.cell_id, ""), green(o)) for o in outcomes)
+    out: list[CellOutcome] = []
+    for o in outcomes:
+        skip = o.status is Status.SKIPPED
+        if not green(o) or skip and (not o.wheel or not o.project or detect.in_stage(
+                cfg.index, cfg.promote_to, o.project, o.wheel)):
+            out.append(o)  # not green, or SKIPPED and served already
+        elif why := held.get(groups.get(o.cell_id, "")):
+            out.append(replace(o, reason="; ".join(r for r in (o.reason, why) if r)))
+        else:
+            p = promote(cfg, o)
+            out.append(replace(p, status=Status.SKIPPED) if skip and p.promoted else p)
+    return out
 
 
 def _prune(cfg: NightlyConfig) -> tuple[int, str]:
@@ -319,13 +354,15 @@ def collect(cfg: NightlyConfig, run: str, lock_note: str = "") -> RunReport:
         raise UsageError(f"--collect: {run_dir / 'manifest.json'}: not a nightly manifest",
                          hint="was it edited? collect the run directory the nightly made")
     _same_config(cfg, data, run_dir)
+    cellmod.same_config(cfg, data, run_dir, cellmod.COLLECT_USE)
     outcomes = _slurm(cfg, run_dir).collect(run_dir, wait=True)
     return finish(cfg, data, {o.cell_id: o for o in outcomes}, lock_note)
 
 
 def _same_config(cfg: NightlyConfig, data: dict[str, Any], run_dir: Path) -> None:
     """``--collect`` promotes into the index the run was started for: refuse another config
-    (another file, or the same file with its index or channels changed since)."""
+    (another file, or the same file with its index or channels changed since: said by name;
+    any other change is the bytes' sha256, ``cell.same_config``)."""
     now = {"config": ("--config", str(cfg.path)),
            "index": ("publish.index", pub.redact(cfg.index)),
            "stage": ("publish.stage", cfg.stage),
@@ -345,28 +382,24 @@ def _same_config(cfg: NightlyConfig, data: dict[str, Any], run_dir: Path) -> Non
 
 def finish(cfg: NightlyConfig, data: dict[str, Any], built: dict[str, CellOutcome],
            lock_note: str) -> RunReport:
-    """After the executor: every cell's outcome from the manifest (``data``) and what was built
-    (SKIP cells served, green cells promoted), the retention prune, the report."""
-    outcomes: list[CellOutcome] = []
-    held = _held_groups(data, built)
+    """After the executor: every cell's outcome from the manifest (``data``) and what was built,
+    promoted by ``promote_cells`` (SKIP cells and built ones alike, stack groups whole), the
+    retention prune, the report."""
+    staged: list[CellOutcome] = []
+    groups: dict[str, str] = {}
     for e in data["cells"]:
         cid = str(e["cell"]["id"])
+        groups[cid] = str(e["cell"].get("group") or "")
         if e.get("decision") == Decision.SKIP.value:
-            outcomes.append(_skipped(cfg, cid, str(e.get("cache_key", "")),
-                                     "; ".join(e.get("reasons", []))))
-            continue
-        if e.get("error"):
-            outcomes.append(CellOutcome(cid, Status.FAILED, End.FAILED,
-                                        reason=f"cannot be planned: {e['error']}"))
-            continue
-        o = built.get(cid) or CellOutcome(cid, Status.FAILED, End.FAILED,
-                                          reason="the executor returned no outcome")
-        why = held.get(str(e["cell"].get("group") or ""))
-        if why and o.status in (Status.SUCCESS, Status.WARNING):
-            o = replace(o, reason="; ".join(r for r in (o.reason, why) if r))
-        elif o.status in (Status.SUCCESS, Status.WARNING) and not o.pending:
-            o = promote(cfg, o)  # a pending wheel waits for --validate-pending
-        outcomes.append(o)
+            staged.append(_skipped(cfg, cid, str(e.get("cache_key", "")),
+                                   "; ".join(e.get("reasons", []))))
+        elif e.get("error"):
+            staged.append(CellOutcome(cid, Status.FAILED, End.FAILED,
+                                      reason=f"cannot be planned: {e['error']}"))
+        else:
+            staged.append(built.get(cid) or CellOutcome(
+                cid, Status.FAILED, End.FAILED, reason="the executor returned no outcome"))
+    outcomes = promote_cells(cfg, staged, groups)
     freed, prune_note = _prune(cfg)
     report = RunReport(str(data["run"]), str(data["started"]), _iso(time.time()),
                        str(data.get("executor", cfg.executor.kind)), tuple(outcomes),
@@ -375,23 +408,6 @@ def finish(cfg: NightlyConfig, data: dict[str, Any], built: dict[str, CellOutcom
                        drift=drift.for_manifest(data, cfg.pypi))
     report_write(cfg.reports, report, cfg.history, cfg.notify_url)
     return report
-
-
-def _held_groups(data: dict[str, Any], built: dict[str, CellOutcome]) -> dict[str, str]:
-    """Stack groups with a member that is not green (failed, timed out, not planned, no
-    outcome), each with why its green members are not promoted: a stack is green only when all
-    its members are."""
-    bad: dict[str, list[str]] = {}
-    for e in data["cells"]:
-        group, cid = str(e["cell"].get("group") or ""), str(e["cell"]["id"])
-        if not group or e.get("decision") == Decision.SKIP.value:
-            continue
-        o = built.get(cid)
-        if e.get("error") or o is None or o.pending \
-                or o.status not in (Status.SUCCESS, Status.WARNING):
-            bad.setdefault(group, []).append(cid)
-    return {g: f"not promoted: stack {g} is not green ({', '.join(ids)} not)"
-            for g, ids in bad.items()}
 
 
 def _slurm(cfg: NightlyConfig, run_dir: Path) -> SlurmExecutor:
