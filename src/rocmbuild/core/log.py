@@ -29,7 +29,7 @@ _consoles: dict[str, Console] = {}
 
 
 
-_USERINFO = re.compile(r"(?<=://)[^/@\s']+@")
+_USERINFO = re.compile(r"(?<=://)[^/\s']+@")  # up to the authority's last @: a password may hold @
 
 
 def redact(text: str) -> str:

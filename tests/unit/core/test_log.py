@@ -109,3 +109,17 @@ def test_escapes_never_reach_the_terminal_but_our_colours_do() -> None:
     got = buf.getvalue()
     assert got.count("\x1b") == 2  # [yellow] on and off: ours
     assert "\\x1b[2J\\x1b]0;title\\x07" in got
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("https://user:pass@host/x", "https://***@host/x"),
+    # a password holding @ (the first @ is not the end of the credentials)
+    ("https://user:p@ss@host/x", "https://***@host/x"),
+    ("pip: git+https://a:b%40c@h.example/r.git and https://t0k@@h2/y",
+     "pip: git+https://***@h.example/r.git and https://***@h2/y"),
+    ("https://host/path/file@1.0.tar.gz", "https://host/path/file@1.0.tar.gz"),
+    ("no url here: a@b", "no url here: a@b"),
+])
+def test_redact_hides_the_whole_userinfo(text: str, shown: str) -> None:
+    from rocmbuild.core.log import redact
+    assert redact(text) == shown
