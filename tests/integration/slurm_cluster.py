@@ -25,11 +25,32 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 SBIN = "/usr/sbin:/sbin"
+
+
+FIXED = """SlurmUser=root
+SlurmdUser=root
+AuthType=auth/none
+CredType=cred/none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+MpiDefault=none
+MailProg=/bin/true
+ReturnToService=2
+MinJobAge=3600
+"""
+"""The slurm.conf lines both clusters share (what runs here without systemd, cgroups, munge or
+accounting)."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +78,20 @@ class Cluster:
         if check and res.returncode != 0:
             raise RuntimeError(f"{argv}: rc {res.returncode}: {res.stderr.strip()}")
         return res.stdout
+
+
+def serve(make: Callable[[], contextlib.AbstractContextManager[Cluster]]) -> Iterator[Cluster]:
+    """The body of a test module's cluster fixture: skip (saying why) where no cluster can
+    start, else the cluster ``make()`` starts with ``SLURM_CONF`` set (the executor's sbatch,
+    squeue and scontrol read it) until the fixture ends."""
+    import pytest
+
+    reason = why_not()
+    if reason:
+        pytest.skip(reason)
+    with make() as c, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SLURM_CONF", str(c.conf))
+        yield c
 
 
 def why_not() -> str | None:
@@ -99,32 +134,16 @@ def cluster(gpu: bool = False) -> Iterator[Cluster]:
     (base / "slurm.conf").write_text(f"""\
 ClusterName=rocmbuildtest
 SlurmctldHost=localhost
-SlurmUser=root
-SlurmdUser=root
 SlurmctldPort={_free_port()}
 SlurmdPort={_free_port()}
-AuthType=auth/none
-CredType=cred/none
 StateSaveLocation={base}/state
 SlurmdSpoolDir={base}/spool
 SlurmctldPidFile={base}/slurmctld.pid
 SlurmdPidFile={base}/slurmd.pid
 SlurmctldLogFile={base}/log/slurmctld.log
 SlurmdLogFile={base}/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/filetxt
 JobCompLoc={base}/log/jobcomp.txt
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerType=sched/backfill
-MpiDefault=none
-MailProg=/bin/true
-ReturnToService=2
-MinJobAge=3600
-{"GresTypes=gpu" if gpu else ""}
+{FIXED}{"GresTypes=gpu" if gpu else ""}
 {node_line}{" Gres=gpu:1" if gpu else ""} NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 {"PartitionName=gpu Nodes=ALL MaxTime=INFINITE State=UP" if gpu else ""}
@@ -237,34 +256,18 @@ def nodes() -> Iterator[Cluster]:
     conf.write_text(f"""\
 ClusterName=rocmbuildnodes
 SlurmctldHost=rbctl({addr['rbctl']})
-SlurmUser=root
-SlurmdUser=root
 SlurmctldPort={_free_port()}
 SlurmdPort={_free_port()}
-AuthType=auth/none
-CredType=cred/none
 StateSaveLocation={base}/ctl/state
 SlurmdSpoolDir={base}/node/%n/spool
 SlurmctldPidFile={base}/ctl/slurmctld.pid
 SlurmdPidFile={base}/node/%n/slurmd.pid
 SlurmctldLogFile={base}/ctl/slurmctld.log
 SlurmdLogFile={base}/node/%n/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/filetxt
 JobCompLoc={base}/ctl/jobcomp.txt
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerType=sched/backfill
 SlurmdParameters=config_overrides
 SlurmdTimeout=10
-MpiDefault=none
-MailProg=/bin/true
-ReturnToService=2
-MinJobAge=3600
-GresTypes=gpu
+{FIXED}GresTypes=gpu
 NodeName=rbcpu NodeAddr={addr['rbcpu']} CPUs={CPUS} RealMemory=4096 State=UNKNOWN
 NodeName=rbgpu NodeAddr={addr['rbgpu']} CPUs={CPUS} RealMemory=4096 Gres=gpu:1 State=UNKNOWN
 PartitionName=cpu Nodes=rbcpu Default=YES MaxTime=INFINITE State=UP

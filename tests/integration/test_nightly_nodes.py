@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from rocmbuild.nightly.slurm.status import fields
 from tests.integration import slurm_cluster
 from tests.integration.test_nightly import _path_recipe
 from tests.integration.test_nightly_pending import _recipe
@@ -34,12 +35,7 @@ LOST = "lost.default.default.gfx942"
 
 @pytest.fixture(scope="module")
 def two_nodes() -> Iterator[slurm_cluster.Cluster]:
-    reason = slurm_cluster.why_not()
-    if reason:
-        pytest.skip(reason)
-    with slurm_cluster.nodes() as c, pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SLURM_CONF", str(c.conf))
-        yield c
+    yield from slurm_cluster.serve(slurm_cluster.nodes)
 
 
 def _until(what: str, pred: Callable[[], object], timeout: float, why: Callable[[], str]) -> None:
@@ -113,7 +109,7 @@ poll = "0.3s"
             sub = _slurm_json(d / "reports")
             task = next(f"{x['job_id']}_{x['task']}" for x in sub["cells"] if x["cell"] == cell)
             line = c.sh("scontrol", "-o", "show", "job", task, check=False)
-            return slurm_cluster_field(line, "JobState")
+            return fields(line).get("JobState", "")
 
         def states() -> str:
             return str({cell: state(cell) for cell in (GREEN, FAILS, HELD, LOST)})
@@ -155,7 +151,7 @@ poll = "0.3s"
     checks = {x["cell"]: f"{x['job_id']}_{x['task']}" for x in sub["validations"]}
     for cell in (FAILS, HELD, LOST):
         shown = c.sh("scontrol", "-o", "show", "job", checks[cell])
-        assert slurm_cluster_field(shown, "JobState") == "CANCELLED", shown
+        assert fields(shown).get("JobState") == "CANCELLED", shown
         assert not (run_dir / "cells" / cell / "validate.json").exists()
     shown = c.sh("scontrol", "-o", "show", "job", checks[GREEN])
     assert "BatchHost=rbgpu" in shown and "MinMemoryNode=1G" in shown, shown
@@ -172,11 +168,3 @@ poll = "0.3s"
         row = next(ln for ln in summary.splitlines() if ln.startswith(f"| {cell} |"))
         assert f"| {end} |" in row, row
 
-
-def slurm_cluster_field(line: str, key: str) -> str:
-    """``key``'s value in one ``scontrol -o`` line ("" when absent)."""
-    for word in line.split():
-        k, _, v = word.partition("=")
-        if k == key:
-            return v
-    return ""

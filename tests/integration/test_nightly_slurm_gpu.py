@@ -29,12 +29,7 @@ F = "fails.default.default.gfx942"
 
 @pytest.fixture(scope="module")
 def gpu_slurm() -> Iterator[slurm_cluster.Cluster]:
-    reason = slurm_cluster.why_not()
-    if reason:
-        pytest.skip(reason)
-    with slurm_cluster.cluster(gpu=True) as c, pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SLURM_CONF", str(c.conf))
-        yield c
+    yield from slurm_cluster.serve(lambda: slurm_cluster.cluster(gpu=True))
 
 
 def test_build_then_validate_on_the_gpu_partition(gpu_slurm: slurm_cluster.Cluster,

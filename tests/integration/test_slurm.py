@@ -44,13 +44,9 @@ def slurm() -> Iterator[slurm_cluster.Cluster]:
     """One cluster per session in effect: this module is its only user. (A session-scoped
     fixture would be torn down in whichever test runs last, maybe a unit test, whose guard
     forbids processes.)"""
-    reason = slurm_cluster.why_not()
-    if reason:
-        pytest.skip(reason)
-    with slurm_cluster.cluster() as c, pytest.MonkeyPatch.context() as mp:
-        mp.setenv("SLURM_CONF", str(c.conf))  # the executor's sbatch/squeue/scontrol read it
-        mp.setenv(SECRET, SECRET_VALUE)
-        yield c
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(SECRET, SECRET_VALUE)  # the tasks must get it through --export=ALL
+        yield from slurm_cluster.serve(slurm_cluster.cluster)
 
 
 def task(run_dir: Path, cell: str, code: str, *args: str, cpus: int = 1) -> Task:
