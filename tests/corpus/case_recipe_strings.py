@@ -2,9 +2,11 @@
 its strings, refused when the recipe is loaded, before anything is fetched or built.
 
 "leaks": a URL with a user name or password (``[[downloads]]`` url, ``source.git``,
-``sdist.url`` of [source], an alternative or a release line, a patch's ``link``): one recipe
-error naming the file and key, the URL shown as ``https://***@host/...``; the secret is in no
-output and no file the run writes. The hint is ~/.netrc, which the downloader reads (tests in
+``sdist.url`` of [source], an alternative or a release line, a patch's ``link``; and anywhere
+in any other recipe string: ``build.pip_args`` ``--index-url=...``, a cmake argument, a
+requirement, an env value such as PIP_INDEX_URL): one recipe error naming the file and key,
+the URL shown as ``https://***@host/...``; the secret is in no output and no file the run
+writes. The hint is ~/.netrc, which the downloader reads (tests in
 tests/integration/test_download_netrc.py against a server demanding Basic auth).
 
 "inputs": a control character (C0, DEL, C1, a bidi override or isolate) in any recipe string,
@@ -100,6 +102,25 @@ CASES: list[Case] = [
                   f'commit = "{COMMIT}"\n')),
     _leak("recipe-patch-link-userinfo", "patches[0].link",
           _recipe(_patch(link=f"https://u:{SECRET}@issues.example.invalid/1"))),
+    # and in any other recipe string: pip and cmake arguments, requirements, env values
+    _leak("recipe-pip-args-index-url-userinfo", "build.pip_args[0]",
+          _recipe(f'[build]\npip_args = ["--index-url=https://ci:{SECRET}@pypi.example.invalid/'
+                  'simple"]\n')),
+    _leak("recipe-pip-args-extra-index-url-item", "build.pip_args[1]",
+          _recipe(f'[build]\npip_args = ["--extra-index-url", "https://{SECRET}@pypi.example.'
+                  'invalid/simple"]\n')),
+    _leak("recipe-cmake-arg-url-userinfo", "build.cmake_args[0]",
+          _recipe(f'[build]\ncmake_args = ["-DDEPS_URL=https://u:{SECRET}@files.example.'
+                  'invalid/d.tgz"]\n')),
+    _leak("recipe-build-requires-url-userinfo", "build.build_requires[0]",
+          _recipe(f'[build]\nbuild_requires = ["dep @ https://u:{SECRET}@files.example.invalid/'
+                  'dep-1.0-py3-none-any.whl"]\n')),
+    _leak("recipe-env-pip-index-url-userinfo", "build.env.PIP_INDEX_URL",
+          _recipe(f'[build.env]\nPIP_INDEX_URL = "https://ci:{SECRET}@pypi.example.invalid/'
+                  'simple"\n')),
+    _leak("recipe-download-url-inner-url-userinfo", "downloads[0].url",
+          _recipe(_download(f"https://files.example.invalid/r?to=https://u:{SECRET}@"
+                            "files.example.invalid/a.tar.gz"))),
     _leak("recipe-userinfo-build-refused-early", "downloads[0].url",
           _recipe(_download(f"https://ci:{SECRET}@files.example.invalid/a.tar.gz")),
           argv=("build", f"{{dir}}/{R}", "--arch", "gfx942")),
