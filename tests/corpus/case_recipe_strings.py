@@ -13,7 +13,8 @@ tests/integration/test_download_netrc.py against a server demanding Basic auth).
 key or table name: accepted and shown escaped before, now one error naming the file and key
 (``recipes/r.toml: build.env.CC: control character U+001B: ...``). A patch's reason may span
 lines (tab and line feed), nothing else. Stack files and nightly.toml are read through the same
-check (``untrusted.controls``)."""
+check (``untrusted.controls``), a stack's members numbered from 0 by it and by every other check
+of the file (``members[1]`` is the second)."""
 
 from __future__ import annotations
 
@@ -169,6 +170,15 @@ CASES: list[Case] = [
            'schema_version = 1\n[[members]]\nrecipe = "hip-attention-probe\\u001b"\n'),
     _stack("stack-description-nel", "description", "0085",
            f'schema_version = 1\ndescription = "a\\u0085b"\n{_MEMBER}'),
+    # ... and number members from 0 as it does, as every other check of the file
+    _stack("stack-second-member-variant-esc", "members[1].variant", "001B",
+           f'schema_version = 1\n[[members]]\nrecipe = "ck-fmha-probe"\n{_MEMBER}'
+           'variant = "x\\u001b"\n'),
+    Case("stack-second-member-numbered-from-0", ("stack", "plan", f"{{dir}}/{STACK}", "--arch",
+         "gfx942"), EXIT["recipe"], "s.toml: members[1].variant: hip-attention-probe has no "
+         "variant 'nope'", "inputs", writes_nothing=True,
+         files={STACK: f'schema_version = 1\n[[members]]\nrecipe = "ck-fmha-probe"\n{_MEMBER}'
+                'variant = "nope"\n'}),
     _nightly("nightly-recipe-esc", "matrix[0].recipes[0]", "001B",
              NIGHTLY.replace('probe"', 'probe\\u001b"')),
     _nightly("nightly-index-rlo", "publish.index", "202E",
