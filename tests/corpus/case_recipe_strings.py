@@ -12,9 +12,10 @@ tests/integration/test_download_netrc.py against a server demanding Basic auth).
 "inputs": a control character (C0, DEL, C1, a bidi override or isolate) in any recipe string,
 key or table name: accepted and shown escaped before, now one error naming the file and key
 (``recipes/r.toml: build.env.CC: control character U+001B: ...``). A patch's reason may span
-lines (tab and line feed), nothing else. Stack files and nightly.toml are read through the same
-check (``untrusted.controls``), a stack's members numbered from 0 by it and by every other check
-of the file (``members[1]`` is the second)."""
+lines (tab and line feed), nothing else. Stack files, nightly.toml and ``[tool.rocmbuild]`` in
+./pyproject.toml (that table only: the rest of the file is the project's own) are read through
+the same check (``untrusted.controls``); a stack's members are numbered from 0 by it and by
+every other check of the file (``members[1]`` is the second)."""
 
 from __future__ import annotations
 
@@ -74,6 +75,12 @@ def _nightly(cid: str, key: str, code: str, text: str) -> Case:
     return Case(cid, ("nightly", "--config", "{dir}/nightly.toml", "--dry-run"), EXIT["usage"],
                 f"nightly.toml: {key}: control character U+{code}", "inputs",
                 files={"nightly.toml": text}, writes_nothing=True)
+
+
+def _pyproject(cid: str, key: str, code: str, text: str) -> Case:
+    return Case(cid, PLAN[:2], EXIT["usage"], f"pyproject.toml: {key}: control character U+{code}",
+                "inputs", files={R: _recipe(), **TREE, "pyproject.toml": text},
+                writes_nothing=True)
 
 
 _MEMBER = '[[members]]\nrecipe = "hip-attention-probe"\n'
@@ -179,6 +186,11 @@ CASES: list[Case] = [
          "variant 'nope'", "inputs", writes_nothing=True,
          files={STACK: f'schema_version = 1\n[[members]]\nrecipe = "ck-fmha-probe"\n{_MEMBER}'
                 'variant = "nope"\n'}),
+    # [tool.rocmbuild] in ./pyproject.toml too (the rest of that file is the project's own)
+    _pyproject("pyproject-cache-dir-esc", "tool.rocmbuild.cache-dir", "001B",
+               '[tool.rocmbuild]\narch = "gfx942"\ncache-dir = "c\\u001b[2J"\n'),
+    _pyproject("pyproject-key-name-rlo", "tool.rocmbuild.jobs\\u202e", "202E",
+               '[tool.rocmbuild]\narch = "gfx942"\n"jobs\\u202e" = 2\n'),
     _nightly("nightly-recipe-esc", "matrix[0].recipes[0]", "001B",
              NIGHTLY.replace('probe"', 'probe\\u001b"')),
     _nightly("nightly-index-rlo", "publish.index", "202E",
