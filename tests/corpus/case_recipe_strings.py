@@ -2,16 +2,20 @@
 its strings, refused when the recipe is loaded, before anything is fetched or built.
 
 "leaks": a URL with a user name or password (``[[downloads]]`` url, ``source.git``,
-``sdist.url`` of [source], an alternative or a release line, a patch's ``link``): one recipe
-error naming the file and key, the URL shown as ``https://***@host/...``; the secret is in no
-output and no file the run writes. The hint is ~/.netrc, which the downloader reads (tests in
+``sdist.url`` of [source], an alternative or a release line, a patch's ``link``; and anywhere
+in any other recipe string: ``build.pip_args`` ``--index-url=...``, a cmake argument, a
+requirement, an env value such as PIP_INDEX_URL): one recipe error naming the file and key,
+the URL shown as ``https://***@host/...``; the secret is in no output and no file the run
+writes. The hint is ~/.netrc, which the downloader reads (tests in
 tests/integration/test_download_netrc.py against a server demanding Basic auth).
 
 "inputs": a control character (C0, DEL, C1, a bidi override or isolate) in any recipe string,
 key or table name: accepted and shown escaped before, now one error naming the file and key
 (``recipes/r.toml: build.env.CC: control character U+001B: ...``). A patch's reason may span
-lines (tab and line feed), nothing else. Stack files and nightly.toml are read through the same
-check (``untrusted.controls``)."""
+lines (tab and line feed), nothing else. Stack files, nightly.toml and ``[tool.rocmbuild]`` in
+./pyproject.toml (that table only: the rest of the file is the project's own) are read through
+the same check (``untrusted.controls``); a stack's members are numbered from 0 by it and by
+every other check of the file (``members[1]`` is the second)."""
 
 from __future__ import annotations
 
@@ -73,6 +77,12 @@ def _nightly(cid: str, key: str, code: str, text: str) -> Case:
                 files={"nightly.toml": text}, writes_nothing=True)
 
 
+def _pyproject(cid: str, key: str, code: str, text: str) -> Case:
+    return Case(cid, PLAN[:2], EXIT["usage"], f"pyproject.toml: {key}: control character U+{code}",
+                "inputs", files={R: _recipe(), **TREE, "pyproject.toml": text},
+                writes_nothing=True)
+
+
 _MEMBER = '[[members]]\nrecipe = "hip-attention-probe"\n'
 
 CASES: list[Case] = [
@@ -100,6 +110,25 @@ CASES: list[Case] = [
                   f'commit = "{COMMIT}"\n')),
     _leak("recipe-patch-link-userinfo", "patches[0].link",
           _recipe(_patch(link=f"https://u:{SECRET}@issues.example.invalid/1"))),
+    # and in any other recipe string: pip and cmake arguments, requirements, env values
+    _leak("recipe-pip-args-index-url-userinfo", "build.pip_args[0]",
+          _recipe(f'[build]\npip_args = ["--index-url=https://ci:{SECRET}@pypi.example.invalid/'
+                  'simple"]\n')),
+    _leak("recipe-pip-args-extra-index-url-item", "build.pip_args[1]",
+          _recipe(f'[build]\npip_args = ["--extra-index-url", "https://{SECRET}@pypi.example.'
+                  'invalid/simple"]\n')),
+    _leak("recipe-cmake-arg-url-userinfo", "build.cmake_args[0]",
+          _recipe(f'[build]\ncmake_args = ["-DDEPS_URL=https://u:{SECRET}@files.example.'
+                  'invalid/d.tgz"]\n')),
+    _leak("recipe-build-requires-url-userinfo", "build.build_requires[0]",
+          _recipe(f'[build]\nbuild_requires = ["dep @ https://u:{SECRET}@files.example.invalid/'
+                  'dep-1.0-py3-none-any.whl"]\n')),
+    _leak("recipe-env-pip-index-url-userinfo", "build.env.PIP_INDEX_URL",
+          _recipe(f'[build.env]\nPIP_INDEX_URL = "https://ci:{SECRET}@pypi.example.invalid/'
+                  'simple"\n')),
+    _leak("recipe-download-url-inner-url-userinfo", "downloads[0].url",
+          _recipe(_download(f"https://files.example.invalid/r?to=https://u:{SECRET}@"
+                            "files.example.invalid/a.tar.gz"))),
     _leak("recipe-userinfo-build-refused-early", "downloads[0].url",
           _recipe(_download(f"https://ci:{SECRET}@files.example.invalid/a.tar.gz")),
           argv=("build", f"{{dir}}/{R}", "--arch", "gfx942")),
@@ -148,6 +177,20 @@ CASES: list[Case] = [
            'schema_version = 1\n[[members]]\nrecipe = "hip-attention-probe\\u001b"\n'),
     _stack("stack-description-nel", "description", "0085",
            f'schema_version = 1\ndescription = "a\\u0085b"\n{_MEMBER}'),
+    # ... and number members from 0 as it does, as every other check of the file
+    _stack("stack-second-member-variant-esc", "members[1].variant", "001B",
+           f'schema_version = 1\n[[members]]\nrecipe = "ck-fmha-probe"\n{_MEMBER}'
+           'variant = "x\\u001b"\n'),
+    Case("stack-second-member-numbered-from-0", ("stack", "plan", f"{{dir}}/{STACK}", "--arch",
+         "gfx942"), EXIT["recipe"], "s.toml: members[1].variant: hip-attention-probe has no "
+         "variant 'nope'", "inputs", writes_nothing=True,
+         files={STACK: f'schema_version = 1\n[[members]]\nrecipe = "ck-fmha-probe"\n{_MEMBER}'
+                'variant = "nope"\n'}),
+    # [tool.rocmbuild] in ./pyproject.toml too (the rest of that file is the project's own)
+    _pyproject("pyproject-cache-dir-esc", "tool.rocmbuild.cache-dir", "001B",
+               '[tool.rocmbuild]\narch = "gfx942"\ncache-dir = "c\\u001b[2J"\n'),
+    _pyproject("pyproject-key-name-rlo", "tool.rocmbuild.jobs\\u202e", "202E",
+               '[tool.rocmbuild]\narch = "gfx942"\n"jobs\\u202e" = 2\n'),
     _nightly("nightly-recipe-esc", "matrix[0].recipes[0]", "001B",
              NIGHTLY.replace('probe"', 'probe\\u001b"')),
     _nightly("nightly-index-rlo", "publish.index", "202E",

@@ -208,7 +208,7 @@ def test_a_member_built_against_another_torch_is_refused(
              "--index-url", url, env=here)
     assert r.returncode == 6, r.stderr[-3000:]
     line = next(ln for ln in r.stderr.splitlines() if "was built against" in ln)
-    assert "stack mixed: members[3] (stack-other-torch): stack_other-1.0+rocm" in line, line
+    assert "stack mixed: members[2] (stack-other-torch): stack_other-1.0+rocm" in line, line
     assert ".torch2.12.cxx11abifalse.gfx942-py3-none-any.whl was built against torch " \
         "2.12.0+cpu, cxx11abi false; the stack's torch is 2.13.0+cpu, cxx11abi true (the " \
         "host's, which every member's build env sees)" in line, line

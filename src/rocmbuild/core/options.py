@@ -261,8 +261,9 @@ _CONFIG_SEEN: dict[tuple[Path, int, int], dict[str, Any]] = {}
 
 
 def project_config(cwd: Path | None = None) -> dict[str, Any]:
-    """``[tool.rocmbuild]`` of ./pyproject.toml, checked: unknown keys and wrong types are usage
-    errors naming the file and key. No file or no table: {}."""
+    """``[tool.rocmbuild]`` of ./pyproject.toml, checked: a control character (in a key or a
+    value: ``untrusted.controls``, as recipes, stack files and nightly.toml), unknown keys and
+    wrong types are usage errors naming the file and key. No file or no table: {}."""
     path = (cwd or Path.cwd()) / CONFIG_FILE
     try:
         st = path.stat()
@@ -301,6 +302,9 @@ def _read_config(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(table, dict):
         raise UsageError(f"{path}: tool.rocmbuild: expected a table", hint="[tool.rocmbuild]")
+    for key, what in untrusted.controls(table, "tool.rocmbuild")[:1]:
+        raise UsageError(f"{path}: {key}: {what}", hint="[tool.rocmbuild] holds printable text "
+                         "only: retype the key or value without it")
     keys = {s.config: s for s in SETTINGS.values() if s.config}
     out: dict[str, Any] = {}
     for key, value in table.items():

@@ -118,22 +118,30 @@ def _control_msg(what: str, lines: bool) -> str:
     return f"{what}: a recipe holds {allowed} only (retype it without)"
 
 
-def userinfo_problem(url: str) -> str | None:
-    """Why the URL ``url`` may not be in a recipe (None: it may): a user name or password in it
-    (``https://user:token@host/...``) is a secret committed with the recipe; only an ssh login
-    name (``ssh://git@host/...``) is allowed. The message never holds the secret."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return None  # not a URL (a path, or scp-like git@host:repo, a login name)
-    netloc = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
-    user, at, host = netloc.rpartition("@")
-    if not at or (scheme.lower() in ("ssh", "git+ssh") and ":" not in user):
-        return None
-    # shown up to its last @: log.redact stops at the first, and a password may hold an @
-    shown = f"{scheme}://***@{host}{rest[len(netloc):]}"
-    return (f"{shown!r} holds a user name or password, which a committed recipe must "
-            "not: put them in ~/.netrc (or the file NETRC names) as `machine <host> login <user> "
-            "password <token>`, which fetch reads")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+"""Where a URL starts in a string: its scheme and ``://``."""
+
+
+def userinfo_problem(text: str) -> str | None:
+    """Why the string ``text`` may not be in a recipe (None: it may): a URL anywhere in it (a
+    URL key's value, a pip or cmake argument ``--index-url=https://...``, an env value, a URL
+    inside a URL) holding a user name or password (``https://user:token@host/...``), a secret
+    committed with the recipe; only an ssh login name (``ssh://git@host/...``) is allowed. The
+    message shows that URL alone, up to the next one or a space, and never the secret."""
+    starts = [m.start() for m in _URL.finditer(text)]
+    for start, end in zip(starts, [*starts[1:], len(text)][:len(starts)], strict=True):
+        url = text[start:end].split(None, 1)[0]
+        scheme, _, rest = url.partition("://")
+        netloc = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+        user, at, host = netloc.rpartition("@")
+        if not at or (scheme.lower() in ("ssh", "git+ssh") and ":" not in user):
+            continue
+        # shown up to its last @: log.redact stops at the first, and a password may hold an @
+        shown = f"{scheme}://***@{host}{rest[len(netloc):]}"
+        return (f"{shown!r} holds a user name or password, which a committed recipe must "
+                "not: put them in ~/.netrc (or the file NETRC names) as `machine <host> login "
+                "<user> password <token>`, which fetch reads")
+    return None
 
 
 def lookup(data: dict[str, Any], loc: str) -> Any:
@@ -226,7 +234,7 @@ class Checker:
 
     def value(self, k: Key, value: Any, loc: str) -> tuple[bool, Any]:
         if k.type == "string":
-            if k.url and (problem := userinfo_problem(value)):
+            if problem := userinfo_problem(value):
                 self.bad(loc, problem)
                 return False, None
             if k.pattern and not re.match(k.pattern, value):
@@ -263,7 +271,7 @@ class Checker:
         if k.type == "boolean":
             return True, value
         if k.type == "strings":
-            items = self.strings(value, loc)
+            items = self.without_userinfo(self.strings(value, loc), loc)
             for i, item in enumerate(items):
                 self.choice(k, item, loc)
                 if k.pattern and not re.match(k.pattern, item):
@@ -323,6 +331,17 @@ class Checker:
             self.bad(key, f"{text!r}: a URL requirement is not pinned by the index; name a "
                      "version instead")
 
+    def without_userinfo(self, items: tuple[str, ...], key: str) -> tuple[str, ...]:
+        """``items`` less those holding a URL with a user name or password (each reported, and
+        checked no further: other messages would show it)."""
+        out = []
+        for i, item in enumerate(items):
+            if problem := userinfo_problem(item):
+                self.bad(f"{key}[{i}]", problem)
+            else:
+                out.append(item)
+        return tuple(out)
+
     def strings(self, value: list[Any], key: str) -> tuple[str, ...]:
         if not all(isinstance(v, str) for v in value):
             self.bad(key, "expected a list of strings")
@@ -344,6 +363,9 @@ class Checker:
                 if close:
                     self.bad(k, f"unknown variable (did you mean {close[0]}?)")
                     continue
+            if problem := userinfo_problem(val):  # PIP_INDEX_URL = "https://user:token@..."
+                self.bad(k, problem)
+                continue
             if placeholders:
                 self.placeholders(val, k)
             out.append((name, val))

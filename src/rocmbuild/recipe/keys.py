@@ -194,8 +194,6 @@ class Key:
     requirement: bool = False
     """Each item of a strings key is a PEP 508 requirement from an index (a name, optional
     extras, version specifiers and markers; no URL)."""
-    url: bool = False
-    """A URL: refused when it holds a user name or password (they belong in ~/.netrc)."""
     lines: bool = False
     """Prose that may span lines: a tab or line break is allowed (other control characters are
     refused in every string, ``untrusted.controls``)."""

@@ -236,8 +236,10 @@ Pin every source (a full git commit, or an sdist's sha256), give every patch a s
 reason, and measure `mem_per_job_gb` (it sets MAX_JOBS) rather than copying a setup.py figure.
 
 A recipe is committed, so it holds no credentials: a URL with a user name or password
-(`https://user:token@host/...` in `git`, `sdist.url`, a download's `url` or a patch's `link`) is
-refused when the recipe is loaded, shown as `https://***@host/...`. Put them in `~/.netrc` (or the
+(`https://user:token@host/...`) anywhere in a recipe string is refused when the recipe is loaded,
+shown as `https://***@host/...`: in `git`, `sdist.url`, a download's `url` or a patch's `link`,
+and as much in an argument (`build.pip_args = ["--index-url=https://user:token@host/simple"]`,
+`build.cmake_args`), a requirement or an env value (`PIP_INDEX_URL`). Put them in `~/.netrc` (or the
 file `NETRC` names) as `machine <host> login <user> password <token>`: fetch sends each host its
 own entry (a redirect to another host gets that host's, never the first one's); git over https
 reads `~/.netrc` too. An ssh login name (`ssh://git@host/...`) is not a secret and stays.

@@ -18,8 +18,9 @@ the torch this rocmbuild runs with, which must be that release (the mix check sa
 
 This is the one reader of stack files: the file is read once (a regular file, no symlink, at
 most MAX_BYTES), each problem is one line naming the file and key (``finetune.toml:
-members[2].variant: ...``), all at once, as a RecipeError (exit 3); a stack name that names no
-file is a UsageError (exit 2). Each member's recipe is loaded here, so a variant, release, source
+members[0].variant: ...``: members are numbered from 0, as every TOML array in rocmbuild's
+messages), all at once, as a RecipeError (exit 3); a stack name that names no file is a
+UsageError (exit 2). Each member's recipe is loaded here, so a variant, release, source
 or option it does not have is the stack file's error.
 """
 
@@ -54,7 +55,7 @@ class Member:
 
     recipe: Recipe
     key: str
-    """Where it is in the stack file: ``members[2]`` or ``torch``, for messages."""
+    """Where it is in the stack file: ``members[0]`` (the first) or ``torch``, for messages."""
     variant: str | None = None
     release: str | None = None
     source: str = "default"
@@ -186,7 +187,7 @@ def load_stack(path: Path) -> Stack:
     elif len(raw) > MAX_MEMBERS:
         r.bad("members", f"{len(raw)} members (at most {MAX_MEMBERS})")
     else:
-        for i, item in enumerate(raw, 1):
+        for i, item in enumerate(raw):
             m = _member(r, item, f"members[{i}]", path)
             if m is not None:
                 members.append(m)

@@ -35,11 +35,11 @@ class Source:
     url: str = toml(
         "git", "string", "The git repository URL.",
         '"https://github.com/ROCm/flash-attention.git"', kind="git", default="",
-        pattern=r".", pattern_msg="expected a repository URL", url=True,
+        pattern=r".", pattern_msg="expected a repository URL",
         also=Key(
             "sdist.url", "string", "The archive URL (https://, http:// or file://).",
             '"https://files.pythonhosted.org/.../flash_attn-2.8.3.post1.tar.gz"', kind="sdist",
-            required="", pattern=r"^(https?|file)://", url=True,
+            required="", pattern=r"^(https?|file)://",
             pattern_msg="expected an https://, http:// or file:// URL, got %r",
         ),
     )
@@ -99,8 +99,7 @@ class Patch:
         noun="condition",
     )
     link: str = toml("link", "string", "The upstream issue or PR it works around.",
-                     '"https://github.com/ROCm/flash-attention/issues/1"', default="",
-                     url=True)
+                     '"https://github.com/ROCm/flash-attention/issues/1"', default="")
 
 
 @dataclass(frozen=True)
@@ -113,7 +112,7 @@ class Download:
     url: str = toml(
         "url", "string", "Where fetch downloads it (https://, http:// or file://).",
         '"https://github.com/ROCm/aotriton/releases/download/0.11b/aotriton-0.11b-....tar.gz"',
-        default="", required="", pattern=r"^(https?|file)://", url=True,
+        default="", required="", pattern=r"^(https?|file)://",
         pattern_msg="expected an https://, http:// or file:// URL, got %r",
     )
     sha256: str = toml(

@@ -55,6 +55,11 @@ def test_workspace_from_pyproject(project: Path) -> None:
     ("arch = 942\n", "tool.rocmbuild.arch: expected a non-empty string"),
     ('archs = "gfx942"\n', "tool.rocmbuild.archs: unknown key"),
     ("arch = \n", "invalid TOML"),
+    # a control character, in a value or a key's name, as in a recipe (the rest of the file is
+    # the project's own)
+    ('workdir = "out\\u001b[2J"\n', "tool.rocmbuild.workdir: control character U+001B"),
+    ('arch = "gfx942"\n"jobs\\u202e" = 2\n',
+     "tool.rocmbuild.jobs\u202e: control character U+202E in the key's name"),
 ])
 def test_bad_pyproject_names_file_and_key(project: Path, body: str, text: str) -> None:
     write_config(project, body)
@@ -62,6 +67,12 @@ def test_bad_pyproject_names_file_and_key(project: Path, body: str, text: str) -
         options.resolve("arch", None, "native")
     assert str(project / "pyproject.toml") in exc.value.message and text in exc.value.message
     assert exc.value.hint
+
+
+def test_a_control_character_outside_tool_rocmbuild_is_the_projects_own(project: Path) -> None:
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "x"\ndescription = "a\\u001b[2J"\n[tool.rocmbuild]\narch = "gfx90a"\n')
+    assert options.resolve("arch", None, "native") == "gfx90a"
 
 
 @pytest.mark.parametrize(("var", "value", "setting"), [

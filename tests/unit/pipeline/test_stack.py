@@ -55,30 +55,30 @@ T213 = {"version": "2.13.0+rocm7.2", "cxx11_abi": True}
 
 
 def test_members_built_against_the_stack_torch_pass(tmp_path: Path) -> None:
-    built = [_built(tmp_path, 1, "a-ext", "rocm7.2.torch2.13.cxx11abitrue.gfx942", T213),
-             _built(tmp_path, 2, "b-pure", "rocm7.2.gfx942", None)]
+    built = [_built(tmp_path, 0, "a-ext", "rocm7.2.torch2.13.cxx11abitrue.gfx942", T213),
+             _built(tmp_path, 1, "b-pure", "rocm7.2.gfx942", None)]
     assert mix_problems("ft", "2.13.0+rocm7.2", "the host's", built) == []
 
 
 def test_a_member_labelled_and_built_for_another_torch_is_named_with_both(tmp_path: Path
                                                                           ) -> None:
-    built = [_built(tmp_path, 1, "a-ext", "rocm7.2.torch2.13.cxx11abitrue.gfx942", T213),
-             _built(tmp_path, 2, "c-ext", "rocm7.2.torch2.12.cxx11abifalse.gfx942",
+    built = [_built(tmp_path, 0, "a-ext", "rocm7.2.torch2.13.cxx11abitrue.gfx942", T213),
+             _built(tmp_path, 1, "c-ext", "rocm7.2.torch2.12.cxx11abifalse.gfx942",
                     {"version": "2.12.0+rocm7.2", "cxx11_abi": False})]
     assert mix_problems("ft", "2.13.0+rocm7.2", "the host's", built) == [
-        "stack ft: members[2] (stack-pure): c_ext-1.0+rocm7.2.torch2.12.cxx11abifalse.gfx942-py3-"
+        "stack ft: members[1] (stack-pure): c_ext-1.0+rocm7.2.torch2.12.cxx11abifalse.gfx942-py3-"
         "none-any.whl was built against torch 2.12.0+rocm7.2, cxx11abi false; the stack's torch "
         "is 2.13.0+rocm7.2, cxx11abi true (the host's)"]
 
 
 def test_the_label_alone_and_the_abi_alone_are_a_mix(tmp_path: Path) -> None:
-    built = [_built(tmp_path, 1, "a-ext", "rocm7.2.torch2.13.cxx11abitrue.gfx942", T213),
-             _built(tmp_path, 2, "d-ext", "rocm7.2.torch2.14.cxx11abitrue.gfx942", None),
-             _built(tmp_path, 3, "e-ext", "rocm7.2.torch2.13.cxx11abifalse.gfx942",
+    built = [_built(tmp_path, 0, "a-ext", "rocm7.2.torch2.13.cxx11abitrue.gfx942", T213),
+             _built(tmp_path, 1, "d-ext", "rocm7.2.torch2.14.cxx11abitrue.gfx942", None),
+             _built(tmp_path, 2, "e-ext", "rocm7.2.torch2.13.cxx11abifalse.gfx942",
                     {"version": "2.13.0+rocm7.2", "cxx11_abi": False})]
     problems = mix_problems("ft", "2.13.0+rocm7.2", "the host's", built)
-    assert [p.split(": ")[1] for p in problems] == ["members[2] (stack-pure)",
-                                                    "members[3] (stack-pure)"], problems
+    assert [p.split(": ")[1] for p in problems] == ["members[1] (stack-pure)",
+                                                    "members[2] (stack-pure)"], problems
     assert "built against torch 2.14 (its label rocm7.2.torch2.14.cxx11abitrue.gfx942)" \
         in problems[0]
     assert "built against torch 2.13.0+rocm7.2, cxx11abi false" in problems[1]

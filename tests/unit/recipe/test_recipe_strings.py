@@ -119,6 +119,41 @@ def test_a_url_with_credentials_is_refused_without_them(tmp_path: Path, table: s
     assert SECRET not in problems[0] and "***@example.invalid" in problems[0]
 
 
+@pytest.mark.parametrize("table, key", [
+    (f'[build]\npip_args = ["--index-url=https://u:{SECRET}@example.invalid/simple"]\n',
+     "build.pip_args[0]"),
+    (f'[build]\npip_args = ["-v", "--extra-index-url", "https://{SECRET}@example.invalid/s"]\n',
+     "build.pip_args[2]"),
+    (f'[build]\npip_args = ["--index-url https://u:{SECRET}@example.invalid/simple"]\n',
+     "build.pip_args[0]"),
+    (f'[build]\ncmake_args = ["-DDEPS=https://a.invalid/x;https://u:{SECRET}@example.invalid/y"]'
+     '\n', "build.cmake_args[0]"),
+    (f'[build]\nbuild_requires = ["demo @ https://u:{SECRET}@example.invalid/d.whl"]\n',
+     "build.build_requires[0]"),
+    (f'[build.env]\nPIP_INDEX_URL = "https://u:{SECRET}@example.invalid/simple"\n',
+     "build.env.PIP_INDEX_URL"),
+    (f'[variants.lite]\nenv = {{ PIP_EXTRA_INDEX_URL = "https://{SECRET}@example.invalid/s" }}\n',
+     "variants.lite.env.PIP_EXTRA_INDEX_URL"),
+    (f'[[downloads]]\nname = "d"\nurl = "https://a.invalid/r?to=https://u:{SECRET}@example.invalid/"'
+     '\nenv = "D"\n', "downloads[0].url"),
+])
+def test_credentials_in_any_recipe_string_are_refused_without_them(tmp_path: Path, table: str,
+                                                                  key: str) -> None:
+    """pip and cmake arguments, requirements, env values (PIP_INDEX_URL), a URL inside a URL:
+    a URL with a user name or password anywhere in a recipe string is the same one problem as
+    in a URL key, and the secret is in no problem."""
+    problems = _problems(_recipe(tmp_path, table))
+    assert len(problems) == 1, problems
+    assert f"r.toml: {key}: " in problems[0] and "~/.netrc" in problems[0]
+    assert SECRET not in problems[0] and "***@example.invalid" in problems[0]
+
+
+def test_pip_args_without_credentials_load(tmp_path: Path) -> None:
+    table = ('[build]\npip_args = ["--index-url=https://example.invalid/simple", '
+             '"--extra-index-url", "https://example.invalid/s", "ssh://git@example.invalid/r"]\n')
+    assert load(_recipe(tmp_path, table)).pip_args[1] == "--extra-index-url"
+
+
 @pytest.mark.parametrize("url, refused", [
     ("https://host/x.tar.gz", False),
     ("https://host/x@y.tar.gz", False),   # an @ in the path is no userinfo
@@ -133,12 +168,19 @@ def test_a_url_with_credentials_is_refused_without_them(tmp_path: Path, table: s
     ("ssh://git:Zq9@github.com/x.git", True),
     ("https://Zq9@Zq9@host/x", True),  # an @ in the password
     ("http://u:Zq9@[::1/x", True),  # not even a valid URL: still refused, never parsed
+    ("--index-url=https://u:Zq9@host/simple", True),  # a URL inside an argument
+    ("-i https://Zq9@host/simple", True),
+    ("https://host/r?next=https://u:Zq9@other/x", True),  # a URL inside a URL
+    ("--index-url=https://host/simple", False),
+    ("ssh://git@host/a.git git+ssh://git@host/b.git", False),
+    ("user@host.example", False),  # an address, no URL
 ])
 def test_userinfo_problem(url: str, refused: bool) -> None:
     problem = userinfo_problem(url)
     assert (problem is not None) == refused
     if problem:
         assert "Zq9" not in problem and "://***@" in problem
+        assert problem.count("://") == 1  # only the URL that holds them, never the next one
 
 
 def test_controls_names_each_key() -> None:

@@ -1,5 +1,5 @@
 """The stack file reader (recipe/stack.py): every bad input is one line naming the file and key
-(``finetune.toml: members[2].variant: ...``), all at once, as a RecipeError (exit 3); a stack
+(``finetune.toml: members[1].variant: ...``), all at once, as a RecipeError (exit 3); a stack
 name that names no file is a UsageError (exit 2). The members name real recipes: the shipped
 flash-attn (variants, lines, options) and tests/recipes/stack-*.toml."""
 
@@ -43,21 +43,21 @@ def test_a_good_stack_reads_its_members_in_order(tmp_path: Path) -> None:
     assert (st.name, st.torch_from, st.torch_requires, st.torch) == \
         ("finetune", "host", ">=2.9,<2.14", None)
     assert [(m.key, m.name, m.variant, m.source) for m in st.members] == [
-        ("members[1]", "stack-pure", None, "default"), ("members[2]", "stack-ext", None, "default"),
-        ("members[3]", "flash-attn", "triton", "pypi")]
+        ("members[0]", "stack-pure", None, "default"), ("members[1]", "stack-ext", None, "default"),
+        ("members[2]", "flash-attn", "triton", "pypi")]
 
 
 def test_a_relative_member_path_is_relative_to_the_stack_file(tmp_path: Path) -> None:
     rel = os.path.relpath(RECIPES / "stack-pure.toml", tmp_path)
     st = stack.load_stack(_write(tmp_path, HEAD + f'[[members]]\nrecipe = "{rel}"\n'))
-    assert st.members[0].recipe.path.resolve() == (RECIPES / "stack-pure.toml").resolve()
+    assert st.members[-1].recipe.path.resolve() == (RECIPES / "stack-pure.toml").resolve()
 
 
 def test_torch_from_a_recipe_is_a_member_built_first(tmp_path: Path) -> None:
     p = _write(tmp_path, HEAD + f'[torch]\nfrom = "recipe"\n{PURE}\n[[members]]\n{EXT}\n')
     st = stack.load_stack(p)
     assert st.torch is not None and st.torch.key == "torch"
-    assert [m.key for m in st.all_members] == ["torch", "members[1]"]
+    assert [m.key for m in st.all_members] == ["torch", "members[0]"]
 
 
 BAD = [
@@ -68,34 +68,34 @@ BAD = [
      "memebers: unknown key (did you mean members?)"),
     ("no-members", HEAD, "members: missing"),
     ("empty-members", HEAD + "members = []\n", "members: expected a non-empty list"),
-    ("member-not-table", HEAD + 'members = ["flash-attn"]\n', "members[1]: expected a table"),
-    ("member-no-recipe", HEAD + '[[members]]\nvariant = "ck"\n', "members[1].recipe: missing"),
+    ("member-not-table", HEAD + 'members = ["flash-attn"]\n', "members[0]: expected a table"),
+    ("member-no-recipe", HEAD + '[[members]]\nvariant = "ck"\n', "members[0].recipe: missing"),
     ("member-key", HEAD + f"[[members]]\n{PURE}\nvarient = \"x\"\n",
-     "members[1].varient: unknown key (did you mean variant?)"),
+     "members[0].varient: unknown key (did you mean variant?)"),
     ("unknown-recipe", HEAD + f'[[members]]\n{PURE}\n[[members]]\nrecipe = "flash-atn"\n',
-     "members[2].recipe: unknown recipe 'flash-atn' (did you mean flash-attn?)"),
+     "members[1].recipe: unknown recipe 'flash-atn' (did you mean flash-attn?)"),
     ("recipe-file", HEAD + '[[members]]\nrecipe = "nothere.toml"\n',
-     "members[1].recipe: recipe file"),
+     "members[0].recipe: recipe file"),
     ("bad-recipe", HEAD + f'[[members]]\nrecipe = "{RECIPES / "bad-no-name.toml"}"\n',
-     "members[1].recipe: recipe "),
+     "members[0].recipe: recipe "),
     ("variant", HEAD + f'[[members]]\n{PURE}\n[[members]]\nrecipe = "flash-attn"\n'
      'variant = "trito"\n',
-     "finetune.toml: members[2].variant: flash-attn has no variant 'trito' (did you mean "
+     "finetune.toml: members[1].variant: flash-attn has no variant 'trito' (did you mean "
      "triton?); variants: ck, triton"),
     ("variant-type", HEAD + f"[[members]]\n{PURE}\nvariant = 3\n",
-     "members[1].variant: expected a string, got int"),
+     "members[0].variant: expected a string, got int"),
     ("release", HEAD + '[[members]]\nrecipe = "flash-attn"\nrelease = "2.9"\n',
-     "members[1].release: flash-attn has no release line '2.9'; lines: main, 2.8-fork"),
+     "members[0].release: flash-attn has no release line '2.9'; lines: main, 2.8-fork"),
     ("source", HEAD + f'[[members]]\n{PURE}\nsource = "pypi"\n',
-     "members[1].source: stack-pure has no source 'pypi'; sources: default"),
+     "members[0].source: stack-pure has no source 'pypi'; sources: default"),
     ("option", HEAD + '[[members]]\nrecipe = "flash-attn"\noptions = { opt_dm = "128" }\n',
-     "members[1].options.opt_dm: flash-attn has no option 'opt_dm' (did you mean opt_dim?)"),
+     "members[0].options.opt_dm: flash-attn has no option 'opt_dm' (did you mean opt_dim?)"),
     ("option-type", HEAD + '[[members]]\nrecipe = "flash-attn"\noptions = { opt_dim = [1] }\n',
-     "members[1].options.opt_dim: expected a string or an integer, got list"),
+     "members[0].options.opt_dim: expected a string or an integer, got list"),
     ("options-type", HEAD + f'[[members]]\n{PURE}\noptions = "x"\n',
-     "members[1].options: expected a table"),
+     "members[0].options: expected a table"),
     ("twice", HEAD + f"[[members]]\n{PURE}\n[[members]]\n{PURE}\n",
-     "members[2].recipe: 'stack-pure' is already members[1]"),
+     "members[1].recipe: 'stack-pure' is already members[0]"),
     ("torch-from", HEAD + f'[torch]\nfrom = "pip"\n[[members]]\n{PURE}\n',
      "torch.from: 'pip' is not one of host, recipe"),
     ("torch-requires", HEAD + f'[torch]\nrequires = "2.9+"\n[[members]]\n{PURE}\n',
@@ -128,11 +128,21 @@ def test_bad_stack_file(tmp_path: Path, text: str, want: str) -> None:
     assert any(want in p for p in problems), problems
 
 
+def test_members_are_numbered_from_0_by_every_check(tmp_path: Path) -> None:
+    """The reader's checks and the control-character check (``untrusted.controls``, on the
+    parsed file) name the second member alike: members[1], as a recipe's downloads[1]."""
+    second = f"[[members]]\n{PURE}\n[[members]]\nrecipe = \"flash-attn\"\nvariant = "
+    assert _problems(_write(tmp_path, HEAD + second + '"q"\n'))[0].startswith(
+        "finetune.toml: members[1].variant: flash-attn has no variant 'q'")
+    assert _problems(_write(tmp_path, HEAD + second + '"q\\u001b"\n')) == [
+        "finetune.toml: members[1].variant: control character U+001B"]
+
+
 def test_every_problem_at_once(tmp_path: Path) -> None:
     problems = _problems(_write(tmp_path, 'schema_version = 9\n[[members]]\nrecipe = "x-y"\n'
                                 '[[members]]\nrecipe = "flash-attn"\nvariant = "q"\n'))
     assert [p.split(": ")[1] for p in problems] == \
-        ["schema_version", "members[1].recipe", "members[2].variant"], problems
+        ["schema_version", "members[0].recipe", "members[1].variant"], problems
 
 
 def test_not_utf8(tmp_path: Path) -> None:
