@@ -220,6 +220,48 @@ def test_a_kernel_gate_without_a_gpu_is_pending_not_passed(tmp_path: Path) -> No
     built = rocmbuild("--workdir", str(d / "user"), "build", str(d / "attn.toml"), "--arch",
                       "gfx942", "--validate", cwd=d, env=env)
     assert built.returncode == 0, built.stderr
+
+
+def test_a_wheel_passed_without_its_kernel_gate_is_not_skipped_by_the_nightly(
+        tmp_path: Path) -> None:
+    """A user's ``rocmbuild build --validate`` of a recipe with an attention kernel to check
+    (``[validate] kernel = "sdpa"``), in the nightly's own workspace and cache (``--workdir
+    build``: the config's default workdir, its cache under it), on this GPU-less host: it
+    passes with the gate SKIPPED, and the cache records that the gate could not run. Night 1
+    takes the wheel from the cache, cannot validate it: pending, staged, not promoted. Night 2:
+    the cache says passed and staging has the wheel, but its kernels were never checked, so the
+    cell is not SKIPPED (the code before SKIPPED it and promoted it unchecked): a cache hit,
+    pending again, never promoted. (No GPU here; the GPU side is ``--validate-pending``.)"""
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("this host has a GPU: the gate runs here")
+    d = tmp_path
+    _recipe(d, "attn", 'kernel = "sdpa"')
+    config = d / "nightly.toml"
+    config.write_text('[[matrix]]\nrecipes = ["attn.toml"]\narchs = ["gfx942"]\n'
+                      '[publish]\nindex = "index"\n[reports]\ndir = "reports"\n')
+    env = {"PIP_NO_INDEX": "1"}
+    built = rocmbuild("--workdir", str(d / "build"), "build", str(d / "attn.toml"), "--arch",
+                      "gfx942", "--validate", cwd=d, env=env)
+    assert built.returncode == 0, built.stderr  # the user's build passes, as before
+    (entry,) = (d / "build/cache/wheels").glob("*/entry.json")
+    validation = json.loads(entry.read_text())["validation"]
+    assert validation["status"] == "passed", validation
+    assert validation["needs_gpu"].startswith("no GPU"), validation
+    for night in (1, 2):
+        r = rocmbuild("nightly", "--config", str(config), "--json", cwd=d, env=env)
+        assert r.returncode == 0, r.stderr
+        (cell,) = json.loads(r.stdout)["cells"]
+        assert (cell["status"], cell["validation"], cell["promoted"]) == (
+            "success", "pending", False), (night, cell)
+        assert cell["reason"].startswith("cached, NOT VALIDATED"), (night, cell)
+        assert _stage(d, "staging") == {cell["wheel"]} and _stage(d, "stable") == set()
+    last = sorted(p for p in (d / "reports").iterdir() if p.is_dir())[-1]
+    (planned,) = json.loads((last / "manifest.json").read_text())["cells"]
+    assert planned["decision"] == "build", planned
+    assert any("its kernel gate did not run" in w for w in planned["reasons"]), planned
+
+
 LEFT, RIGHT = "left.default.default.gfx942", "right.default.default.gfx942"
 HELD = "not promoted: stack duo.gfx942 is not green ({} not)"
 

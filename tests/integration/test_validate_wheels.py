@@ -260,6 +260,9 @@ def test_stage_passes_a_good_wheel_and_writes_reports(tmp_path):
     res = stage.run(plan, ctx)
     assert res.status is Status.SUCCESS, res.reason
     assert "1 wheel(s) passed" in res.reason and "kernel gate skipped" in res.reason
+    # the flash-attn plan has a kernel to check and this host no GPU: the stage says why, and
+    # the pipeline records it in the cache entry (``Validation.needs_gpu``)
+    assert (res.artifacts.gate_needs_gpu or "").startswith("no GPU:"), res.artifacts
     assert res.log_path is not None and res.log_path.is_file()
     stem = ctx.ws.reports / f"{plan.recipe}-{plan.short_key}"
     data = json.loads(stem.with_suffix(".json").read_text())

@@ -105,6 +105,10 @@ class Artifacts:
     """tag: the wheel with the local label and provenance."""
     audit: WheelAudit | None = None
     """audit: the code-object audit of ``wheel``."""
+    gate_needs_gpu: str | None = None
+    """validate: why the kernel gate could not run here (it had kernels to check, and no GPU:
+    ``KernelsSummary.needs_a_gpu()``); None when it ran or had nothing to check. The pipeline
+    records it in the cache entry's validation."""
 
     def merged(self, new: Artifacts) -> Artifacts:
         return replace(self, **{f.name: getattr(new, f.name) for f in fields(new)

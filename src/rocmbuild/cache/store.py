@@ -21,7 +21,9 @@ memory). ``deliver`` puts it beside the wheel as ``<wheel>.build.json``; it is n
 wheel, so that two builds of the same inputs give the same bytes.
 
 Each entry records its validation outcome (``passed``, ``failed``, ``not validated``) and the
-report it came from; the pipeline refuses to hand back a failed wheel silently.
+report it came from; the pipeline refuses to hand back a failed wheel silently. A pass whose
+kernel gate had kernels to check and no GPU to run them on (``build --validate`` on a CPU host)
+says so (``needs_gpu``): the nightly does not count it as validated.
 """
 
 from __future__ import annotations
@@ -59,6 +61,10 @@ _HINT = ("check free disk and permissions of the cache directory "
          "(--cache-dir / ROCMBUILD_CACHE_DIR)")
 
 
+NEEDS_GPU_MAX = 500
+"""The longest ``Validation.needs_gpu`` kept (characters; the pipeline cuts the gate's reason)."""
+
+
 @dataclass(frozen=True)
 class Validation:
     """A cache entry's validation outcome and the report that decided it."""
@@ -66,9 +72,20 @@ class Validation:
     status: ValidationStatus
     report: str | None = None  # the Markdown report of the run that decided it
     at: float | None = None  # when (seconds since the epoch)
+    needs_gpu: str = ""
+    """Why the kernel gate could not run where this was decided: it had kernels to check and
+    no GPU (``KernelsSummary.needs_a_gpu()``, ``no GPU: ...``); "" when it ran or had nothing
+    to check, and for an entry written before there was this field (read as before)."""
+
+    @property
+    def fully_passed(self) -> bool:
+        """Passed, its kernel gate run (or with nothing to check): what the nightly counts as
+        validated (a pass without a GPU for the gate is not)."""
+        return self.status == "passed" and not self.needs_gpu
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "report": self.report, "at": self.at}
+        gate = {"needs_gpu": self.needs_gpu} if self.needs_gpu else {}
+        return {"status": self.status, "report": self.report, "at": self.at, **gate}
 
 
 NOT_VALIDATED = Validation("not validated")
@@ -137,7 +154,7 @@ _REQUIRED = ("wheel", "sha256", "size")
 
 
 def _check_validation(v: dict[str, Any]) -> Validation:
-    extra = sorted(set(v) - {"status", "report", "at"})
+    extra = sorted(set(v) - {"status", "report", "at", "needs_gpu"})
     if extra:
         raise BadEntry(f"validation: unknown key {escape(repr(extra[0]))}")
     status = v.get("status")
@@ -149,7 +166,11 @@ def _check_validation(v: dict[str, Any]) -> Validation:
     at = v.get("at")
     if at is not None and not _is_number(at):
         raise BadEntry("validation.at: must be a number or null")
-    return Validation(cast(ValidationStatus, status), report, at)
+    needs_gpu = v.get("needs_gpu", "")  # absent: an older entry, read as before
+    if not isinstance(needs_gpu, str) or len(needs_gpu) > NEEDS_GPU_MAX:
+        raise BadEntry(f"validation.needs_gpu: must be a string of at most {NEEDS_GPU_MAX} "
+                       "characters")
+    return Validation(cast(ValidationStatus, status), report, at, needs_gpu)
 
 
 def _check_meta(meta: object) -> tuple[dict[str, Any], Validation]:

@@ -1,9 +1,10 @@
 """Change detection: what upstream has now (a pin per cell), the plan and cache key with that pin,
 and the decision, BUILD or SKIP, with the reasons.
 
-A cell is SKIPPED when the cache holds a wheel for its key whose validation passed (the kernel gate
-SKIPPED on a GPU-less host counts as passed, as ``build --validate`` records it) and the staging
-stage has that wheel. The reasons compare with the previous run's ``manifest.json``: a new
+A cell is SKIPPED when the cache holds a wheel for its key whose validation passed with its kernel
+gate run, or with nothing for it to check (``Validation.fully_passed``: a ``build --validate`` on a
+GPU-less host, whose gate had kernels and no GPU, does not count) and the staging stage has that
+wheel. The reasons compare with the previous run's ``manifest.json``: a new
 upstream commit or version, the recipe, a patch, the toolchain, or never built.
 
 Everything read from the network is untrusted: a size cap, shapes checked, hex checked.
@@ -200,12 +201,15 @@ def decide(cell: Cell, pin: Pin, plan: Plan, f: Facts, ws: Workspace, index: str
     why = reasons(cell, pin, f, before)
     entry = cache.lookup(ws.cache, plan.cache_key)
     short = plan.cache_key[:12]
-    if entry is not None and entry.validation.status == "passed":
+    if entry is not None and entry.validation.fully_passed:
         project, _ = wheel_project(entry.wheel.name)
         if in_stage(index, stage, project, entry.wheel.name):
             return CellPlan(cell, pin, plan.cache_key, Decision.SKIP,
                             (f"validated wheel for key {short} in stage {stage}",))
         why.append(f"validated wheel for key {short} not in stage {stage}")
+    elif entry is not None and entry.validation.status == "passed":  # the gate had no GPU
+        why.append(f"the cached wheel for key {short} passed, but its kernel gate did not run "
+                   "(no GPU where it was validated)")
     elif entry is not None:
         why.append(f"the cached wheel for key {short} is {entry.validation.status}")
     elif not why:  # same inputs as last night, but no wheel: that build failed, or a prune

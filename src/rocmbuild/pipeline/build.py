@@ -259,9 +259,12 @@ def _report(plan: Plan, ctx: Context) -> str:
 def _validate(plan: Plan, ctx: Context, first: int = 1
               ) -> tuple[dict[str, StageResult], cache.Validation]:
     """Run the validate stage (step ``first`` of as many); return its result and the record to
-    keep, or, when it fails, record nothing here and re-raise (the caller records the failure)."""
+    keep (with why the kernel gate could not run, when the stage says so), or, when it fails,
+    record nothing here and re-raise (the caller records the failure)."""
     results = _run_stages(plan, ctx, VALIDATE_STAGE, first, first)
-    return results, cache.Validation("passed", _report(plan, ctx), time.time())
+    why = results[VALIDATE_STAGE[0].name].artifacts.gate_needs_gpu or ""
+    return results, cache.Validation("passed", _report(plan, ctx), time.time(),
+                                     needs_gpu=why[:cache.NEEDS_GPU_MAX])
 
 
 def _best_effort(record: Callable[[], object]) -> None:

@@ -42,7 +42,7 @@ class Context:
     """A kernel gate that had kernels to check and could not run for want of a GPU is "cannot
     validate here" (ToolchainError, exit 10), not a pass: the nightly sets it, so such a wheel
     stays pending until a GPU host validates it (``build --validate`` leaves it False: the gate
-    is SKIPPED and the report says so)."""
+    is SKIPPED, the report says so, and the cache entry records it: ``Validation.needs_gpu``)."""
 
 
 ZIP_EPOCH = 315532800

@@ -4,14 +4,16 @@ attention kernel gate. Reports go to ``<workdir>/reports/<recipe>-<short key>.{j
 on any failure a copy of the wheel goes to ``<workdir>/broken/`` and ValidationError (exit 8) is
 raised after the reports are written. The pipeline then records the outcome in the cache entry
 (failed, with the Markdown report ``report_stem(...).md``), so a failing wheel is never handed
-back silently as ``cached``."""
+back silently as ``cached``. A pass whose gate had kernels to check and no GPU is returned with
+``artifacts.gate_needs_gpu`` (why), which the pipeline records with it; in a nightly
+(``ctx.gate_needs_gpu``) it is "cannot validate here" instead."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
 
-from rocmbuild.artifacts.results import StageResult
+from rocmbuild.artifacts.results import Artifacts, StageResult
 from rocmbuild.core.errors import ToolchainError
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.stages.context import Context, need
@@ -34,7 +36,8 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     wheel = need(ctx.artifacts.wheel, "tagged wheel", "validate")
     report = vrunner.run([wheel], plan.archs, opts)
     vrunner.raise_if_failed(report, opts, shown=False)
-    if ctx.gate_needs_gpu and (why := report.kernels.needs_a_gpu()):
+    why = report.kernels.needs_a_gpu()  # the one decision: did the gate run, and why not
+    if ctx.gate_needs_gpu and why:
         names = ", ".join(r.kernel for r in report.kernels.runs)
         raise ToolchainError(
             f"{wheel.name}: the kernel gate ({names}) cannot run on this host: {why}",
@@ -42,4 +45,5 @@ def run(plan: Plan, ctx: Context) -> StageResult:
                  "(`rocmbuild nightly --validate-pending` there, or the Slurm executor's "
                  "gpu_partition); the wheel stays in staging, not promoted")
     result = report.stage_result()
-    return replace(result, reason=f"{result.reason}; report {stem.with_suffix('.md')}")
+    return replace(result, reason=f"{result.reason}; report {stem.with_suffix('.md')}",
+                   artifacts=Artifacts(gate_needs_gpu=why or None))

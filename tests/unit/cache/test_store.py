@@ -212,6 +212,14 @@ CRAFTED: dict[str, Callable[[Path], None]] = {
     "validation-not-table": _craft_meta({"validation": "passed"}),
     "validation-bad-status": _craft_meta({"validation": {"status": "ok"}}),
     "validation-extra-key": _craft_meta({"validation": {"status": "passed", "x": 1}}),
+    "validation-needs-gpu-null": _craft_meta({"validation": {"status": "passed",
+                                                             "needs_gpu": None}}),
+    "validation-needs-gpu-bool": _craft_meta({"validation": {"status": "passed",
+                                                             "needs_gpu": True}}),
+    "validation-needs-gpu-list": _craft_meta({"validation": {"status": "passed",
+                                                             "needs_gpu": ["no GPU:"]}}),
+    "validation-needs-gpu-huge": _craft_meta({"validation": {
+        "status": "passed", "needs_gpu": "no GPU: " + "x" * cache.NEEDS_GPU_MAX}}),
     "stored-at-nan": _raw(b'{"wheel": "' + NAME.encode() + b'", "sha256": "' + b"ab" * 32
                           + b'", "size": 1, "stored_at": NaN}'),
     "host-file-absolute": _point_at_host_file(lambda t: str(_host_file(t))),
@@ -267,6 +275,55 @@ def test_record_validation_roundtrip(tmp_path: Path) -> None:
     hit = cache.lookup(tmp_path / "cache", KEY)
     assert hit is not None
     assert hit.validation == cache.Validation("failed", "/r/x.md", 5.0)
+
+
+NO_GPU = "no GPU: torch.cuda.is_available() is False"
+
+
+def test_a_pass_whose_gate_had_no_gpu_roundtrips_and_is_not_fully_passed(
+        tmp_path: Path) -> None:
+    """``build --validate`` on a CPU host: passed, and the gate could not run (its reason)."""
+    e = _stored(tmp_path, cache.Validation("passed", "/r/x.md", 5.0, NO_GPU))
+    assert _meta(tmp_path)["validation"] == {"status": "passed", "report": "/r/x.md", "at": 5.0,
+                                             "needs_gpu": NO_GPU}
+    hit = cache.lookup(tmp_path / "cache", KEY)
+    assert hit is not None and hit.validation == e.validation
+    assert hit.validation.status == "passed" and not hit.validation.fully_passed
+    # validated again where the gate ran (a GPU host): the new record drops the reason
+    cache.record_validation(tmp_path / "cache", hit, cache.Validation("passed", "/r/y.md", 6.0))
+    again = cache.lookup(tmp_path / "cache", KEY)
+    assert again is not None and again.validation.fully_passed
+    assert "needs_gpu" not in _meta(tmp_path)["validation"]
+
+
+def test_a_pass_whose_gate_ran_writes_the_record_as_before(tmp_path: Path) -> None:
+    """No ``needs_gpu`` key when the gate ran (or had nothing to check): the same entry.json as
+    before the field, so an older rocmbuild sharing the cache still reads it."""
+    _stored(tmp_path, cache.Validation("passed", "/r/x.md", 5.0))
+    assert _meta(tmp_path)["validation"] == {"status": "passed", "report": "/r/x.md", "at": 5.0}
+
+
+@pytest.mark.parametrize("validation", [
+    {"status": "passed", "report": "/r/x.md", "at": 5.0},  # written before the field
+    {"status": "passed", "needs_gpu": ""},
+])
+def test_a_pass_without_needs_gpu_reads_as_before(tmp_path: Path,
+                                                  validation: dict[str, Any]) -> None:
+    _stored(tmp_path)
+    _craft_meta({"validation": validation})(tmp_path)
+    hit = cache.lookup(tmp_path / "cache", KEY)
+    assert hit is not None and hit.validation.needs_gpu == ""
+    assert hit.validation.status == "passed" and hit.validation.fully_passed
+
+
+@pytest.mark.parametrize(("validation", "fully"), [
+    (cache.Validation("passed"), True),
+    (cache.Validation("passed", needs_gpu=NO_GPU), False),
+    (cache.Validation("failed"), False),
+    (cache.NOT_VALIDATED, False),
+])
+def test_fully_passed(validation: cache.Validation, fully: bool) -> None:
+    assert validation.fully_passed is fully
 
 
 def test_old_entries_without_validation_are_not_validated(tmp_path: Path) -> None:
