@@ -32,6 +32,7 @@ from rocmbuild.artifacts.elf import (
     needed_libraries,
     scan,
 )
+from rocmbuild.artifacts.wheel import SHARED_LIB
 from rocmbuild.core.errors import AuditError, UsageError
 
 _EXTRACT_ABOVE = 32 * 1024 * 1024  # larger wheel members go through a temp file + mmap
@@ -139,7 +140,6 @@ def hip_label_warnings(wheel_name: str, objects: Sequence[SharedObjectAudit]) ->
     return out
 
 
-_SO_NAME = re.compile(r"\.so(\.\d+)*$")
 
 
 def kind_problem(name: str, kind: str, in_wheel: bool) -> str | None:
@@ -149,7 +149,7 @@ def kind_problem(name: str, kind: str, in_wheel: bool) -> str | None:
     and a ``.o`` or raw bundle given to ``audit`` by itself is audited as it is."""
     if kind in ("shared object", "offload bundle"):
         return None
-    if _SO_NAME.search(name) or (in_wheel and kind != "executable"):
+    if SHARED_LIB.search(name) or (in_wheel and kind != "executable"):
         return (f"{name} is a{'n' if kind[0] in 'aeiouE' else ''} {kind}, not a shared object: "
                 "nothing can load it" + (" from an installed wheel" if in_wheel else ""))
     return None

@@ -305,7 +305,7 @@ def _platform(name: str, files: Sequence[tuple[str, Path]]
     if raised == plat or floor is None:
         return None, floor
     floor = replace(floor, raised_from=plat, raised_to=raised)
-    shown = log.escape(log.printable(f"{name}: platform tag {plat} -> {raised}: {floor.member}"))
+    shown = log.escape(f"{name}: platform tag {plat} -> {raised}: {floor.member}")
     log.warn(f"{shown} needs GLIBC_{floor.glibc} (pip installs it only where glibc >= "
              f"{floor.glibc})")
     tags = tuple(f"{p}-{a}-{t}" for p in py.split(".") for a in abi.split(".")

@@ -61,7 +61,7 @@ def new_console(**kwargs: Any) -> Console:
 
 # C0 controls but tab and newline, DEL, C1 controls (a lone 0x9b is a CSI on some terminals),
 # and the bidirectional overrides and isolates that reorder what a terminal shows
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def printable(text: str) -> str:
@@ -69,9 +69,9 @@ def printable(text: str) -> str:
     BEL, CR, backspace, C1 controls) and each bidirectional override written as Python writes
     it in a literal (``\\x1b``, ``\\u202e``), so an escape sequence from a file is seen, not
     obeyed. Text without one is returned as it is."""
-    if not _UNPRINTABLE.search(text):
+    if not UNPRINTABLE.search(text):
         return text
-    return _UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
+    return UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 # A markup tag, as rich reads one: "[" then a lowercase letter, "#", "/" or "@", up to the next

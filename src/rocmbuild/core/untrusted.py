@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.core import fsutil
+from rocmbuild.core import fsutil, log
 
 MAX_DEPTH = 32
 _STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -40,7 +40,7 @@ _LONG_AT_KEY = re.compile(rb'"((?:[^"\\]|\\.){1,64})"\s*:\s*-?\d{20,}(?![\d.eE])
 # C0 controls (tab and line feed only in prose that may span lines), DEL, C1 controls, and the
 # bidirectional overrides and isolates that reorder what a terminal or an editor shows
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_CONTROL_IN_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_IN_LINES = log.UNPRINTABLE  # the same set: what log.printable escapes
 
 
 class BadJson(ValueError):

@@ -188,6 +188,19 @@ def write_result(path: Path, outcome: CellOutcome) -> None:
     fsutil.write_atomic(path, json.dumps(outcome.to_json(), indent=1) + "\n")
 
 
+def plan_context(cell: Cell, pin: Pin, build_tag: str | None, ws: config.Workspace
+                 ) -> tuple[Plan, Context]:
+    """The cell's plan on this host (detected for its recipe) and the Context its build or
+    validation runs in: the nightly's, where a kernel gate that cannot run for want of a GPU is
+    "cannot validate here"."""
+    recipe = load.load(search.find_recipe(cell.recipe))
+    wanted = planning.wants(recipe, render.Target(variant=cell.variant))
+    h = host.detect(want_compiler=wanted[0], dists=recipe.python_requires)
+    plan = detect.render_cell(cell, pin, h, ws.cache, build_tag)
+    return plan, Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
+                         wheel_dir=ws.wheels, host=h, gate_needs_gpu=True)
+
+
 def build_then_validate(plan: Plan, ctx: Context) -> tuple[BuildResult, str, str]:
     """Step 1, the build (stored in the cache, not validated), then step 2, its validation (a
     cache hit, validated): the build's result, ``"passed"`` or ``"pending"``, and why pending:
@@ -200,7 +213,7 @@ def build_then_validate(plan: Plan, ctx: Context) -> tuple[BuildResult, str, str
     except ValidationError:  # the cached wheel failed validation before: validate it again
         built = None
     try:
-        done = pipeline.build(plan, ctx, validate=True)
+        done = pipeline.validate_cached(plan, ctx)
     except ToolchainError as exc:
         if built is None:
             raise
@@ -229,12 +242,7 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
         raise
     ctx: Context | None = None
     try:
-        recipe = load.load(search.find_recipe(cell.recipe))
-        wanted = planning.wants(recipe, render.Target(variant=cell.variant))
-        h = host.detect(want_compiler=wanted[0], dists=recipe.python_requires)
-        plan = detect.render_cell(cell, pin, h, ws.cache, build_tag)
-        ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
-                      wheel_dir=ws.wheels, host=h, gate_needs_gpu=True)
+        plan, ctx = plan_context(cell, pin, build_tag, ws)
         if step == "build":
             result = pipeline.build(plan, ctx)
             validation, why = "pending", "its validation is this run's Slurm GPU task"
@@ -252,7 +260,8 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
             rid = run_dir.name
             where = pending.write(ws.root, pending.record(rid, cell_id, plan.cache_key,
                                                           wheel.name, project, version, why))
-            reason = (f"{built}, NOT VALIDATED (pending, never promoted until it is): {why}; "
+            reason = (f"{built}{pending.NOT_VALIDATED} (pending, never promoted until it is): "
+                      f"{why}; "
                       "validate it on a host that can (a GPU host): "
                       + pending.HOW.format(config=cfg.path))
             log.info(escape(f"{cell_id}: pending record {where}"))

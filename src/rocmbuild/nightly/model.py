@@ -55,6 +55,14 @@ VALIDATION = ("", "passed", "pending", "failed")
 """CellOutcome.validation's values."""
 
 
+def validation_of(v: str) -> str:
+    """``v`` when it is one of VALIDATION (read back from a report or a task's result.json),
+    else ValueError."""
+    if v not in VALIDATION:
+        raise ValueError(f"validation: {v[:40]!r} is not one of {', '.join(VALIDATION[1:])}")
+    return v
+
+
 class Decision(enum.Enum):
     BUILD = "build"
     SKIP = "skip"

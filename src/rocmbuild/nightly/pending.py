@@ -23,6 +23,13 @@ DIR = "pending"
 MAX_BYTES = 64 << 10
 HOW = "rocmbuild nightly --config {config} --validate-pending"
 """How a pending wheel gets validated (the report says it)."""
+NOT_VALIDATED = ", NOT VALIDATED"
+"""Where a pending cell's reason says so: what follows is replaced once it is validated."""
+
+
+def built_part(reason: str) -> str:
+    """A cell's reason without what its pending state added (``NOT_VALIDATED`` on)."""
+    return reason.split(NOT_VALIDATED)[0]
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,6 @@ from rich.markup import escape
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core import log, untrusted
 from rocmbuild.core.errors import RocmbuildError, ToolchainError, UsageError, ValidationError
-from rocmbuild.host import detect as host
 from rocmbuild.nightly import cell as cellmod
 from rocmbuild.nightly import detect, pending
 from rocmbuild.nightly import run as nightly_run
@@ -32,10 +31,7 @@ from rocmbuild.nightly.model import RUN_ID, CellOutcome, End, RunReport
 from rocmbuild.nightly.report import history
 from rocmbuild.nightly.report.write import rewrite
 from rocmbuild.pipeline import build as pipeline
-from rocmbuild.pipeline import planning
-from rocmbuild.recipe import load, render, search
 from rocmbuild.stages import validate as vstage
-from rocmbuild.stages.context import Context
 
 
 @dataclass(frozen=True)
@@ -101,13 +97,9 @@ def check(cfg: NightlyConfig, rec: pending.PendingWheel, run_dir: Path) -> Check
     ws = nightly_run.workspace(cfg)
     try:
         c, pin, tag = cellmod._entry(cellmod.read_manifest(run_dir), rec.cell_id)
-        recipe = load.load(search.find_recipe(c.recipe))
-        wanted = planning.wants(recipe, render.Target(variant=c.variant))
-        h = host.detect(want_compiler=wanted[0], dists=recipe.python_requires)
+        plan, ctx = cellmod.plan_context(c, pin, tag, ws)
         # the build host's key (this host's toolchain may render another): its cached wheel
-        plan = replace(detect.render_cell(c, pin, h, ws.cache, tag), cache_key=rec.cache_key)
-        ctx = Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
-                      wheel_dir=ws.wheels, host=h, gate_needs_gpu=True)
+        plan = replace(plan, cache_key=rec.cache_key)
         stem = vstage.report_stem(plan, ctx)
         done = pipeline.validate_cached(plan, ctx)
     except ValidationError as exc:
@@ -274,7 +266,7 @@ def _update_report(cfg: NightlyConfig, run_id: str, done: list[Revalidated]) -> 
     for o in report.outcomes:
         r = by_cell.get(o.cell_id)
         if r is not None and r.validation != "pending":
-            base = o.reason.split(", NOT VALIDATED")[0].split("; not promoted: stack ")[0]
+            base = pending.built_part(o.reason).split(f"; {nightly_run.HELD}")[0]
             skip = o.status is Status.SKIPPED and not r.failed  # released: it stays SKIPPED
             o = replace(o, validation=o.validation if skip else r.validation,
                         promoted=r.promoted or o.promoted,

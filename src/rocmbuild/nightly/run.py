@@ -200,6 +200,10 @@ def _skipped(cfg: NightlyConfig, cell_id: str, cache_key: str, reason: str) -> C
                    version=version)
 
 
+HELD = "not promoted: stack "
+"""How a held member's reason says why (then the group and its members that are not green)."""
+
+
 def green(o: CellOutcome) -> bool:
     """A cell that counts for its stack: succeeded (validated) or SKIPPED (unchanged, its
     validated wheel in staging)."""
@@ -214,7 +218,7 @@ def held_groups(members: Iterable[tuple[str, str, bool]]) -> dict[str, str]:
     for cid, group, ok in members:
         if group and not ok:
             bad.setdefault(group, []).append(cid)
-    return {g: f"not promoted: stack {g} is not green ({', '.join(ids)} not)"
+    return {g: f"{HELD}{g} is not green ({', '.join(ids)} not)"
             for g, ids in bad.items()}
 
 

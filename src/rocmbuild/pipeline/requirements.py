@@ -13,7 +13,7 @@ from rocmbuild.host.detect import Host
 from rocmbuild.recipe.plan import Plan
 
 
-def _within(version: str, spec: str) -> bool:
+def within(version: str, spec: str) -> bool:
     """``version`` (a torch's local label ignored) inside the range ``spec`` (the recipe checker
     has refused a bad one)."""
     from rocmbuild.core.pep508 import simple_contains  # the requirement checks only
@@ -96,12 +96,12 @@ def missing(plan: Plan, host: Host) -> list[str]:
             found = (f"torch {torch.version}, a {torch.kind.upper()} build" if torch.version
                      else "no torch")
             out.append(f"a ROCm build of torch {spec}".rstrip() + f" (found {found})")
-        elif name in ("torch", "rocm-torch") and spec and not _within(torch.version, spec):
+        elif name in ("torch", "rocm-torch") and spec and not within(torch.version, spec):
             out.append(f"{'a ROCm ' if name == 'rocm-torch' else ''}torch {spec} (found torch "
                        f"{torch.version})" + _why(plan))
         elif name == "rocm-sdk":
             in_range = root is not None and root.kind == "rocm" and bool(root.version) and (
-                not spec or _within(root.version, spec))
+                not spec or within(root.version, spec))
             if root is not None and root.unusable:
                 continue  # said above
             if not in_range or not (root and root.has_hipcc):
@@ -114,7 +114,7 @@ def missing(plan: Plan, host: Host) -> list[str]:
                         "" if root.has_hipcc else " without bin/hipcc")
                 out.append(f"a ROCm SDK {spec or ''}".rstrip() + f" with hipcc (found {found})"
                            + (_why(plan) if spec and root is not None and root.version
-                              and not _within(root.version, spec) else ""))
+                              and not within(root.version, spec) else ""))
         elif name == "hip-compiler" and plan.rocm.compiler is None:
             out.append("a HIP compiler (run scripts/install-hip-toolchain.sh or set "
                        "ROCMBUILD_HIP_COMPILER)")

@@ -32,8 +32,9 @@ from rocmbuild.core import gfx, log
 from rocmbuild.core.config import Workspace
 from rocmbuild.core.errors import BuildError, PublishError, ToolchainError, UsageError
 from rocmbuild.core.log import escape
+from rocmbuild.core.pep508 import major_minor
 from rocmbuild.host.detect import Host
-from rocmbuild.pipeline import planning
+from rocmbuild.pipeline import planning, requirements
 from rocmbuild.recipe import render
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.recipe.stack import Member, Stack
@@ -99,23 +100,24 @@ def plan_stack(stack: Stack, arch: str, host: Host, cache: Path, jobs: int | Non
             raise ToolchainError(f"{stack.path.name}: torch.requires: {stack.torch_requires}, "
                                  "but this Python has no torch",
                                  hint="install the torch the stack is built against here")
-        from packaging.specifiers import SpecifierSet
         from packaging.version import InvalidVersion, Version
 
         try:
-            public = Version(torch).public
+            Version(torch)
         except InvalidVersion:
             raise ToolchainError(f"the host's torch version {torch[:60]!r} is not a version",
                                  hint="check the torch installed here (or the --host file)"
                                  ) from None
-        if public not in SpecifierSet(stack.torch_requires):
+        if not requirements.within(torch, stack.torch_requires):
             raise ToolchainError(f"{stack.path.name}: torch.requires: the host's torch {torch} "
                                  f"is not {stack.torch_requires}",
                                  hint="build the stack with a torch in that range")
     plans = tuple(MemberPlan(m, planning.plan_for(m.recipe, target(m, arch, jobs, rocm_version),
                                                   host, cache))
                   for m in stack.all_members)
-    return StackPlan(stack, plans[0].plan.archs, torch, plans)
+    # the stack's archs: a member's that has any (an arch-independent one has none)
+    archs = next((p.plan.archs for p in plans if p.plan.archs), ())
+    return StackPlan(stack, archs, torch, plans)
 
 
 # ----------------------------------------------------------------------------- the mix check
@@ -142,10 +144,6 @@ def _torch_of(w: WheelInfo) -> tuple[str | None, bool | None, str | None, bool |
             m[1] if m else None, (m[2] == "true") if m else None)
 
 
-def _mm(version: str) -> str:
-    return ".".join(version.split("+", 1)[0].split(".")[:2])
-
-
 def _abi(flag: bool | None) -> str:
     return "" if flag is None else f", cxx11abi {'true' if flag else 'false'}"
 
@@ -167,7 +165,7 @@ def mix_problems(stack: str, torch: str, torch_where: str, built: Sequence[Built
         other = None
         if version is not None and version != torch:
             other = f"torch {version}{_abi(abi)}"
-        elif label_mm is not None and label_mm != _mm(torch):
+        elif label_mm is not None and label_mm != major_minor(torch):
             other = f"torch {label_mm} (its label {b.wheel.version.local}){_abi(abi)}"
         elif abi is not None and ref_abi is not None and abi != ref_abi:
             other = f"torch {version or label_mm}{_abi(abi)}"
@@ -283,7 +281,7 @@ def stage_url(pub: Publishing) -> tuple[Path, str]:
     user or password is refused: the lock files are public)."""
     from urllib.parse import urlsplit
 
-    from rocmbuild.publish.static_index import StaticIndex
+    from rocmbuild.publish.static_index import check_stage_name
     from rocmbuild.publish.target import parse_index
 
     target = parse_index(pub.index, pub.index_from)
@@ -291,7 +289,7 @@ def stage_url(pub: Publishing) -> tuple[Path, str]:
         raise PublishError(f"{pub.index_from}: a stack is published to a directory index (its "
                            "lock files are written in the same transaction)",
                            hint="give a directory, served by any web server")
-    StaticIndex(target.path).stage_path(pub.stage)  # checks the stage name
+    check_stage_name(pub.stage)
     if not pub.url:
         return target.path, f"{target.path.absolute().as_uri()}/{pub.stage}/"
     try:

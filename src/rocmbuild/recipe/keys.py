@@ -23,9 +23,9 @@ from rocmbuild.host.components import COMPONENTS
 SCHEMA_VERSION = 1
 
 BACKENDS = ("pip-wheel", "cmake")
+"""Values of build.backend (documented on ``Recipe.backend``)."""
 CMAKE_WHEELS = ("install", "pip-wheel")
 """Values of build.cmake_wheel (documented on ``Recipe.cmake_wheel``)."""
-"""Values of build.backend (documented on ``Recipe.backend``)."""
 
 UNIT_COUNTS = ("auto", "ninja", "ck-fmha", "ck-fmha-targets", "none")
 """Values of build.unit_count (documented on ``Recipe.unit_count``)."""

@@ -38,16 +38,27 @@ from rocmbuild.validate.model import (
 )
 
 
-def _audit(path: Path, archs: Sequence[str], device: bool = True) -> Step:
-    """The code-object audit for ``archs``; ``device=False`` (rocmbuild.json says rocm_runtime
-    none): that no member carries device code, whatever the archs."""
+def _audit_once(path: Path, archs: Sequence[str], device: bool
+                ) -> tuple[audit.WheelAudit | None, str]:
+    """The code-object audit of ``path`` for ``archs`` (the one audit of a wheel here: the
+    audit step and the import step's device-code libraries both read it), or None and why it
+    raised."""
+    try:
+        return audit.audit_wheel(path, archs, device=device), ""
+    except Exception as exc:  # noqa: BLE001 - an audit crash is a failed audit with its text
+        return None, f"audit raised {type(exc).__name__}: {exc}"
+
+
+def _audit(found: audit.WheelAudit | None, crash: str, archs: Sequence[str],
+           device: bool = True) -> Step:
+    """The audit step for ``archs``; ``device=False`` (rocmbuild.json says rocm_runtime none):
+    that no member carries device code, whatever the archs."""
     if not archs and device:
         return Step(Status.SKIPPED, "no archs: pass --arch or validate a wheel with rocmbuild.json")
-    try:
-        a = audit.audit_wheel(path, archs, device=device)
-    except Exception as exc:  # noqa: BLE001 - an audit crash is a failed audit with its text
-        return Step(Status.FAILED, f"audit raised {type(exc).__name__}: {exc}")
-    return Step(Status.SUCCESS if a.ok else Status.FAILED, "; ".join(a.problems), a.to_json())
+    if found is None:
+        return Step(Status.FAILED, crash)
+    return Step(Status.SUCCESS if found.ok else Status.FAILED, "; ".join(found.problems),
+                found.to_json())
 
 
 def _runtime_env(infos: Sequence[WheelInfo]) -> dict[str, str]:
@@ -152,11 +163,10 @@ def _guard_step(w: WheelInfo, env_torch: Mapping[str, Any] | None) -> Step:
     return Step(Status.SUCCESS, "torch version, HIP and C++ ABI match", g.checked)
 
 
-def _device_libs(path: Path) -> list[str]:
-    """The file names of the wheel's shared libraries that carry HIP device code."""
-    try:
-        found = audit.audit_wheel(path, [])
-    except Exception:  # noqa: BLE001 - the audit step reports an unreadable wheel
+def _device_libs(found: audit.WheelAudit | None) -> list[str]:
+    """The file names of the wheel's shared libraries that carry HIP device code (none when the
+    audit raised: the audit step reports that)."""
+    if found is None:
         return []
     return sorted({o.name.rsplit("/", 1)[-1] for o in found.objects if o.archs})
 
@@ -272,15 +282,17 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
         for w in infos:
             s = steps[w.path] = {"install": _install_step(installed, out, venv)}
             s["guard"] = _guard_step(w, env_torch)
+            want = list(archs) or list((w.provenance or {}).get("archs") or [])
+            runtime = (w.provenance or {}).get("rocm_runtime")
+            device = not (isinstance(runtime, dict) and runtime.get("mode") == "none")
+            found, crash = (_audit_once(w.path, want, device)
+                            if w.native or want or not device else (None, ""))
             s["import"] = _import_step(w, installed, probe["imports"], s["guard"],
                                        probe.get("mapped"), env_torch,
-                                       _device_libs(w.path) if w.native else ())
-            want = list(archs) or list((w.provenance or {}).get("archs") or [])
+                                       _device_libs(found) if w.native else ())
             if want:
                 log.step(f"auditing {w.path.name} for {', '.join(want)}")
-            runtime = (w.provenance or {}).get("rocm_runtime")
-            s["audit"] = _audit(w.path, want, not (isinstance(runtime, dict)
-                                                  and runtime.get("mode") == "none"))
+            s["audit"] = _audit(found, crash, want, device)
 
         if not opts.kernels:
             kernels = KernelsSummary(Status.SKIPPED, "--no-kernels")

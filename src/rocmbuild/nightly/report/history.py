@@ -15,7 +15,7 @@ from typing import Any
 
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core import untrusted
-from rocmbuild.nightly.model import CELL_ID, RUN_ID, VALIDATION, CellOutcome, End, RunReport
+from rocmbuild.nightly.model import CELL_ID, RUN_ID, CellOutcome, End, RunReport, validation_of
 from rocmbuild.nightly.report.fmt import one_line
 
 REPORT = "report.json"
@@ -106,14 +106,9 @@ def parse_outcome(d: object) -> CellOutcome:
         exit_code=_get(d, "exit_code", int, None, optional=True),
         log=safe_log(_get(d, "log", str, "")) or "",
         promoted=_get(d, "promoted", bool, False),
-        validation=_validation(_get(d, "validation", str, "")),
+        validation=validation_of(_get(d, "validation", str, "")),
     )
 
-
-def _validation(v: str) -> str:
-    if v not in VALIDATION:
-        raise ValueError(f"validation: {v[:40]!r} is not one of {', '.join(VALIDATION[1:])}")
-    return v
 
 
 def _float_or_none(v: float | int | None) -> float | None:

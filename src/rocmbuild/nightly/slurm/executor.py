@@ -36,6 +36,7 @@ from rocmbuild.artifacts.results import Status
 from rocmbuild.core import log, run
 from rocmbuild.core.errors import CommandFailed, ToolchainError, UsageError
 from rocmbuild.core.fsutil import write_atomic
+from rocmbuild.nightly import pending
 from rocmbuild.nightly.model import CELL_ID, CellOutcome, End, Task
 from rocmbuild.nightly.slurm.outcome import outcome, read_result
 from rocmbuild.nightly.slurm.settings import Shape, SlurmSettings, shape_of
@@ -272,8 +273,9 @@ def validated(built: CellOutcome, v: SubmittedCell, rec: TaskRecord | None,
     if result is None or result.validation not in ("passed", "failed"):
         state = rec.state if rec is not None else "unknown to Slurm"
         why = result.reason if result is not None else f"wrote no result ({state})"
-        return replace(built, reason=f"{built.reason.split(', NOT VALIDATED')[0]}, NOT "
-                       f"VALIDATED (pending): validation task {v.job_id}_{v.task_index}: "
+        return replace(built, reason=f"{pending.built_part(built.reason)}"
+                       f"{pending.NOT_VALIDATED} (pending): validation task "
+                       f"{v.job_id}_{v.task_index}: "
                        f"{why}; validate it on a host that can: rocmbuild nightly "
                        "--validate-pending"[:500])
     return replace(built, validation=result.validation,
@@ -281,7 +283,7 @@ def validated(built: CellOutcome, v: SubmittedCell, rec: TaskRecord | None,
                    end=End.FAILED if result.validation == "failed" else built.end,
                    exit_code=result.exit_code if result.validation == "failed"
                    else built.exit_code, tflops=result.tflops,
-                   reason=f"{built.reason.split(', NOT VALIDATED')[0]}; {result.reason}"[:500])
+                   reason=f"{pending.built_part(built.reason)}; {result.reason}"[:500])
 
 
 # -- the batch script ---------------------------------------------------------------------

@@ -12,7 +12,7 @@ from typing import Any
 
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core import untrusted
-from rocmbuild.nightly.model import VALIDATION, CellOutcome, End
+from rocmbuild.nightly.model import CellOutcome, End, validation_of
 from rocmbuild.nightly.slurm.status import TaskRecord
 from rocmbuild.nightly.slurm.submission import SubmittedCell
 
@@ -95,14 +95,9 @@ def outcome_from_json(data: Mapping[str, Any]) -> CellOutcome:
         exit_code=_num(data, "exit_code", True),
         log=_opt(data, "log", str) or "",
         promoted=bool(_opt(data, "promoted", bool)),
-        validation=_validation(_opt(data, "validation", str) or ""),
+        validation=validation_of(_opt(data, "validation", str) or ""),
     )
 
-
-def _validation(v: str) -> str:
-    if v not in VALIDATION:
-        raise ValueError(f"validation {v[:40]!r} is not one of {', '.join(VALIDATION[1:])}")
-    return v
 
 
 def _slurm_reason(c: SubmittedCell, rec: TaskRecord) -> str:
