@@ -38,7 +38,10 @@ VERSION=7.2.4
 # the -dev packages a HIP library build needs (+ their -dev dependencies)
 DEV=(libamdhip64-dev libamd-comgr-dev libhsa-runtime-dev rocm-device-libs-22 libhipblas-dev
      libhipblas-common-dev libhipblaslt-dev libhiprand-dev librocrand-dev librocblas-dev
-     libhipcub-dev librocprim-dev librocm-core-dev)
+     libhipcub-dev librocprim-dev librocm-core-dev
+     # torch's own HIP headers (ATen/hip, c10/hip: scripts/install-build-only-torch.sh) include
+     # thrust/complex.h and the hipSPARSE / hipSOLVER headers
+     librocthrust-dev libhipsparse-dev libhipsolver-dev librocsparse-dev librocsolver-dev)
 # runtime libraries small enough to take always (real files for NEEDED and bundling)
 RUNTIME=(libamdhip64-7 libhiprtc7 libhiprtc-builtins7 libamd-comgr3 libhsa-runtime64-1
          libhipblas3 libhiprand1 libroctx64-4 librocm-core1)

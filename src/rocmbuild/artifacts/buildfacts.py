@@ -21,10 +21,12 @@ class TorchBuild:
     hip: str | None = None
     cuda: str | None = None
     cxx11_abi: bool | None = None
+    build_only: bool = False
+    """A build-only ROCm torch (scripts/install-build-only-torch.sh): the wheel cannot load."""
 
     def to_json(self) -> dict[str, Any]:
         return {"version": self.version, "hip": self.hip, "cuda": self.cuda,
-                "cxx11_abi": self.cxx11_abi}
+                "cxx11_abi": self.cxx11_abi, **({"build_only": True} if self.build_only else {})}
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,12 @@ between the two, as ``torch<major>.<minor>.cxx11abi<true|false>``:
 lower-case form pip normalises a label to, so the wheel's file name is the one an index lists.
 A wheel without device code (build.rocm_runtime = "none") has neither the ROCm nor the gfx part:
 ``torch2.13.cxx11abitrue``, or no label at all.
+
+Two marks follow the torch part on a wheel that must never reach a user: ``buildonly`` (compiled
+against a build-only ROCm torch: scripts/install-build-only-torch.sh) and ``partial`` (an
+option value that builds only part of the project, ``[options.<name>] partial``):
+``rocm7.2.torch2.13.cxx11abitrue.buildonly.partial.gfx942``. Publishing refuses both
+(``UNPUBLISHABLE_MARKS``).
 """
 
 from __future__ import annotations
@@ -28,11 +34,23 @@ def torch_part(version: str, cxx11_abi: bool) -> str:
     return f"torch{mm}.cxx11abi{'true' if cxx11_abi else 'false'}"
 
 
+BUILD_ONLY = "buildonly"
+PARTIAL = "partial"
+UNPUBLISHABLE_MARKS = (BUILD_ONLY, PARTIAL)
+
+
 def local(rocm_version: str, archs: Sequence[str], torch: str = "", *,
-          device: bool = True) -> str:
-    """``rocm<version>[.<torch part>].<gfx>...`` (archs as plain names, repeats dropped).
-    ``device=False`` (build.rocm_runtime = "none": no device code, no ROCm needed): the torch
-    part alone, or "" (no local label at all)."""
+          device: bool = True, marks: Sequence[str] = ()) -> str:
+    """``rocm<version>[.<torch part>][.<marks>].<gfx>...`` (archs as plain names, repeats
+    dropped). ``device=False`` (build.rocm_runtime = "none": no device code, no ROCm needed):
+    the torch part and marks alone, or "" (no local label at all)."""
     if not device:
-        return torch
-    return ".".join([f"rocm{rocm_version}", *([torch] if torch else []), *arch.names(archs)])
+        return ".".join([*([torch] if torch else []), *marks])
+    return ".".join([f"rocm{rocm_version}", *([torch] if torch else []), *marks,
+                     *arch.names(archs)])
+
+
+def marks_of(local_label: str) -> list[str]:
+    """The unpublishable marks a local label carries (``UNPUBLISHABLE_MARKS``)."""
+    parts = local_label.lower().split(".")
+    return [m for m in UNPUBLISHABLE_MARKS if m in parts]

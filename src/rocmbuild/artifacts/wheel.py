@@ -231,3 +231,32 @@ def _top_level(names: list[str]) -> list[str]:
         elif ".so" in n:
             top.add(n.split(".")[0])
     return sorted(top)
+
+
+def unpublishable(info: WheelInfo) -> list[str]:
+    """Why ``info`` must never reach an index or a user: its provenance's ``unpublishable``
+    reasons (the tag stage writes them: a build-only ROCm torch, a partial build) and the marks
+    its local label carries (``label.UNPUBLISHABLE_MARKS``; a wheel whose provenance was
+    stripped keeps them in its name). Empty: nothing known against it."""
+    from rocmbuild.artifacts.label import marks_of
+
+    why: list[str] = []
+    given = (info.provenance or {}).get("unpublishable")
+    if given is not None:
+        items = given if isinstance(given, list) else [given]
+        why += [i if isinstance(i, str) and i else "rocmbuild.json: unpublishable (unreadable)"
+                for i in items]
+    marks = marks_of(info.version.local or "")
+    if marks and not why:
+        why.append(f"its label says {' and '.join(marks)}")
+    return why
+
+
+def built_build_only(info: WheelInfo) -> bool:
+    """Compiled against a build-only ROCm torch (provenance ``torch.build_only`` or the label's
+    ``buildonly`` mark): it links against stub HIP libraries and can never be imported."""
+    from rocmbuild.artifacts.label import BUILD_ONLY, marks_of
+
+    torch = (info.provenance or {}).get("torch")
+    return ((isinstance(torch, dict) and torch.get("build_only") is True)
+            or BUILD_ONLY in marks_of(info.version.local or ""))

@@ -74,7 +74,9 @@ class Host:
             "platform": self.platform,
             "torch": {"version": self.torch.version, "hip": self.torch.hip,
                       "rocm": self.torch.rocm, "cuda": self.torch.cuda,
-                      "location": self.torch.location},
+                      "location": self.torch.location,
+                      **({"build_only_sdk": self.torch.build_only_sdk}
+                         if self.torch.build_only_sdk else {})},
             "rocm_root": None if self.rocm_root is None else _root_json(self.rocm_root),
             "compiler": None if self.compiler is None else self.compiler.to_json(),
             "compiler_error": self.compiler_error,
@@ -201,7 +203,8 @@ def from_json(data: Any, origin: str) -> Host:
     torch = toolchain.TorchInfo(r.text(t, "version", "torch."), r.opt_text(t, "hip", "torch."),
                                 r.opt_text(t, "cuda", "torch."),
                                 r.opt_text(t, "location", "torch.") or "",
-                                r.opt_text(t, "rocm", "torch."))  # absent before ROCm 10 support
+                                r.opt_text(t, "rocm", "torch."),  # absent before ROCm 10
+                                r.opt_text(t, "build_only_sdk", "torch.") or "")
     rr = r.table(data, "rocm_root", optional=True)
     root = None
     if rr is not None:

@@ -86,6 +86,11 @@ class TorchInfo:
     location: str = ""  # the torch package directory
     rocm: str | None = None
     """torch.version.rocm ("10.1.0"; torch >= 2.10 has the field), None when absent."""
+    build_only_sdk: str = ""
+    """A build-only ROCm torch (scripts/install-build-only-torch.sh: the CPU wheel with torch's
+    own hipify of its CUDA headers and link stubs for its HIP libraries, BUILD_ONLY_MARKER in
+    the package): the SDK root it was made against, whose hipcc it brings (its ROCM_HOME for
+    cpp_extension). "": a torch as its wheel made it. Nothing built against it can load."""
 
     @property
     def kind(self) -> str:
@@ -116,6 +121,30 @@ class TorchInfo:
         if major_minor(self.rocm or ""):
             return f"torch.version.rocm {self.rocm}"
         return f"torch.version.hip {self.hip} (no torch.version.rocm: HIP = ROCm before ROCm 10)"
+
+
+BUILD_ONLY_MARKER = "_rocmbuild_build_only.json"
+"""In a build-only ROCm torch's package directory: what scripts/build_only_torch.py made."""
+BUILD_ONLY_MAX_BYTES = 1 << 20
+
+
+def build_only_sdk(torch_dir: Path) -> str:
+    """The SDK root of the build-only torch in ``torch_dir`` ("" when it is not one). The marker
+    is untrusted: a link, a non-regular or over-large file, bad JSON or a missing ``sdk`` is a
+    one-line ToolchainError naming it."""
+    marker = torch_dir / BUILD_ONLY_MARKER
+    if not os.path.lexists(marker):
+        return ""
+    hint = "run scripts/install-build-only-torch.sh again (it reinstalls torch from its wheel)"
+    try:
+        data = untrusted.read_json(marker, BUILD_ONLY_MAX_BYTES)
+        sdk = untrusted.text(untrusted.obj(data, "(top level)").get("sdk"), "sdk")
+    except (OSError, ValueError) as exc:
+        raise ToolchainError(f"{marker}: {getattr(exc, 'strerror', None) or exc}",
+                             hint=hint) from None
+    if not sdk:
+        raise ToolchainError(f"{marker}: sdk: empty", hint=hint)
+    return sdk
 
 
 _HINT = "reinstall ROCm there, or point --rocm-path / ROCM_PATH at another ROCm root"
@@ -426,7 +455,7 @@ def torch_info(site_paths: list[str] | None = None) -> TorchInfo:
             m = re.search(rf"^{key}\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
             fields[key] = m.group(1) if m else None
     return TorchInfo(found[1], fields["hip"], fields["cuda"], str(version_py.parent),
-                     fields["rocm"])
+                     fields["rocm"], build_only_sdk(version_py.parent))
 
 
 def dist_version(name: str) -> str | None:

@@ -466,5 +466,13 @@ def _torch_check(t: toolchain.TorchInfo, root: toolchain.RocmRoot | None) -> Che
                      "use the ROCm that matches torch (ROCM_PATH) or the torch that matches ROCm",
                      data={"torch": info})
     rocm = f"ROCm {t.rocm}, " if t.rocm else ""
+    if t.build_only_sdk:
+        info["build_only_sdk"] = t.build_only_sdk
+        return Check("torch", "warn", f"torch {t.version} is a build-only ROCm torch ({rocm}HIP "
+                     f"{t.hip or '?'}, made against {t.build_only_sdk}): extensions compile and "
+                     "link against it, but nothing built here can load, and its wheels are "
+                     "never validated or published",
+                     "install a real ROCm torch on a ROCm host to build wheels for users",
+                     data={"torch": info})
     return Check("torch", "ok", f"torch {t.version} is a ROCm build ({rocm}HIP {t.hip or '?'})",
                  data={"torch": info})

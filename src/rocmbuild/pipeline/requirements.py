@@ -4,12 +4,14 @@ and the nightly all judge with these three."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 from rocmbuild.core.errors import ToolchainError
 from rocmbuild.core.pep508 import major_minor
 from rocmbuild.host import components
 from rocmbuild.host.detect import Host
+from rocmbuild.host.toolchain import RocmRoot, TorchInfo
 from rocmbuild.recipe.plan import Plan
 
 
@@ -76,6 +78,15 @@ def torch_sdk_mismatch(plan: Plan, host: Host) -> str | None:
             "compiler flags)")
 
 
+def hipcc_for(root: RocmRoot, torch: TorchInfo) -> bool:
+    """Whether extensions get a hipcc for ``root``: its own bin/hipcc, or the one a build-only
+    ROCm torch made against exactly this SDK tree brings (its ROCM_HOME for cpp_extension;
+    scripts/install-build-only-torch.sh)."""
+    return root.has_hipcc or (bool(torch.build_only_sdk)
+                              and os.path.realpath(torch.build_only_sdk)
+                              == os.path.realpath(root.path))
+
+
 def missing(plan: Plan, host: Host) -> list[str]:
     """What the host lacks for this plan, each as a short phrase (the requirement checks, and
     pep508 with them, are not needed to detect a host: a hit served by a memo skips them)."""
@@ -104,14 +115,14 @@ def missing(plan: Plan, host: Host) -> list[str]:
                 not spec or within(root.version, spec))
             if root is not None and root.unusable:
                 continue  # said above
-            if not in_range or not (root and root.has_hipcc):
+            if not in_range or not (root and hipcc_for(root, torch)):
                 if root is None:
                     found = "none"
                 elif root.kind == "debian":
                     found = f"only Debian's HIP {root.version} headers under {root.path}"
                 else:
                     found = f"ROCm {root.version or '?'} at {root.path} ({root.where})" + (
-                        "" if root.has_hipcc else " without bin/hipcc")
+                        "" if hipcc_for(root, torch) else " without bin/hipcc")
                 out.append(f"a ROCm SDK {spec or ''}".rstrip() + f" with hipcc (found {found})"
                            + (_why(plan) if spec and root is not None and root.version
                               and not within(root.version, spec) else ""))

@@ -20,7 +20,12 @@ from typing import Any
 from rocmbuild.core import fsutil
 from rocmbuild.core.errors import PublishError, UsageError
 from rocmbuild.publish import upload as _upload
-from rocmbuild.publish.checks import check_not_broken, check_project_name, read_wheel_for_publish
+from rocmbuild.publish.checks import (
+    check_not_broken,
+    check_project_name,
+    check_publishable,
+    read_wheel_for_publish,
+)
 from rocmbuild.publish.static_index import DEFAULT_STAGE, Change, StaticIndex, check_stage_name
 from rocmbuild.publish.target import IndexTarget, parse_index, parse_server_url, redact
 from rocmbuild.publish.upload import Credentials, UploadResult
@@ -102,6 +107,7 @@ def publish(wheels: Sequence[Path], options: PublishOptions,
         if options.simple_url else None
     )
     infos = [read_wheel_for_publish(Path(w)) for w in wheels]
+    check_publishable(infos)
     if options.broken_dir is not None:
         check_not_broken(infos, options.broken_dir)
     if target.url is not None:

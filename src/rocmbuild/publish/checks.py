@@ -12,7 +12,7 @@ from packaging.tags import Tag
 from packaging.utils import BuildTag, InvalidWheelFilename, NormalizedName, parse_wheel_filename
 from packaging.version import Version
 
-from rocmbuild.artifacts.wheel import WheelFormatError, WheelInfo, read_wheel
+from rocmbuild.artifacts.wheel import WheelFormatError, WheelInfo, read_wheel, unpublishable
 from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import PublishError, UsageError
 
@@ -112,3 +112,16 @@ def check_not_broken(wheels: Sequence[WheelInfo], broken_dir: Path) -> None:
                     f"{w.path}: failed validation (same sha256 {digest} as {bad})",
                     hint="fix and rebuild it; wheels in the broken dir are never published",
                 )
+
+
+def check_publishable(wheels: Sequence[WheelInfo]) -> None:
+    """Refuse a wheel that must never reach a user (``wheel.unpublishable``: built against a
+    build-only ROCm torch, a partial build), one line with the first reason."""
+    for w in wheels:
+        why = unpublishable(w)
+        if why:
+            raise PublishError(
+                f"{w.path.name}: never published: {why[0]}",
+                hint="build it on a ROCm host with a real ROCm torch (and without a partial "
+                "option) to publish it",
+            )

@@ -50,6 +50,7 @@ from rocmbuild.publish.checks import (
     Identity,
     check_not_broken,
     check_project_name,
+    check_publishable,
     read_wheel_for_publish,
 )
 from rocmbuild.publish.generation import link_or_copy, link_tree, read_json, write, write_pages
@@ -400,6 +401,7 @@ class StaticIndex:
                     hint=f"see {self.root / src / 'simple' / name / 'index.html'}",
                 )
             infos = [read_wheel_for_publish(src_gen / "files" / f["filename"]) for f in entries]
+            check_publishable(infos)
             if broken_dir is not None:
                 check_not_broken(infos, broken_dir)
             change, todo = self._plan(dst, infos)

@@ -210,6 +210,9 @@ class Plan:
     options: tuple[tuple[str, str], ...] = ()
     """The recipe's [options] that apply to this variant, with their values (the default or
     ``--opt``), by name; each also sets its variable in ``env``."""
+    partial: tuple[str, ...] = ()
+    """``name=value`` of each option whose value builds only part of the project
+    (``[options.<name>] partial``): the wheel is labelled ``partial`` and never published."""
     unit_count: str = ""
     """build.unit_count: how ``plan --units`` counts compile units ("": not counted)."""
     unit_configure: tuple[str, ...] = ()
@@ -248,13 +251,16 @@ class Plan:
         return uses_torch(self.host_requires, self.python_requires, self.build_env,
                           self.label_torch)
 
-    def label(self, torch_part: str = "") -> str:
+    def label(self, torch_part: str = "", build_only: bool = False) -> str:
         """The wheel's local label, the one place it is made (``label.local``):
-        ``rocm<X.Y>[.<torch part>].<gfx>...``. The tag stage passes the torch part
-        (``label.torch_part``) when the recipe says ``target.label_torch``: known only once the
-        build imported its torch."""
+        ``rocm<X.Y>[.<torch part>][.buildonly][.partial].<gfx>...``. The tag stage passes the
+        torch part (``label.torch_part``) when the recipe says ``target.label_torch``, and
+        ``build_only`` when that torch is a build-only ROCm torch: known only once the build
+        imported its torch. ``partial``: an option value that builds part of the project."""
+        marks = [*([label.BUILD_ONLY] if build_only else []),
+                 *([label.PARTIAL] if self.partial else [])]
         return label.local(self.rocm.version, self.archs, torch_part,
-                           device=self.runtime.device_code)
+                           device=self.runtime.device_code, marks=marks)
 
     @property
     def local_version(self) -> str:

@@ -386,6 +386,12 @@ class Option:
         "sources_reason", "string", "Why the other sources do not honour it (the refusal's "
         "hint).", '"the fork\'s setup.py never passes OPT_DIM to generate.py"', default="",
     )
+    partial: tuple[str, ...] = toml(
+        "partial", "strings",
+        "Values that build only part of the project (a smoke build of a few kernels): the "
+        "wheel's label gets ``partial``, its provenance says why, and publishing refuses it.",
+        '["smoke"]', default=(), default_text="`[]`: every value builds the whole project",
+    )
 
     def honoured_by(self, variant: str, source: str) -> bool:
         """Whether a plan of ``variant`` from ``source`` sets this option's variable."""

@@ -37,13 +37,15 @@ from rocmbuild.core.log import redact
 from rocmbuild.core.run import no_network
 from rocmbuild.core.run import run as sh
 from rocmbuild.host.detect import Host
+from rocmbuild.host.toolchain import BUILD_ONLY_MARKER
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.stages.context import Context, build_child, need, source_date_epoch
 
 _TORCH_PROBE = (
-    "import json, torch; print(json.dumps({'version': torch.__version__, "
+    "import json, os, torch; print(json.dumps({'version': torch.__version__, "
     "'hip': torch.version.hip, 'cuda': torch.version.cuda, "
-    "'cxx11_abi': bool(torch._C._GLIBCXX_USE_CXX11_ABI)}))"
+    "'cxx11_abi': bool(torch._C._GLIBCXX_USE_CXX11_ABI), 'build_only': os.path.lexists("
+    f"os.path.join(os.path.dirname(torch.__file__), {BUILD_ONLY_MARKER!r}))}}))"
 )
 
 
@@ -54,7 +56,7 @@ def torch_facts(host: Host, log_path: Path, python: str = sys.executable,
     info = host.torch
     if not info.version:
         return TorchBuild()
-    fallback = TorchBuild(info.version, info.hip, info.cuda)
+    fallback = TorchBuild(info.version, info.hip, info.cuda, build_only=bool(info.build_only_sdk))
     try:
         res = sh([python, "-c", _TORCH_PROBE], capture=True, log_path=log_path, env=env)
         facts = untrusted.loads(res.output.strip().splitlines()[-1])  # torch's import may print
@@ -69,7 +71,8 @@ def torch_facts(host: Host, log_path: Path, python: str = sys.executable,
         return v if isinstance(v, str) and v and len(v) <= 200 else None
 
     return TorchBuild(text("version") or info.version, text("hip"), text("cuda"),
-                      abi if isinstance(abi, bool) else None)
+                      abi if isinstance(abi, bool) else None,
+                      facts.get("build_only") is True or fallback.build_only)
 
 
 def package_prefix(prefix: Path, out_dir: Path, name: str, version: str) -> Path:

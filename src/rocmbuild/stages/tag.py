@@ -117,9 +117,11 @@ def _set_header(text: bytes, key: str, value: str) -> bytes:
 
 def local_label(plan: Plan, torch: TorchBuild | None, torch_log: Path) -> str:
     """The wheel's local label (``Plan.label``), with the build's torch in it when the recipe
-    says ``target.label_torch`` (known only now: the ABI flag needs an import of that torch)."""
+    says ``target.label_torch`` (known only now: the ABI flag needs an import of that torch),
+    and ``buildonly`` when that torch is a build-only ROCm torch."""
+    build_only = torch is not None and torch.build_only
     if not plan.label_torch:
-        return plan.label()
+        return plan.label(build_only=build_only)
     where = f"{plan.recipe_path.name}: target.label_torch"
     if torch is None or not torch.version or torch.cxx11_abi is None:
         raise BuildError(
@@ -133,7 +135,20 @@ def local_label(plan: Plan, torch: TorchBuild | None, torch_log: Path) -> str:
     except ValueError as exc:
         raise BuildError(f"{where}: {exc}",
                          hint="a torch version starts with major.minor, e.g. 2.9.1") from exc
-    return plan.label(part)
+    return plan.label(part, build_only=build_only)
+
+
+def unpublishable(plan: Plan, torch: TorchBuild | None) -> list[str]:
+    """Why this wheel must never reach an index or a user (provenance ``unpublishable``; the
+    label carries the marks): a build-only ROCm torch, a partial build."""
+    out = []
+    if torch is not None and torch.build_only:
+        out.append("built against a build-only ROCm torch (torch's own hipify of the CPU "
+                   "wheel's CUDA headers, link stubs for libc10_hip/libtorch_hip): it compiles "
+                   "and links, but cannot load, and was never run on AMD hardware")
+    if plan.partial:
+        out.append(f"partial: {', '.join(plan.partial)} builds only part of the project")
+    return out
 
 
 def rocm_requirement(version: str) -> str:
@@ -193,6 +208,7 @@ def provenance(plan: Plan, ctx: Context, epoch: int, local: str) -> dict[str, An
                          **({"arch_independent": True} if not plan.runtime.device_code else {}),
                          **(ctx.artifacts.bundle.to_json() if ctx.artifacts.bundle else {})},
         "plan": plan.inputs_json(),
+        **({"unpublishable": why} if (why := unpublishable(plan, ctx.artifacts.torch)) else {}),
     }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from rocmbuild import __version__
 from rocmbuild.artifacts import audit
 from rocmbuild.artifacts.results import Status
-from rocmbuild.artifacts.wheel import WheelInfo
+from rocmbuild.artifacts.wheel import WheelInfo, built_build_only
 from rocmbuild.cache import store as cache
 from rocmbuild.core import config, fsutil, log
 from rocmbuild.core.digest import sha256_file
@@ -252,6 +252,13 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
         report_path.parent.mkdir(parents=True, exist_ok=True)  # venv and the kernels
     baseline = baseline_cmp.load_baseline(opts.baseline) if opts.baseline else None
     infos = [inst.read_wheel(Path(w)) for w in wheels]
+    for w in infos:
+        if built_build_only(w):
+            raise ValidationError(
+                f"{w.path.name}: cannot be imported: it was compiled against a build-only ROCm "
+                "torch, whose libc10_hip and libtorch_hip are link stubs (it proves the build "
+                "compiles and links, nothing more)",
+                hint="build it on a ROCm host with a real ROCm torch, then validate that wheel")
     ws = config.workspace(opts.workdir)
     store_file = baseline_cmp.store_path(ws.root)
     store = (baseline_cmp.read_store(store_file)
