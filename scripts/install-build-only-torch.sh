@@ -66,7 +66,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 VENV=$(cd "$VENV" && pwd)
 stamp="$VENV/.rocmbuild-build-only"
-want="$(cat pyproject.toml scripts/install-build-only-torch.sh scripts/build_only_torch.py "$FACTS" \
+want="$(cat scripts/install-build-only-torch.sh scripts/build_only_torch.py "$FACTS" \
         | sha256sum | cut -c1-16) $SPEC"
 if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
   say "present in $VENV ($SPEC, build-only)"

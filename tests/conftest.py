@@ -38,6 +38,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.gpu)
         if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("heavy") and os.environ.get("ROCMBUILD_HEAVY") != "1":
+            item.add_marker(pytest.mark.skip(
+                reason="heavy: a real build too long for CI; run by hand with ROCMBUILD_HEAVY=1"))
     groups = xdist_groups(items)
     where_to = getattr(config, "workerinput", {}).get(GROUPS_DIR)
     if where_to:  # an xdist worker: hand the groups to the controller's scheduler (below)

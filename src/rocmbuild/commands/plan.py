@@ -77,7 +77,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print(plan: object, seen: dict[str, Any]) -> None:
-    from rocmbuild.artifacts import label
     from rocmbuild.core import log
     from rocmbuild.core.log import redact
     from rocmbuild.recipe.plan import Plan, display
@@ -129,8 +128,7 @@ def _print(plan: object, seen: dict[str, Any]) -> None:
           "variable is withheld)", markup=False)
     if plan.label_torch:
         mm = ".".join((plan.host.torch or "").split("+")[0].split(".")[:2]) or "<X.Y>"
-        shown = label.local(plan.rocm.version, plan.archs, f"torch{mm}.cxx11abi<true|false>",
-                            device=rt.device_code)
+        shown = plan.label(f"torch{mm}.cxx11abi<true|false>")
         p(f"label    +{shown} (target.label_torch: torch and its C++ ABI as the build "
           "imports them)", markup=False)
     if plan.hipify:

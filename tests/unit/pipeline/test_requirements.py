@@ -211,3 +211,19 @@ def test_docs_table_matches_the_code() -> None:
             for line in doc.splitlines() if line.startswith("| `")}
     for c in components.COMPONENTS.values():
         assert rows.get(c.name) == [c.apt, c.dnf], c.name
+
+
+def test_a_build_only_torch_brings_hipcc_for_its_own_sdk(tmp_path: Path) -> None:
+    """An SDK tree without bin/hipcc (Debian's packaging: scripts/install-rocm-sdk.sh) is an SDK
+    with hipcc for a build-only torch made against exactly that tree (it brings its own hipcc
+    as cpp_extension's ROCM_HOME), and for no other torch."""
+    root = make_rocm_root(tmp_path / "rocm", "7.0.2")
+    (root / "bin/hipcc").unlink()
+    torch = TorchInfo("2.13.0+cpu", "7.0.51831", None, rocm="7.0.2")
+    h = host_for(root, torch)
+    p = plan("flash-attn", h, "ck")
+    assert any("without bin/hipcc" in m for m in requirements.missing(p, h))
+    mine = replace(h, torch=replace(torch, build_only_sdk=str(root)))
+    assert requirements.missing(p, mine) == []
+    other = replace(h, torch=replace(torch, build_only_sdk=str(tmp_path / "other-sdk")))
+    assert any("without bin/hipcc" in m for m in requirements.missing(p, other))

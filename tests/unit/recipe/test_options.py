@@ -37,11 +37,12 @@ def test_flash_attn_opt_dim_reaches_env_key_and_provenance() -> None:
     flash = sdist
     default = flash()
     assert default.env["OPT_DIM"] == "32,64,128,256"
-    assert default.options == (("opt_dim", "32,64,128,256"),)
+    assert default.options == (("ck_units", "all"), ("opt_dim", "32,64,128,256"))
     only = flash(options=(("opt_dim", "128"),))
     assert only.env["OPT_DIM"] == "128" and only.env_key["OPT_DIM"] == "128"
-    assert only.to_json()["options"] == {"opt_dim": "128"}
-    assert only.inputs_json()["options"] == {"opt_dim": "128"}  # rocmbuild.json's plan
+    assert only.to_json()["options"] == {"ck_units": "all", "opt_dim": "128"}
+    # rocmbuild.json's plan
+    assert only.inputs_json()["options"] == {"ck_units": "all", "opt_dim": "128"}
     assert only.cache_key != default.cache_key
     # the default given explicitly is the same build
     assert flash(options=(("opt_dim", "32,64,128,256"),)).cache_key == default.cache_key
@@ -257,3 +258,20 @@ def test_object_outputs_are_the_compile_edges() -> None:
     assert units.UnitCount(6, "ninja", note="ninja, after configure").line() == \
         "compile units: 6 (ninja, after configure)"
 
+
+
+def test_a_partial_value_marks_the_plan_and_its_label() -> None:
+    """ck_units=smoke builds one kernel: the plan says partial, its label carries ``partial``
+    (publishing refuses such a wheel), the key differs; the default builds the whole project."""
+    whole = sdist()
+    smoke = sdist(options=(("ck_units", "smoke"),))
+    assert whole.partial == () and "partial" not in whole.label()
+    assert smoke.partial == ("ck_units=smoke",)
+    assert smoke.label() == "rocm6.2.partial.gfx942"
+    assert smoke.label("torch2.13.cxx11abitrue", build_only=True) == \
+        "rocm6.2.torch2.13.cxx11abitrue.buildonly.partial.gfx942"
+    assert smoke.env["ROCMBUILD_CK_UNITS"] == "smoke"
+    assert smoke.cache_key != whole.cache_key
+    assert [p.file.name for p in smoke.patches][-1] == "0003-ck-units-smoke-filter.patch"
+    with pytest.raises(UsageError, match="ck_units"):
+        sdist(options=(("ck_units", "some"),))
