@@ -147,7 +147,7 @@ def _pin_requirement(text: bytes, name: str, requirement: str) -> bytes:
 def torch_requirement(torch: TorchBuild | None) -> str:
     """``torch==2.13.*``: the torch release series an ABI-bound wheel was compiled against (torch's
     C++ ABI changes between minor releases; a patch release keeps it). "" when unknown."""
-    mm = major_minor(torch.version) if torch is not None else ""
+    mm = major_minor(torch.version) if torch is not None and torch.version else ""
     return f"torch=={mm}.*" if mm else ""
 
 
