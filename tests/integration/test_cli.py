@@ -102,9 +102,9 @@ def test_rocm_only_builds_stop_before_fetching(
     res = rocmbuild(*args, env=env)
     assert res.returncode == 10, res.stderr
     lines = [line for line in res.stderr.splitlines() if line.startswith("toolchain error:")]
-    # flash-attn (main, 2.8-fork) and pytorch (2.14, 2.13, 2.9) have release lines: none fits
-    # this host, and each says what it lacks, one error line per release line after the first
-    assert len(lines) == {"flash-attn": 3, "pytorch": 4}[args[0]], res.stderr
+    # flash-attn (main, 2.8.3, 2.8-fork) and pytorch (2.15, 2.14, 2.13, 2.9) have release lines:
+    # none fits this host, and each says what it lacks, one error line per line after the first
+    assert len(lines) == {"flash-attn": 4, "pytorch": 5}[args[0]], res.stderr
     for text in needs:
         assert text in lines[-1]
     assert "Traceback" not in res.stderr and "hint:" in res.stderr

@@ -25,10 +25,16 @@ CASES = {  # every release line with each variant it builds (the fixture host fi
     "flash-attn-fork-triton-gfx942": ["flash-attn", "--arch", "gfx942", "--variant", "triton",
                                       "--release", "2.8-fork"],
     "flash-attn-main-ck-gfx942": ["flash-attn", "--arch", "gfx942", "--release", "main"],
+    # the C++17 line for ROCm >= 7.1 with torch < 2.14: Dao-AILab 0e60e394, or the sdist
+    "flash-attn-2.8.3-ck-gfx942": ["flash-attn", "--arch", "gfx942", "--release", "2.8.3"],
+    "flash-attn-2.8.3-ck-pypi-gfx942": ["flash-attn", "--arch", "gfx942", "--release", "2.8.3",
+                                        "--source", "pypi"],
     # main's Triton backend: the aiter wheel first (depends), patch 0002, AITER_TRITON_ONLY=1
     "flash-attn-main-triton-gfx942": ["flash-attn", "--arch", "gfx942", "--release", "main",
                                       "--variant", "triton"],
     # --rocm-version: the line's ROCm (the fixture root is 6.2), so its AOTriton runtime shows
+    "pytorch-2.15-gfx942": ["pytorch", "--arch", "gfx942", "--release", "2.15",
+                            "--rocm-version", "7.14"],
     "pytorch-2.14-gfx942": ["pytorch", "--arch", "gfx942", "--release", "2.14",
                             "--rocm-version", "7.14"],
     "pytorch-2.13-gfx942": ["pytorch", "--arch", "gfx942", "--release", "2.13",
@@ -136,3 +142,88 @@ def test_deepspeed_cpu_ops_plan_is_arch_independent() -> None:
     out = text.stdout + text.stderr
     assert "archs=none (arch-independent) -> no local label" in out, out
     assert "runtime  none: no device code" in out
+
+
+HOSTS = Path(__file__).parents[1] / "fixtures/hosts"
+
+
+@pytest.mark.parametrize("saved", ["mi300x-rocm7.2-torch2.13", "mi300x-rocm7.1-torch2.13",
+                                   "mi300x-rocm10.0-torch2.13"])
+def test_flash_attn_ck_on_todays_torch_2_13_hosts(saved: str) -> None:
+    """Saved MI300X hosts (fixture files as `doctor --json` writes them: ROCm 7.2, 7.1 and 10.0,
+    the last reporting HIP 7.15 with torch.version.rocm 10.0.0, vLLM's ROCm base image; no ROCm
+    torch can exist here) with torch 2.13 get flash-attn's 2.8.3 line (C++17, the ROCm 7 fixes)
+    for CK, and nothing the build would stop on."""
+    res = rocmbuild("plan", "flash-attn", "--arch", "gfx942", "--host",
+                    str(HOSTS / f"{saved}.json"), "--json", env={"ROCM_PATH": "", "HIP_PATH": ""})
+    assert res.returncode == 0, res.stderr
+    assert "would stop" not in res.stderr and "lacks" not in res.stderr, res.stderr
+    plan = json.loads(res.stdout)
+    assert (plan["release"], plan["variant"]) == ("2.8.3", "ck")
+    assert plan["source"]["commit"].startswith("0e60e394") and plan["archs"] == ["gfx942"]
+    assert plan["env"]["GPU_ARCHS"] == "gfx942"
+
+
+def test_pytorch_2_15_on_a_rocm_7_14_host_checks_amd_smi(tmp_path: Path) -> None:
+    """ROCm 7.14 + torch 2.15 (a saved host): pytorch's 2.15 line, whose components include
+    amd_smi (LoadHIP.cmake requires it from 7.14); the same host without amd_smi is told so."""
+    saved = HOSTS / "mi300x-rocm7.14-torch2.15.json"
+    res = rocmbuild("plan", "pytorch", "--arch", "gfx942", "--host", str(saved), "--json",
+                    env={"ROCM_PATH": "", "HIP_PATH": ""})
+    assert res.returncode == 0, res.stderr
+    assert "would stop" not in res.stderr, res.stderr
+    plan = json.loads(res.stdout)
+    assert plan["release"] == "2.15" and plan["source"]["commit"].startswith("d0f2af8b")
+    assert {"amd_smi", "hipfile"} <= set(plan["rocm_components"])
+    doc = json.loads(saved.read_text())
+    doc["host"]["rocm_root"]["components"].remove("amd_smi")
+    lacking = tmp_path / "no-amd-smi.json"
+    lacking.write_text(json.dumps(doc))
+    res = rocmbuild("plan", "pytorch", "--arch", "gfx942", "--host", str(lacking),
+                    env={"ROCM_PATH": "", "HIP_PATH": ""})
+    assert res.returncode == 0, res.stderr
+    assert "amd_smi (apt amd-smi-lib / dnf amd-smi-lib)" in res.stderr
+    assert "would stop before fetching" in res.stderr
+
+
+STAND_IN = "0" * 64
+"""The ROCm/triton archive's sha256 while recipes/vllm.toml has none (it could not be read with
+this project's tools: docs/recipes/vllm.md); the plan of an unpinned download is refused, so
+the golden plan is rendered with this stand-in until the real one is recorded."""
+
+
+def test_vllm_plan_on_a_rocm_7_14_torch_2_14_host() -> None:
+    """vLLM 0.34.0 from its PyPI sdist for gfx942 on a saved ROCm 7.14 + torch 2.14 host: the
+    extensions' env (VLLM_TARGET_DEVICE, PYTORCH_ROCM_ARCH with plain names), the Rust frontend
+    off (option and patch 0001), triton_kernels from [[downloads]] into TRITON_KERNELS_SRC_DIR
+    (its python/triton_kernels/triton_kernels directory), hipfile checked from ROCm 7.14, and
+    nothing the host lacks. Rendered through pipeline.planning as `plan` does; the download's
+    sha256 is the stand-in only while the recipe has none."""
+    from dataclasses import replace
+
+    from rocmbuild.host.detect import from_json
+    from rocmbuild.pipeline import planning, requirements
+    from rocmbuild.recipe.load import load
+    from rocmbuild.recipe.render import Target
+    from rocmbuild.recipe.search import find_recipe
+
+    saved = HOSTS / "mi300x-rocm7.14-torch2.14.json"
+    host = from_json(json.loads(saved.read_text()), str(saved))
+    recipe = load(find_recipe("vllm"))
+    recipe = replace(recipe, downloads=tuple(replace(d, sha256=d.sha256 or STAND_IN)
+                                             for d in recipe.downloads))
+    plan = planning.plan(recipe, Target(arch="gfx942"), host)
+    assert requirements.missing(plan, host) == []
+    got = plan.to_json()
+    assert got["env"]["VLLM_TARGET_DEVICE"] == "rocm" and got["env"]["PYTORCH_ROCM_ARCH"] == \
+        "gfx942" and got["env"]["VLLM_REQUIRE_RUST_FRONTEND"] == "0"
+    (dl,) = got["downloads"]
+    assert (dl["env"], dl["subdir"]) == ("TRITON_KERNELS_SRC_DIR",
+                                         "python/triton_kernels/triton_kernels")
+    assert "hipfile" in got["rocm_components"] and plan.label_torch
+    for key in ("cache_key", "host", "rocm_root"):
+        got.pop(key, None)
+    path = GOLDEN / "vllm-gfx942.json"
+    if os.environ.get("ROCMBUILD_UPDATE_GOLDEN") == "1":
+        path.write_text(json.dumps(got, indent=2, sort_keys=True) + "\n")
+    assert got == json.loads(path.read_text())

@@ -83,7 +83,23 @@ COMPONENTS: dict[str, Component] = {c.name: c for c in (
     # PyTorch's LoadHIP.cmake requires it from ROCm 7.14 (find_package(hipfile)); the package
     # names follow AMD's -dev/-devel pattern and were not checked against repo.radeon.com.
     _c("hipfile", "hipFile (GPU direct storage I/O)", "hipfile-dev", "hipfile-devel"),
+    # PyTorch 2.15's LoadHIP.cmake requires it from ROCm 7.14 (find_package(amd_smi), l.370 of
+    # the 2.15.0 wheel's copy): AMD SMI's library libamd_smi.so and its config
+    # lib/cmake/amd_smi/amd_smi-config.cmake; AMD's package is amd-smi-lib (the name was not
+    # checked against repo.radeon.com).
+    _c("amd_smi", "AMD SMI library", "amd-smi-lib", "amd-smi-lib"),
 )}
+
+
+def required_since(base: tuple[str, ...], since: Iterable[str], rocm: str) -> tuple[str, ...]:
+    """``base`` and the components of ``since`` (``hipfile>=7.14``: required from ROCm 7.14 on,
+    as the recipe checker has made sure) that a build for ROCm ``rocm`` (``7.2``, ``10.0.1``)
+    requires, in their order, each once."""
+    def mm(v: str) -> tuple[int, ...]:
+        return tuple(int(p) for p in v.split(".")[:2] if p.isdigit())
+
+    extra = [n for n, _, v in (s.partition(">=") for s in since) if mm(rocm) >= mm(v)]
+    return tuple(dict.fromkeys((*base, *extra)))
 
 
 def _config_in(d: Path, name: str) -> str | None:

@@ -1,6 +1,7 @@
 """The nightly report's "Upstream drift" section: for each recipe line the run's cells build
-(a cell's recipe and source; its release line once recipes have them), the pin against what
-upstream has now (sources/drift.py), so a stale line shows the night it goes stale.
+(a cell's recipe and source; with release lines, that source on every line, since the build
+host picks the line), the pin against what upstream has now (sources/drift.py), so a stale line
+shows the night it goes stale.
 
 ``for_manifest`` asks upstream (``git ls-remote``, the config's ``pypi`` index; each query
 within ``upstream-timeout``); an unreachable upstream is an ``unknown`` line, never a failed
@@ -26,15 +27,16 @@ KEY = "upstream_drift"
 
 def for_lines(lines: Iterable[tuple[str, str]], pypi: str, get: Fetch | None = None
               ) -> DriftReport:
-    """The drift of each distinct (recipe, line); a recipe that does not load is left out (its
-    cells fail and say why)."""
+    """The drift of each distinct (recipe, source), on every release line that has that source;
+    a recipe that does not load is left out (its cells fail and say why)."""
     found: list[drift.LinePin] = []
-    for recipe_name, line in dict.fromkeys(lines):
+    for recipe_name, source in dict.fromkeys(lines):
         try:
             recipe = load.load(search.find_recipe(recipe_name))
         except RocmbuildError:
             continue
-        found += pins.pins(recipe, pins.shown_name(recipe_name), only=(line,))
+        found += pins.pins(recipe, pins.shown_name(recipe_name),
+                           only=pins.for_source(recipe, source))
     timeout = options.resolve("upstream_timeout", None, drift.DEFAULT_TIMEOUT_S)
     return drift.report(found, pypi, float(timeout), get)
 

@@ -41,6 +41,12 @@ RANGED_REQUIREMENTS = ("torch", "rocm-torch", "rocm-sdk")
 ROCM_COMPONENTS = tuple(COMPONENTS)
 """What ``build.rocm_components`` may name (``rocmbuild.host.components.COMPONENTS``)."""
 
+COMPONENT_SINCE = r"^(" + "|".join(ROCM_COMPONENTS) + r")>=[0-9]+\.[0-9]+$"
+"""An item of ``build.rocm_components_since``: a component and the ROCm major.minor from which
+the build requires it (``hipfile>=7.14``)."""
+COMPONENT_SINCE_MSG = ("must be a ROCm component and the ROCm major.minor it is required from, "
+                       "like hipfile>=7.14, got %r")
+
 WHEN_KEYS = ("variant", "source", "arch", "gpu_vendor", "rocm", "release")
 """Keys of a patch's or download's ``when`` table; each value is a string or a list of strings
 (any matches). ``rocm`` is the plan's ROCm version (major.minor, as in the local label);

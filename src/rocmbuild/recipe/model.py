@@ -20,6 +20,8 @@ from rocmbuild.recipe.check import suggest
 from rocmbuild.recipe.keys import (
     BACKENDS,
     CMAKE_WHEELS,
+    COMPONENT_SINCE,
+    COMPONENT_SINCE_MSG,
     HOST_REQUIREMENTS,
     RECIPE_NAME,
     RECIPE_NAME_MSG,
@@ -212,6 +214,14 @@ class Recipe:
         "missing one is named with its apt and dnf package. See docs/host-checks.md.",
         '["hip", "rccl", "miopen", "hipblaslt"]', default=(), choices=ROCM_COMPONENTS,
         noun="ROCm component",
+    )
+    rocm_components_since: tuple[str, ...] = toml(
+        "build.rocm_components_since", "strings",
+        "ROCm components the build requires only from a ROCm release on (``name>=X.Y``, the "
+        "plan's ROCm major.minor compared), checked as ``rocm_components`` are: PyTorch's "
+        "LoadHIP.cmake requires hipfile and amd_smi from ROCm 7.14 on, not below.",
+        '["hipfile>=7.14", "amd_smi>=7.14"]', default=(), pattern=COMPONENT_SINCE,
+        pattern_msg=COMPONENT_SINCE_MSG,
     )
     hipify: tuple[str, ...] = toml(
         "build.hipify", "strings",

@@ -32,6 +32,16 @@ def lines(recipe: Recipe) -> list[tuple[str, Source]]:
     return out
 
 
+def for_source(recipe: Recipe, source: str) -> tuple[str, ...]:
+    """The pin names a build from ``source`` (``default`` or an alternative's name) may use: the
+    source itself, or with release lines, that source on every line (the host picks the line
+    when it builds: ``main``, ``2.8.3``, ... for ``default``; ``2.8.3/pypi``, ``2.8-fork/pypi``
+    for ``pypi``)."""
+    if not recipe.releases:
+        return (source,)
+    return tuple(line if source == "default" else f"{line}/{source}" for line in recipe.releases)
+
+
 def pins(recipe: Recipe, name: str, only: tuple[str, ...] = ()) -> list[LinePin]:
     """The pins of ``recipe`` (shown as ``name``), of the lines in ``only`` when given. A git
     line of a recipe that also has an sdist source gets that sdist's project, so the report

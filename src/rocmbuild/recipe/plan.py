@@ -323,7 +323,8 @@ class Plan:
         from rocmbuild.core.log import redact
 
         return [{"name": d.name, "url": redact(d.url), "sha256": d.sha256, "extract": d.extract,
-                 "env": d.env} for d in self.downloads]
+                 "env": d.env, **({"subdir": d.subdir} if d.subdir else {})}
+                for d in self.downloads]
 
     def to_json(self) -> dict[str, Any]:
         h = self.host

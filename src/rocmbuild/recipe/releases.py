@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 from rocmbuild.core.gfx import KNOWN_ARCHS
 from rocmbuild.recipe.keys import (
+    COMPONENT_SINCE,
+    COMPONENT_SINCE_MSG,
     HOST_REQUIREMENTS,
     RECIPE_NAME,
     RECIPE_NAME_MSG,
@@ -114,6 +116,11 @@ class Release:
         "build.rocm_components", "strings", "Overrides build.rocm_components.", '["hipfile"]',
         default=None, choices=ROCM_COMPONENTS, noun="ROCm component",
         default_text="build.rocm_components",
+    )
+    rocm_components_since: tuple[str, ...] | None = toml(
+        "build.rocm_components_since", "strings", "Overrides build.rocm_components_since.",
+        '["hipfile>=7.14", "amd_smi>=7.14"]', default=None, pattern=COMPONENT_SINCE,
+        pattern_msg=COMPONENT_SINCE_MSG, default_text="build.rocm_components_since",
     )
     python_requires: tuple[str, ...] | None = toml(
         "build.python_requires", "strings", "Overrides build.python_requires.", '["torch"]',

@@ -26,6 +26,7 @@ from rocmbuild.core import jobs, options
 from rocmbuild.core.config import SOURCE_TREE_IGNORE
 from rocmbuild.core.errors import RecipeError, UsageError
 from rocmbuild.host import gpus
+from rocmbuild.host.components import required_since
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
 from rocmbuild.recipe.backend import backend_commands, cmake_configure, fill
@@ -187,8 +188,8 @@ def render(recipe: Recipe, target: Target, host: Host,
     )
     reason = (variant.host_requires_reason if variant and variant.host_requires_reason is not None
               else recipe.host_requires_reason)
-    components = (variant.rocm_components if variant and variant.rocm_components is not None
-                  else recipe.rocm_components)
+    own = variant.rocm_components if variant else None  # a variant's list is taken as it is
+    components = own if own is not None else recipe.rocm_components
     if recipe.backend == "cmake" and "hip-compiler" not in host_requires:
         host_requires = (*host_requires, "hip-compiler")
     if recipe.hipify_step is not None and recipe.hipify_step.tool == "torch" \
@@ -336,7 +337,8 @@ def render(recipe: Recipe, target: Target, host: Host,
         source_dir=recipe.source_dir if recipe.backend == "cmake" else "",
         cmake_wheel=recipe.cmake_wheel if recipe.backend == "cmake" else "",
         runtime=_runtime(recipe, mode),
-        rocm_components=components,
+        rocm_components=components if own is not None else required_since(
+            components, recipe.rocm_components_since, rocm.version),
         host_requires_reason=reason,
         hipify_step=step,
         pass_env=recipe.pass_env,

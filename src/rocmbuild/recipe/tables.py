@@ -141,6 +141,13 @@ class Download:
         "Conditions, all of which must hold (empty: always), as for patches.",
         '{ arch = "gfx942" }', default=(), choices=WHEN_KEYS, noun="condition",
     )
+    subdir: str = toml(
+        "subdir", "string",
+        "With ``extract``: the variable receives this directory of the extracted tree instead "
+        "of its top (a package inside a repository archive); fetch fails naming the download "
+        "when the archive has no such directory.", '"python/triton_kernels/triton_kernels"',
+        default="", pattern=RELATIVE, pattern_msg=RELATIVE_MSG,
+    )
 
 
 @dataclass(frozen=True)

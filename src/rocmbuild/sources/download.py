@@ -163,6 +163,8 @@ class Pinned(Protocol):
     def extract(self) -> bool: ...
     @property
     def env(self) -> str: ...
+    @property
+    def subdir(self) -> str: ...
 
 
 def fetch_downloads(downloads: Sequence[Pinned], cache: Path
@@ -170,7 +172,9 @@ def fetch_downloads(downloads: Sequence[Pinned], cache: Path
     """A plan's [[downloads]], verified and cached by sha256: variable -> path. A single
     download that is not extracted is handed over as the file; otherwise the downloads naming
     one variable are extracted (or copied) into one directory, in recipe order, cached under
-    ``<cache>/extracted/<digest of their sha256s>`` (made aside and renamed into place)."""
+    ``<cache>/extracted/<digest of their sha256s>`` (made aside and renamed into place); a
+    download's ``subdir`` hands over that directory of the extracted tree instead (the first
+    one of the variable's downloads that names one)."""
     groups: dict[str, list[tuple[int, Path, bool]]] = {}
     for i, d in enumerate(downloads):
         f = download(d.url, d.sha256, cache, f"downloads {d.name}: url")
@@ -199,5 +203,11 @@ def fetch_downloads(downloads: Sequence[Pinned], cache: Path
                 os.replace(merged, dest)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
-        out.append((var, dest))
+        sub = next((downloads[i].subdir for i, _, _ in items if downloads[i].subdir), "")
+        inside = dest / sub
+        if sub and (not inside.is_dir() or inside.is_symlink()):
+            raise FetchError(f"downloads {downloads[items[0][0]].name}: the archive has no "
+                             f"directory {sub!r} (subdir)",
+                             hint="check the recipe's [[downloads]] subdir against the archive")
+        out.append((var, inside))
     return tuple(out)

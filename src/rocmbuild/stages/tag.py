@@ -18,6 +18,7 @@ import csv
 import hashlib
 import io
 import json
+import re
 import stat
 import sys
 import time
@@ -32,6 +33,7 @@ from rocmbuild.artifacts.results import Artifacts, StageResult, Status
 from rocmbuild.artifacts.wheel import PROVENANCE, SHARED_LIB, WheelFormatError, parse_wheel_name
 from rocmbuild.core import fsutil
 from rocmbuild.core.errors import BuildError
+from rocmbuild.core.pep508 import major_minor
 from rocmbuild.recipe.plan import Plan
 from rocmbuild.stages.context import ZIP_EPOCH, Context, need, source_date_epoch
 
@@ -41,11 +43,13 @@ _SIGNATURES = ("RECORD", "RECORD.jws", "RECORD.p7s")  # written afresh / no long
 
 
 def retag(src: Path, out_dir: Path, local: str, provenance: dict[str, Any], epoch: int,
-          build_tag: str = "", requires_external: str | None = None) -> Path:
+          build_tag: str = "", requires_external: str | None = None,
+          requires_torch: str | None = None) -> Path:
     """Write ``src`` with ``+local`` appended to its version ("": kept as it is), ``build_tag``
     in its name ("" keeps the backend's, if any), a ``Requires-External`` line in METADATA when
-    given and ``rocmbuild.json`` added, reproducibly (dates ``epoch``, sorted members, normalised
-    modes)."""
+    given, its ``Requires-Dist: torch`` replaced by ``requires_torch`` when given
+    (``torch==2.13.*``) and ``rocmbuild.json`` added, reproducibly (dates ``epoch``, sorted
+    members, normalised modes)."""
     parts = parse_wheel_name(src.name)  # the parts keep their spelling
     old_namever = parts.namever
     sep = "." if parts.version.local else "+"
@@ -73,6 +77,8 @@ def retag(src: Path, out_dir: Path, local: str, provenance: dict[str, Any], epoc
                 data = _set_header(data, "Version", new_version)
                 if requires_external:
                     data = _set_header(data, "Requires-External", requires_external)
+                if requires_torch:
+                    data = _pin_requirement(data, "torch", requires_torch)
             elif top == info_dir and rest == "WHEEL" and build_tag:
                 data = _set_header(data, "Build", build_tag)
             mode = 0o755 if (info.external_attr >> 16) & 0o111 else 0o644
@@ -113,6 +119,36 @@ def _set_header(text: bytes, key: str, value: str) -> bytes:
     at = next((i for i, ln in enumerate(lines[:end]) if ln.startswith(f"{key}:")), None)
     head.insert(at if at is not None else len(head), f"{key}: {value}")
     return "\n".join(head + lines[end:]).encode("utf-8")
+
+
+_DIST_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
+
+
+def _pin_requirement(text: bytes, name: str, requirement: str) -> bytes:
+    """METADATA with every ``Requires-Dist`` on ``name`` (any spelling; not one limited to an
+    extra) replaced by one ``Requires-Dist: <requirement>``, after the other Requires-Dist lines
+    (before the body)."""
+    lines = text.decode("utf-8").split("\n")
+    end = lines.index("") if "" in lines else len(lines)
+    head = []
+    for ln in lines[:end]:
+        key, _, value = ln.partition(":")
+        m = _DIST_NAME.match(value) if key == "Requires-Dist" else None
+        if m and re.sub(r"[-_.]+", "-", m.group(1)).lower() == name \
+                and "extra" not in value.partition(";")[2]:
+            continue  # the wheel's own (unpinned) requirement on it
+        head.append(ln)
+    at = max((i + 1 for i, ln in enumerate(head) if ln.startswith("Requires-Dist:")),
+             default=len(head))
+    head.insert(at, f"Requires-Dist: {requirement}")
+    return "\n".join(head + lines[end:]).encode("utf-8")
+
+
+def torch_requirement(torch: TorchBuild | None) -> str:
+    """``torch==2.13.*``: the torch release series an ABI-bound wheel was compiled against (torch's
+    C++ ABI changes between minor releases; a patch release keeps it). "" when unknown."""
+    mm = major_minor(torch.version) if torch is not None and torch.version else ""
+    return f"torch=={mm}.*" if mm else ""
 
 
 def local_label(plan: Plan, torch: TorchBuild | None, torch_log: Path) -> str:
@@ -226,8 +262,12 @@ def run(plan: Plan, ctx: Context) -> StageResult:
         # rocm_runtime = "none" needs none (the audit checks it carries no device code)
         external = (rocm_requirement(plan.rocm.version)
                     if plan.runtime.mode == "host" and _native(src) else None)
+        # an ABI-bound wheel (its label carries torch) says which torch it needs, so pip and
+        # uv refuse another (local_label has made sure the torch is known)
+        pinned = torch_requirement(ctx.artifacts.torch) if plan.label_torch else ""
         tagged = retag(src, ctx.log_dir.parent / f".{plan.short_key}-tagged", local,
-                       provenance(plan, ctx, epoch, local), epoch, plan.build_tag, external)
+                       provenance(plan, ctx, epoch, local), epoch, plan.build_tag, external,
+                       pinned or None)
     except (zipfile.BadZipFile, KeyError, ValueError, WheelFormatError) as exc:
         raise BuildError(
             f"{raw.name}: cannot retag: {exc}",

@@ -30,14 +30,17 @@ def host(rocm: str, torch: str, hip: str | None = None) -> Host:
     return replace(BASE, rocm_root=RocmRoot(Path(f"/opt/rocm-{rocm}"), rocm, "rocm", True,
                                             "ROCM_PATH"),
                    torch=TorchInfo(f"{torch}+rocm{'.'.join(rocm.split('.')[:2])}",
-                                   f"{hip}.12345-abcdef", None))
+                                   f"{hip}.12345-abcdef", None,
+                                   rocm=rocm if hip != rocm else None))  # torch.version.rocm
 
 
 HOSTS = {
     "rocm6.2-torch2.5": host("6.2.4", "2.5.1"),
     "rocm6.4-torch2.9": host("6.4.1", "2.9.1"),
     "rocm7.0-torch2.9": host("7.0.2", "2.9.1"),
+    "rocm7.1-torch2.13": host("7.1.1", "2.13.0"),
     "rocm7.2-torch2.13": host("7.2.0", "2.13.0"),
+    "rocm10.0-torch2.13": host("10.0.0", "2.13.0", hip="7.15.0"),  # vLLM's ROCm base image
     "rocm7.14-torch2.14": host("7.14.0", "2.14.0"),
     "rocm10.1-torch2.15": host("10.1.0", "2.15.0", hip="7.16.0"),
 }
@@ -50,6 +53,9 @@ def flash() -> Recipe:
 @pytest.mark.parametrize(("name", "line"), [
     ("rocm6.2-torch2.5", "2.8-fork"),
     ("rocm7.0-torch2.9", "2.8-fork"),
+    ("rocm7.1-torch2.13", "2.8.3"),
+    ("rocm7.2-torch2.13", "2.8.3"),
+    ("rocm10.0-torch2.13", "2.8.3"),
     ("rocm7.14-torch2.14", "main"),
 ])
 def test_the_newest_line_whose_ranges_the_host_satisfies(name: str, line: str) -> None:
@@ -57,22 +63,27 @@ def test_the_newest_line_whose_ranges_the_host_satisfies(name: str, line: str) -
     assert plan.release == line
     assert plan.release_why.startswith("newest line whose ranges this host satisfies: ")
     assert ", ".join(plan.host_requires) in plan.release_why
-    if line == "2.8-fork":  # main was tried first and named with what it lacks
+    if line != "main":  # main was tried first and named with what it lacks
         assert "(newer: main needs a ROCm torch >=2.14 (found torch " in plan.release_why
+    if line == "2.8.3":  # C++17 with the ROCm 7 fixes: Dao-AILab 0e60e394, CK gitlink e8709c24
+        assert plan.source.commit.startswith("0e60e394") and plan.env["OPT_DIM"]
+    elif line == "2.8-fork":
+        assert "2.8.3 needs a ROCm SDK >=7.1,<10.1 with hipcc (found ROCm " in plan.release_why
     else:
         assert plan.source.commit.startswith("0251105a") and "newer" not in plan.release_why
 
 
-@pytest.mark.parametrize("name", ["rocm7.2-torch2.13", "rocm10.1-torch2.15"])
+@pytest.mark.parametrize("name", ["rocm10.1-torch2.15"])
 def test_a_host_that_fits_no_line_gets_one_line_per_line(name: str) -> None:
     with pytest.raises(ToolchainError) as info:
         planning.plan(flash(), Target(arch="gfx942"), HOSTS[name])
     first, *per_line = info.value.message.splitlines()
     assert first == "flash-attn: no release line fits this host:"
-    assert [p.split()[0] for p in per_line] == ["main", "2.8-fork"]
+    assert [p.split()[0] for p in per_line] == ["main", "2.8.3", "2.8-fork"]
     assert all(" needs " in p for p in per_line)
     # the wording of requirements.missing, with the recipe's reason for the bounds
-    assert "a ROCm SDK >=6.0,<7.1 with hipcc (found ROCm" in per_line[1]
+    assert "a ROCm SDK >=7.1,<10.1 with hipcc (found ROCm" in per_line[1]
+    assert "a ROCm SDK >=6.0,<7.1 with hipcc (found ROCm" in per_line[2]
     assert "--release NAME" in (info.value.hint or "")
 
 
@@ -85,11 +96,12 @@ def ck_only_main() -> Recipe:
 
 def test_a_line_without_the_variant_is_passed_over_with_its_reason() -> None:
     """A line that builds ck only: --variant triton on a torch 2.14 host gets the fork's line,
-    whose Triton variant needs only a torch."""
+    whose Triton variant needs only a torch (the 2.8.3 line is CK only in the recipe)."""
     plan = planning.plan(ck_only_main(), Target(arch="gfx942", variant="triton"),
                          HOSTS["rocm7.14-torch2.14"])
     assert plan.release == "2.8-fork" and plan.variant == "triton"
     assert "main does not build variant 'triton' (CK only, for this test)" in plan.release_why
+    assert "2.8.3 does not build variant 'triton' (" in plan.release_why
 
 
 def test_main_builds_triton_from_the_aiter_wheel() -> None:
@@ -133,7 +145,7 @@ def test_the_line_is_in_the_cache_key_and_the_reason_is_not() -> None:
 def test_unknown_release_is_a_usage_error_listing_the_lines() -> None:
     with pytest.raises(UsageError, match="has no release line 'mian' \\(did you mean main") as e:
         planning.plan(flash(), Target(arch="gfx942", release="mian"), HOSTS["rocm6.2-torch2.5"])
-    assert e.value.hint == "lines (newest first): main, 2.8-fork"
+    assert e.value.hint == "lines (newest first): main, 2.8.3, 2.8-fork"
 
 
 def test_forcing_a_variant_the_line_does_not_build() -> None:
@@ -147,15 +159,30 @@ def test_a_source_the_line_lacks() -> None:
     plan = planning.plan(flash(), Target(arch="gfx942", source="pypi"), HOSTS["rocm7.0-torch2.9"])
     assert plan.release == "2.8-fork" and plan.source.kind == "sdist"
     assert "main has no source 'pypi'" in plan.release_why
+    assert "2.8.3 needs a ROCm SDK >=7.1,<10.1" in plan.release_why
+
+
+@pytest.mark.parametrize("name", ["rocm7.1-torch2.13", "rocm7.2-torch2.13", "rocm10.0-torch2.13"])
+def test_one_sdist_two_lines_each_with_its_range(name: str) -> None:
+    """The sdist 2.8.3.post1 is --source pypi on the 2.8.3 line (ROCm 7.1-10.0) and on the
+    2.8-fork line (ROCm 6.0-7.0): on ROCm >= 7.1 it gets the 2.8.3 line's ranges and OPT_DIM."""
+    plan = planning.plan(flash(), Target(arch="gfx942", source="pypi"), HOSTS[name])
+    assert plan.release == "2.8.3" and plan.source.kind == "sdist"
+    assert plan.source.url.endswith("flash_attn-2.8.3.post1.tar.gz")
+    assert plan.host_requires == ("rocm-torch>=2.2,<2.14", "rocm-sdk>=7.1,<10.1")
+    fork = planning.plan(flash(), Target(arch="gfx942", source="pypi"), HOSTS["rocm7.0-torch2.9"])
+    assert fork.source.sha256 == plan.source.sha256 and fork.host_requires != plan.host_requires
 
 
 @pytest.mark.parametrize(("name", "line", "commit", "rocm", "runtime"), [
-    ("rocm7.14-torch2.14", "2.14", "5c488690", ">=7.14,<7.15", "aotriton-runtime-rocm7.14"),
-    ("rocm7.2-torch2.13", "2.13", "cf30153c", ">=7.2,<7.3", "aotriton-runtime-rocm7.2"),
+    ("rocm10.0-torch2.13", "2.15", "d0f2af8b", ">=7.14,<10.1", None),
+    ("rocm7.14-torch2.14", "2.15", "d0f2af8b", ">=7.14,<10.1", None),
+    ("rocm7.2-torch2.13", "2.14", "5c488690", ">=7.2,<7.15", "aotriton-runtime-rocm7.2"),
+    ("rocm7.1-torch2.13", "2.13", "cf30153c", ">=7.1,<7.3", None),
     ("rocm6.4-torch2.9", "2.9", "d38164a5", ">=6.3,<6.5", "aotriton-runtime-rocm6.4"),
 ])
 def test_pytorch_gets_the_line_of_the_hosts_rocm(name: str, line: str, commit: str,
-                                                  rocm: str, runtime: str) -> None:
+                                                  rocm: str, runtime: str | None) -> None:
     """PyTorch builds torch: its lines are picked by the ROCm SDK alone (the host's ROCm torch
     plays no part); each line has its own components and AOTriton runtime."""
     plan = planning.plan(load(find_recipe("pytorch")), Target(arch="gfx942"), HOSTS[name])
@@ -163,9 +190,21 @@ def test_pytorch_gets_the_line_of_the_hosts_rocm(name: str, line: str, commit: s
     assert plan.host_requires == (f"rocm-sdk{rocm}",)
     assert plan.release_why.startswith(f"newest line whose ranges this host satisfies: "
                                        f"rocm-sdk{rocm}")
-    assert ("hipfile" in plan.rocm_components) == (line == "2.14")
-    assert ("rocm_smi" in plan.rocm_components) == (line != "2.14")
-    assert [d.name for d in plan.downloads if "runtime" in d.name] == [runtime]
+    # hipfile from ROCm 7.14 on (2.14, 2.15), amd_smi too on 2.15 (build.rocm_components_since)
+    assert ("hipfile" in plan.rocm_components) == (line == "2.15")
+    assert ("amd_smi" in plan.rocm_components) == (line == "2.15")
+    assert ("rocm_smi" in plan.rocm_components) == (line in ("2.13", "2.9"))
+    assert [d.name for d in plan.downloads if "runtime" in d.name] == ([runtime] if runtime
+                                                                       else [])
+
+
+def test_pytorch_2_14_requires_hipfile_from_rocm_7_14_only() -> None:
+    """One line over ROCm 7.2-7.14: LoadHIP.cmake requires hipfile only from 7.14."""
+    recipe = load(find_recipe("pytorch"))
+    for name, wanted in (("rocm7.14-torch2.14", True), ("rocm7.2-torch2.13", False)):
+        plan = planning.plan(recipe, Target(arch="gfx942", release="2.14"), HOSTS[name])
+        assert ("hipfile" in plan.rocm_components) is wanted and "amd_smi" not in \
+            plan.rocm_components
 
 
 def test_pytorch_on_a_rocm_no_line_is_for() -> None:
@@ -174,10 +213,11 @@ def test_pytorch_on_a_rocm_no_line_is_for() -> None:
                       HOSTS["rocm6.2-torch2.5"])
     first, *per_line = info.value.message.splitlines()
     assert first == "pytorch: no release line fits this host:"
-    assert [p.split()[0] for p in per_line] == ["2.14", "2.13", "2.9"]
-    for p, rocm in zip(per_line, (">=7.14,<7.15", ">=7.2,<7.3", ">=6.3,<6.5"), strict=True):
+    assert [p.split()[0] for p in per_line] == ["2.15", "2.14", "2.13", "2.9"]
+    for p, rocm in zip(per_line, (">=7.14,<10.1", ">=7.2,<7.15", ">=7.1,<7.3", ">=6.3,<6.5"),
+                       strict=True):
         assert f" needs a ROCm SDK {rocm} with hipcc (found ROCm 6.2.4" in p, p
-    assert "(lines, newest first: 2.14, 2.13, 2.9)" in (info.value.hint or "")
+    assert "(lines, newest first: 2.15, 2.14, 2.13, 2.9)" in (info.value.hint or "")
 
 
 def test_recipe_without_lines_renders_as_before() -> None:

@@ -50,7 +50,12 @@ def test_pylock_is_pep_751() -> None:
     assert data["packages"][0]["index"] == "https://wheels.example/stable/gfx942/simple/"
     assert data["packages"][1]["requires-python"] == ">=3.9"
     assert data["tool"]["rocmbuild"] == {"stack": "small", "view": "gfx942",
-                                         "torch": "2.13.0+rocm7.2", "torch-from": "host"}
+                                         "torch": "2.13.0+rocm7.2", "torch-from": "host",
+                                         "torch-requires": "torch==2.13.*"}
+    # as the ABI-bound wheels' METADATA says (the tag stage's Requires-Dist), and none without
+    # a torch
+    bare = StackLock("small", "gfx942", LOCK.stage_url, (PURE,), "", "host")
+    assert "torch-requires" not in tomllib.loads(lockfile.pylock(bare))["tool"]["rocmbuild"]
 
 
 def test_constraints_pin_the_set_and_its_torch() -> None:

@@ -5,6 +5,7 @@ without their dependencies, and a dependency found on the recipe path before the
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -105,10 +106,16 @@ def test_the_recipe_path_comes_before_the_sibling(tmp_path: Path,
 
 
 def test_the_shipped_aiter_recipe() -> None:
-    """recipes/aiter.toml: flash-attention main's third_party/aiter gitlink, Triton only."""
+    """recipes/aiter.toml: a release tag newer than flash-attention main's third_party/aiter
+    gitlink, Triton only, and the wheel's version is the tag's: setuptools_scm is told it by
+    name (the fetched tree has no .git, and its fallback 0.1.0 loses to PyPI's stale
+    pre-releases)."""
     aiter = load(Path(__file__).parents[3] / "recipes" / "aiter.toml")
-    assert aiter.source.commit == "9bab8388c35936814a659b4ebd245c491e1b940a"
+    assert aiter.source.commit == "de07f3885ee5f2030ba72b6cc5940d674fd457cf"
     plan = render(aiter, Target(arch="gfx942"), HOST)
+    version = plan.env["SETUPTOOLS_SCM_PRETEND_VERSION_FOR_AMD_AITER"]
+    assert aiter.source.ref == f"v{version}" and version != "0.1.0"
+    assert re.sub(r"[^A-Z0-9]+", "_", aiter.name.upper()) == "AMD_AITER"
     assert plan.env["AITER_TRITON_ONLY"] == plan.env["AITER_USE_SYSTEM_TRITON"] == "1"
     assert plan.runtime_env == {"AITER_TRITON_ONLY": "1"} and plan.offline
 

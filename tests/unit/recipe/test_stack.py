@@ -85,7 +85,7 @@ BAD = [
     ("variant-type", HEAD + f"[[members]]\n{PURE}\nvariant = 3\n",
      "members[0].variant: expected a string, got int"),
     ("release", HEAD + '[[members]]\nrecipe = "flash-attn"\nrelease = "2.9"\n',
-     "members[0].release: flash-attn has no release line '2.9'; lines: main, 2.8-fork"),
+     "members[0].release: flash-attn has no release line '2.9'; lines: main, 2.8.3, 2.8-fork"),
     ("source", HEAD + f'[[members]]\n{PURE}\nsource = "pypi"\n',
      "members[0].source: stack-pure has no source 'pypi'; sources: default"),
     ("option", HEAD + '[[members]]\nrecipe = "flash-attn"\noptions = { opt_dm = "128" }\n',
