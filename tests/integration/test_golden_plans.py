@@ -186,21 +186,14 @@ def test_pytorch_2_15_on_a_rocm_7_14_host_checks_amd_smi(tmp_path: Path) -> None
     assert "would stop before fetching" in res.stderr
 
 
-STAND_IN = "0" * 64
-"""The ROCm/triton archive's sha256 while recipes/vllm.toml has none (it could not be read with
-this project's tools: docs/recipes/vllm.md); the plan of an unpinned download is refused, so
-the golden plan is rendered with this stand-in until the real one is recorded."""
-
-
 def test_vllm_plan_on_a_rocm_7_14_torch_2_14_host() -> None:
     """vLLM 0.34.0 from its PyPI sdist for gfx942 on a saved ROCm 7.14 + torch 2.14 host: the
     extensions' env (VLLM_TARGET_DEVICE, PYTORCH_ROCM_ARCH with plain names), the Rust frontend
     off (option and patch 0001), triton_kernels from [[downloads]] into TRITON_KERNELS_SRC_DIR
     (its python/triton_kernels/triton_kernels directory), hipfile checked from ROCm 7.14, and
-    nothing the host lacks. Rendered through pipeline.planning as `plan` does; the download's
-    sha256 is the stand-in only while the recipe has none."""
-    from dataclasses import replace
-
+    nothing the host lacks but the download's pin (the ROCm/triton archive could not be read
+    with this project's tools: docs/recipes/vllm.md). Rendered through pipeline.planning as
+    `plan` does."""
     from rocmbuild.host.detect import from_json
     from rocmbuild.pipeline import planning, requirements
     from rocmbuild.recipe.load import load
@@ -210,10 +203,9 @@ def test_vllm_plan_on_a_rocm_7_14_torch_2_14_host() -> None:
     saved = HOSTS / "mi300x-rocm7.14-torch2.14.json"
     host = from_json(json.loads(saved.read_text()), str(saved))
     recipe = load(find_recipe("vllm"))
-    recipe = replace(recipe, downloads=tuple(replace(d, sha256=d.sha256 or STAND_IN)
-                                             for d in recipe.downloads))
     plan = planning.plan(recipe, Target(arch="gfx942"), host)
-    assert requirements.missing(plan, host) == []
+    (lacking,) = requirements.missing(plan, host)
+    assert lacking.startswith("a sha256 pin for the download 'rocm-triton-kernels'")
     got = plan.to_json()
     assert got["env"]["VLLM_TARGET_DEVICE"] == "rocm" and got["env"]["PYTORCH_ROCM_ARCH"] == \
         "gfx942" and got["env"]["VLLM_REQUIRE_RUST_FRONTEND"] == "0"

@@ -132,6 +132,13 @@ def missing(plan: Plan, host: Host) -> list[str]:
     mismatch = torch_sdk_mismatch(plan, host)
     if mismatch:
         out.append(mismatch)
+    for d in plan.downloads:
+        if not d.sha256:
+            from rocmbuild.core.log import redact
+
+            out.append(f"a sha256 pin for the download {d.name!r} ({redact(d.url)}): "
+                       f"{plan.recipe_path.name} has none, and an unpinned download is never "
+                       "fetched")
     absent = missing_components(plan, host)
     if absent is None:
         out.append(f"ROCm components {', '.join(plan.rocm_components)} (not recorded in "
@@ -165,6 +172,9 @@ def hint(plan: Plan, lacking: list[str], host: Host | None = None) -> str | None
     if any("not recorded in" in m for m in lacking):
         hints.append("write the host file again with `rocmbuild doctor --json > host.json` on "
                      "the node")
+    if any("sha256 pin for the download" in m for m in lacking):
+        hints.append("pin it: sha256sum the file from a trusted listing and set the "
+                     "download's sha256 in the recipe")
     if plan.recipe == "flash-attn" and plan.variant != "triton":
         hints.append("--variant triton builds without them")
     return "; ".join(hints) or None
