@@ -7,7 +7,8 @@ scripts/install-build-only-torch.sh, which runs this with the venv's python). St
    with ``AT_ROCM_ENABLED() 1``).
 2. The HIP-side API: clang++-22 parses one unit that includes every header of ATen/hip and c10/hip
    (the API of libtorch_hip and libc10_hip; ATen/native/hip is torch's own kernels') and dumps
-   its AST (declarations whose names hold "cuda" or "hip"); each function or variable declared
+   its AST (declarations whose qualified names hold cuda, hip, CUDA or HIP: at::cuda::...,
+   at::CUDAGeneratorImpl); each function or variable declared
    with the export attribute (C10_CUDA_API: libc10_hip.so; TORCH_CUDA_*_API: libtorch_hip.so)
    and not defined in the header is a symbol of that library.
 3. Link stubs torch/lib/libc10_hip.so and libtorch_hip.so defining exactly those symbols.
@@ -194,7 +195,7 @@ def hip_api(inc: Path, clang: str, sdk: dict[str, str]) -> dict[str, dict[str, s
     with tempfile.TemporaryDirectory() as tmp:
         unit = Path(tmp) / "all.hip"
         unit.write_text("".join(f"#include <{h}>\n" for h in headers))
-        for flt in ("cuda", "hip"):
+        for flt in ("cuda", "hip", "CUDA", "HIP"):  # case-sensitive: at::CUDAGeneratorImpl
             cmd = [clang, "-x", "hip", "--offload-arch=gfx942", "--offload-host-only", "-std=c++17",
                    "-fsyntax-only", f"--rocm-path={sdk['root']}",
                    f"--rocm-device-lib-path={sdk['device_lib_path']}", "-isystem", sdk["include"],

@@ -82,4 +82,4 @@ rm -rf "$VENV"/lib/python3*/site-packages/torch "$VENV"/lib/python3*/site-packag
 "$VENV/bin/python" scripts/build_only_torch.py --sdk-facts "$FACTS" --clang "$CLANG" \
   --home "$VENV/rocm-home"
 echo "$want" > "$stamp"
-say "ready in $((SECONDS - t0))s: $VENV/bin/python -m rocmbuild doctor --rocm-path $SDK_DIR/usr"
+say "ready in $((SECONDS - t0))s: ROCM_PATH=$SDK_DIR/usr $VENV/bin/python -m rocmbuild doctor"

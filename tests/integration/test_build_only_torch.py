@@ -37,15 +37,17 @@ pytestmark = pytest.mark.skipif(
     reason=f"needs the ROCm 7.2 SDK tree at {SDK_DIR} and clang++-22 (scripts/setup.sh)")
 
 
-def _env(workdir: Path) -> dict[str, str]:
+def _env(workdir: Path, cache: Path | None = None) -> dict[str, str]:
     return {"ROCM_PATH": str(ROOT), "HIP_PATH": "", "ROCMBUILD_HIP_COMPILER": "",
-            "ROCMBUILD_WORKDIR": str(workdir)}
+            "ROCMBUILD_WORKDIR": str(workdir),
+            **({"ROCMBUILD_CACHE_DIR": str(cache)} if cache else {})}
 
 
-def _cli(*args: str, workdir: Path) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, workdir: Path, cache: Path | None = None
+         ) -> subprocess.CompletedProcess[str]:
     """rocmbuild run by the build-only venv's python (its torch is the host's torch)."""
     return subprocess.run([str(PY), "-m", "rocmbuild", *args], capture_output=True, text=True,
-                          cwd=REPO, env={**os.environ, "COLUMNS": "200", **_env(workdir)})
+                          cwd=REPO, env={**os.environ, "COLUMNS": "200", **_env(workdir, cache)})
 
 
 @pytest.fixture(scope="module")
@@ -54,8 +56,8 @@ def torch_dir() -> Path:
     res = subprocess.run(["scripts/install-build-only-torch.sh"], cwd=REPO, capture_output=True,
                          text=True)
     assert res.returncode == 0, res.stdout + res.stderr
-    out = subprocess.run([str(PY), "-c", "import os, torch; print(os.path.dirname(torch.__file__))"],
-                         capture_output=True, text=True, check=True)
+    probe = "import os, torch; print(os.path.dirname(torch.__file__))"
+    out = subprocess.run([str(PY), "-c", probe], capture_output=True, text=True, check=True)
     return Path(out.stdout.strip())
 
 

@@ -78,11 +78,13 @@ def _applies(item: Patch | Download, facts: Mapping[str, tuple[str, ...]]) -> bo
 
 def uses_hip_compiler(recipe: Recipe, variant: str | None = None) -> bool:
     """Whether a plan for this recipe needs the HIP compiler detected (the cmake backend, a
-    ``{hip_...}`` placeholder, ``hip-compiler`` in host_requires, or unit_count "ninja", which
-    configures with it)."""
+    ``{hip_...}`` placeholder, ``hip-compiler`` in host_requires, unit_count "ninja", which
+    configures with it, or a ``rocm-torch`` extension: its hipcc calls the clang in
+    HIP_CLANG_PATH, where the build stage measures each unit)."""
     v = recipe.variants.get(variant or recipe.default_variant)
     requires = v.host_requires if v and v.host_requires is not None else recipe.host_requires
-    return (recipe.backend == "cmake" or "hip-compiler" in requires or any(
+    return (recipe.backend == "cmake" or "hip-compiler" in requires
+            or any(r.startswith("rocm-torch") for r in requires) or any(
         "{hip_" in value for _, value in (*recipe.env, *recipe.arch_env, *(v.env if v else ())))
         or _unit_count(recipe, variant or recipe.default_variant) == "ninja")
 
