@@ -21,13 +21,14 @@ arch view.
 from __future__ import annotations
 
 import re
+import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.artifacts.wheel import WheelInfo
+from rocmbuild.artifacts.wheel import WheelInfo, unpublishable
 from rocmbuild.core import gfx, log
 from rocmbuild.core.config import Workspace
 from rocmbuild.core.errors import BuildError, PublishError, ToolchainError, UsageError
@@ -243,6 +244,9 @@ def build_stack(splan: StackPlan, ws: Workspace, build_one: BuildOne, publishing
                          hint="build every member against one torch: a recipe that installs "
                          "its own torch into its build env (build_requires) compiles against "
                          "that one; drop it, or build the stack on a host with that torch")
+    never = [(b, why) for b in built if (why := unpublishable(b.wheel))]
+    if never:
+        _scratch(splan, ws, built, torch, never)
     report = _validate(splan, ws, built, validate_kernels)
     locks, published = _publish(splan, built, torch, publishing)
     return StackResult(splan, tuple(built), report, locks, publishing.index, publishing.stage,
@@ -308,8 +312,35 @@ def stage_url(pub: Publishing) -> tuple[Path, str]:
     return target.path, f"{pub.url.rstrip('/')}/{pub.stage}/"
 
 
-def _publish(splan: StackPlan, built: Sequence[Built], torch: str, pub: Publishing
-             ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+BUILD_ONLY_INDEX = "build-only-index"
+"""Under the workspace: the scratch index of a stack whose members can never be published."""
+
+
+def _scratch(splan: StackPlan, ws: Workspace, built: Sequence[Built], torch: str,
+             never: Sequence[tuple[Built, list[str]]]) -> None:
+    """A stack with a member that is never published (a build-only ROCm torch, a partial
+    build): built and mix-checked, it is neither validated (nothing built against a build-only
+    torch can be imported) nor published; its wheels and lock files go to a scratch index in
+    the workspace, marked BUILD-ONLY, and the command stops (exit 6: it did not deliver)."""
+    scratch = ws.root / BUILD_ONLY_INDEX / splan.stack.name
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    (scratch / "BUILD-ONLY").write_text(
+        "Never publish or install from this index: its wheels are\n"
+        + "".join(f"- {b.wheel.filename}: {why[0]}\n" for b, why in never))
+    locks, _ = _publish(splan, built, torch, Publishing(str(scratch), "build-only", ""),
+                        build_only_scratch=True)
+    b, why = never[0]
+    raise BuildError(
+        f"stack {splan.stack.name}: built and mix-checked, not validated or published: "
+        f"{b.wheel.filename}: {why[0]}" + (f" (+{len(never) - 1} more)" if len(never) > 1
+                                          else ""),
+        hint=f"its wheels and {len(locks)} lock files are in {scratch} (marked BUILD-ONLY); "
+        "build the stack on a ROCm host with a real ROCm torch to publish it")
+
+
+def _publish(splan: StackPlan, built: Sequence[Built], torch: str, pub: Publishing,
+             build_only_scratch: bool = False) -> tuple[tuple[str, ...], tuple[str, ...]]:
     from rocmbuild.publish import api, lockfile, views
 
     index_dir, stage = stage_url(pub)
@@ -330,6 +361,7 @@ def _publish(splan: StackPlan, built: Sequence[Built], torch: str, pub: Publishi
              f"{len(extra)} lock files to {escape(str(index_dir))} ({pub.stage})[/bold]")
     res = api.publish([b.wheel.path for b in built],
                       api.PublishOptions(index=pub.index, stage=pub.stage,
-                                         index_from=pub.index_from), extra)
+                                         index_from=pub.index_from,
+                                         build_only_scratch=build_only_scratch), extra)
     assert res.change is not None
     return tuple(sorted(extra)), tuple(a.file for a in res.change.added)

@@ -52,6 +52,9 @@ class PublishOptions:
     on_step: Callable[[str], None] | None = None  # directory only: called at each STEPS name
     index_from: str = "--index"  # the flag, variable or config key it came from (named in errors)
     simple_url_from: str = "--simple-url"
+    build_only_scratch: bool = False
+    """Only the stack's scratch index in its workspace (``pipeline.stack``): wheels that are
+    never published (``checks.check_publishable``) are let in; the index is marked BUILD-ONLY."""
 
     def __repr__(self) -> str:  # index may carry user:password@
         return f"PublishOptions(index={redact(self.index)!r}, stage={self.stage!r}, ...)"
@@ -107,7 +110,8 @@ def publish(wheels: Sequence[Path], options: PublishOptions,
         if options.simple_url else None
     )
     infos = [read_wheel_for_publish(Path(w)) for w in wheels]
-    check_publishable(infos)
+    if not options.build_only_scratch:
+        check_publishable(infos)
     if options.broken_dir is not None:
         check_not_broken(infos, options.broken_dir)
     if target.url is not None:
