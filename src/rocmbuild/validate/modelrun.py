@@ -42,6 +42,10 @@ def _num(x: object) -> float | None:
     return None
 
 
+def _map(x: object) -> Mapping[str, Any]:
+    return x if isinstance(x, Mapping) else {}
+
+
 def _text(x: object) -> str:
     return str(x)[:_TEXT] if isinstance(x, str | int | float) else ""
 
@@ -57,8 +61,7 @@ def _strings(d: object) -> dict[str, str | None]:
 
 
 def _case(c: Mapping[str, Any]) -> dict[str, Any]:
-    grads = c.get("grads") if isinstance(c.get("grads"), Mapping) else {}
-    worst = c.get("worst") if isinstance(c.get("worst"), Mapping) else {}
+    grads, worst = _map(c.get("grads")), _map(c.get("worst"))
     return {
         "size": _text(c.get("size")), "model": _text(c.get("model")),
         "attention": _text(c.get("attention")), "seq": _num(c.get("seq")),
@@ -99,9 +102,8 @@ def read_report(d: object, what: str) -> Step:
         detail |= {"multiple": _num(d.get("multiple")), "fault": _text(d.get("fault") or ""),
                    "cases": [_case(c) for c in (d.get("cases") or []) if isinstance(c, Mapping)]}
     else:
-        parts = d.get("parts") if isinstance(d.get("parts"), Mapping) else {}
-        loaded = d.get("loaded") if isinstance(d.get("loaded"), Mapping) else {}
-        members = loaded.get("members") if isinstance(loaded.get("members"), Mapping) else {}
+        parts, loaded = _map(d.get("parts")), _map(d.get("loaded"))
+        members = _map(loaded.get("members"))
         detail |= {"parts": {_text(k): _part(v) for k, v in parts.items()
                              if isinstance(v, Mapping)},
                    "loaded": {_text(k): [_text(x) for x in v[:200]]

@@ -26,9 +26,8 @@ from rocmbuild.core.log import redact
 from rocmbuild.validate import baseline as baseline_cmp
 from rocmbuild.validate import install as inst
 from rocmbuild.validate import kernels as kernel_step
-from rocmbuild.validate import modelrun
+from rocmbuild.validate import modelrun, upstream
 from rocmbuild.validate import report as render
-from rocmbuild.validate import upstream
 from rocmbuild.validate.model import (
     Environment,
     KernelsSummary,

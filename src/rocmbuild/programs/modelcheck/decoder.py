@@ -75,10 +75,12 @@ def torch_dtype(name: str) -> Any:
 def build(size: Size, seed: int, dtype: str, device: str, attn: str = "sdpa") -> Any:
     """The decoder with random weights from ``seed`` (initialised in float32 on the CPU, so the
     weights do not depend on the device), cast to ``dtype`` on ``device``."""
-    import torch
-    import transformers
+    import importlib
 
-    common = dict(vocab_size=size.vocab, hidden_size=size.hidden,
+    import torch
+
+    transformers: Any = importlib.import_module("transformers")  # typed loosely on purpose
+    common: dict[str, Any] = dict(vocab_size=size.vocab, hidden_size=size.hidden,
                   intermediate_size=(size.hidden * 8 // 3 + 63) // 64 * 64,
                   num_hidden_layers=size.layers, num_attention_heads=size.heads,
                   num_key_value_heads=size.kv_heads, max_position_embeddings=4096,

@@ -124,7 +124,8 @@ def bnb_code(bnb_dir: Path, dev: str, hip: bool, archs: Sequence[str]) -> str:
 
 def part_bitsandbytes(archs: Sequence[str] = ()) -> dict[str, Any]:
     import torch
-    import transformers
+
+    transformers = _module("transformers", "the model needs it")
 
     bnb = _module("bitsandbytes", "the stack has no bitsandbytes member")
     why = bnb_code(Path(bnb.__file__).parent, device_of(torch, "cuda")["arch"],
