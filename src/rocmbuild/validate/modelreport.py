@@ -26,15 +26,18 @@ def _r(x: Any) -> str:
 
 
 CASE_HEAD = ("case", "status", "logits W-SDPA", "logits W-eager", "logits SDPA-eager",
-             "grads max W-SDPA", "grads max SDPA-eager", "worst ratio", "worst quantity")
+             "worst token ratio", "grads max W-SDPA", "grads max SDPA-eager", "worst ratio",
+             "worst quantity")
 
 
 def case_cells(c: dict[str, Any]) -> list[str]:
     lg, gr, w = c.get("logits") or {}, c.get("grads") or {}, c.get("worst") or {}
+    rows = c.get("logits_rows") or {}
     name = (f"{c.get('size')} {c.get('attention')} S{_i(c.get('seq'))} {c.get('dtype')} "
             f"{'padded' if c.get('padded') else 'full'} seed {_i(c.get('seed'))}")
     return [name, str(c.get("status")), _g(lg.get("test_sdpa")), _g(lg.get("test_eager")),
-            _g(lg.get("sdpa_eager")), _g((gr.get("test_sdpa") or {}).get("max")),
+            _g(lg.get("sdpa_eager")), _r(rows.get("ratio")),
+            _g((gr.get("test_sdpa") or {}).get("max")),
             _g((gr.get("sdpa_eager") or {}).get("max")), _r(w.get("ratio")),
             str(w.get("quantity") or c.get("reason") or "")]
 
@@ -92,8 +95,8 @@ def html_parts(data: dict[str, Any], status: Callable[[str], str]) -> list[str]:
             for c in det["cases"]:
                 cells = case_cells(c)
                 parts.append(f"<tr><td>{e(cells[0])}</td><td>{status(cells[1])}</td>"
-                             + "".join(f"<td class='num'>{e(x)}</td>" for x in cells[2:8])
-                             + f"<td>{e(cells[8])}</td></tr>")
+                             + "".join(f"<td class='num'>{e(x)}</td>" for x in cells[2:9])
+                             + f"<td>{e(cells[9])}</td></tr>")
             parts.append("</table>")
     if stack:
         det = stack.get("detail") or {}

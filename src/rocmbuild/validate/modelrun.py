@@ -70,6 +70,8 @@ def _case(c: Mapping[str, Any]) -> dict[str, Any]:
         "reason": _text(c.get("reason")),
         "loss": _nums(c.get("loss"), ("test", "sdpa", "eager")),
         "logits": _nums(c.get("logits"), ("test_sdpa", "test_eager", "sdpa_eager", "ratio")),
+        "logits_rows": _nums(c.get("logits_rows"),
+                             ("test_sdpa", "test_eager", "sdpa_eager", "ratio")),
         "grads": {"params": _num(grads.get("params")),
                   "worst_ratio": _num(grads.get("worst_ratio")),
                   **{k: _nums(grads.get(k), ("max", "median"))

@@ -1,6 +1,6 @@
 """Deviations between two passes and the verdict: the wheel's deviation from each reference
-against the references' deviation from each other, per quantity (the logits, each parameter's
-gradient)."""
+against the references' deviation from each other, per quantity (the logits, the worst token's
+logits, each parameter's gradient)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ from typing import Any
 from .decoder import Pass
 
 LOGITS = "logits"
+ROWS = "logits_rows"
+"""The worst token's logits: one wrong row among many is diluted in the global norm by the square
+root of the row count (the kernel gate judges rows for the same reason)."""
 
 
 def rel(a: Any, b: Any) -> float:
@@ -23,6 +26,13 @@ def rel(a: Any, b: Any) -> float:
     return diff / nb
 
 
+def worst_row(a: Any, b: Any) -> float:
+    """max over rows (tokens) of ||a_t - b_t|| / ||b_t||, in float64."""
+    a64, b64 = a.double(), b.double()
+    den = b64.norm(dim=-1).clamp_min(1e-300)
+    return float(((a64 - b64).norm(dim=-1) / den).max()) if a64.shape[0] else 0.0
+
+
 def finite(p: Pass) -> bool:
     import torch
 
@@ -32,7 +42,7 @@ def finite(p: Pass) -> bool:
 
 def deviations(x: Pass, y: Pass) -> dict[str, float]:
     """Per quantity: the logits, then each parameter's gradient (``grad:<name>``)."""
-    out = {LOGITS: rel(x.logits, y.logits)}
+    out = {LOGITS: rel(x.logits, y.logits), ROWS: worst_row(x.logits, y.logits)}
     for name, g in y.grads.items():
         out[f"grad:{name}"] = rel(x.grads[name], g) if name in x.grads else math.inf
     return out
@@ -50,7 +60,7 @@ def judge(test: Pass, sdpa: Pass, eager: Pass, multiple: float, floor: float
     ts, te, se = deviations(test, sdpa), deviations(test, eager), deviations(sdpa, eager)
     ratios = {q: max(ts[q], te[q]) / max(se[q], floor) for q in se}
     worst = max(ratios, key=lambda q: ratios[q])
-    grads = [q for q in se if q != LOGITS]
+    grads = [q for q in se if q.startswith("grad:")]
 
     def summary(d: dict[str, float]) -> dict[str, float]:
         vals = [d[q] for q in grads]
@@ -61,6 +71,8 @@ def judge(test: Pass, sdpa: Pass, eager: Pass, multiple: float, floor: float
         "loss": {"test": test.loss, "sdpa": sdpa.loss, "eager": eager.loss},
         "logits": {"test_sdpa": ts[LOGITS], "test_eager": te[LOGITS],
                    "sdpa_eager": se[LOGITS], "ratio": ratios[LOGITS]},
+        "logits_rows": {"test_sdpa": ts[ROWS], "test_eager": te[ROWS], "sdpa_eager": se[ROWS],
+                        "ratio": ratios[ROWS]},
         "grads": {"params": len(grads), "test_sdpa": summary(ts), "test_eager": summary(te),
                   "sdpa_eager": summary(se),
                   "worst_ratio": max(ratios[q] for q in grads) if grads else 0.0},
