@@ -162,6 +162,8 @@ def test_html_report_renders(validated, tmp_path, chromium):
     png = tmp_path / "r.png"
     dom = chromium(validated["root"] / "r.html", png, "1200,900")
     assert "rocmbuild validate" in dom and "not a ROCm build" in dom
+    # no attention wheel: the model check says why it did not run; the stack step is not asked
+    assert "Model check:" in dom and "no attention wheel (flash_attn)" in dom
     assert png.stat().st_size > 0
     px = _pixels(png)
     assert len(set(px)) > 10  # not blank
