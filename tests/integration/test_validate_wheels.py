@@ -230,6 +230,31 @@ def test_h200_failed_report_shows_fix_gridlines_and_unwrapped_numbers(tmp_path, 
     assert grid > 200
 
 
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed")
+def test_h100_model_check_report_renders(tmp_path, chromium):
+    """The model check of the flash-attn Triton wheel recorded on an H100
+    (docs/validate-h200/issue35): every case in its table, the failing sliding-window cases in
+    red with the fix, and the stack step's parts of the stack run."""
+    from rocmbuild.core.config import REPO_ROOT
+    from rocmbuild.validate import report
+
+    here = REPO_ROOT / "docs/validate-h200/issue35"
+    good = json.loads((here / "h100-validate-good.json").read_text())
+    stack = json.loads((here / "h100-validate-stack.json").read_text())
+    page = tmp_path / "model.html"
+    page.write_text(report.to_html(good) + report.to_html(stack))
+    png = tmp_path / "model.png"
+    dom = chromium(page, png, "1400,2400")
+    assert dom.count("seed 0</td>") == 16 and "gqa-1024-d128 GQA S777 fp16 padded" in dom
+    assert "swa-512 GQA S1000 bf16 full seed 0" in dom and "allowed 8x" in dom
+    assert "read the failing cases" in dom  # the model step's fix
+    for part in ("flash-attn", "peft", "bitsandbytes", "deepspeed"):
+        assert f"<td>{part}</td>" in dom
+    assert "libbitsandbytes_cuda130.so" in dom
+    red = sum(1 for p in _pixels(png) if p[0] > 180 and p[1] < 40 and p[2] < 40)
+    assert red > 50  # the failed cases are drawn in red
+
+
 # ----------------------------------------------------------------------------- the pipeline stage
 
 
