@@ -30,7 +30,8 @@ MULTIPLE = 8.0
 wheel's deviation from each reference (torch SDPA, eager) is at most MULTIPLE times the
 references' deviation from each other. Chosen from 80 cases (5 seeds x 4 sizes x 2 dtypes x with
 and without padding) on an NVIDIA H200: the good wheel's worst ratio was 5.8 (fp16 GQA key
-gradients), the faulty wheel's 8.2-35 in 14 of its 16 configurations (docs/validate.md)."""
+gradients) where it supports the case; the ``last-tile`` fault's was 14.9-672 in all 16 cases on
+an H100 (docs/validate.md, "The model check")."""
 
 PARTS: tuple[str, ...] = ("flash-attn", "peft", "bitsandbytes", "deepspeed")
 """The stack step's parts, in the order they run."""
