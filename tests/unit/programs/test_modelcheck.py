@@ -87,9 +87,8 @@ def test_no_transformers_is_one_skip_line(monkeypatch):
 def test_no_gpu_skips_both(monkeypatch):
     if torch.cuda.is_available():
         pytest.skip("this host has a GPU")
+    monkeypatch.setitem(sys.modules, "transformers", None)  # the GPU is asked for first
     assert stackstep.stack_step()["reason"].startswith("no GPU:")
-    monkeypatch.setitem(sys.modules, "transformers", sys.modules.get("transformers", None)
-                        or __import__("types").ModuleType("transformers"))
     r = check.model_check(device="cuda", sizes=(decoder.TINY,))
     assert r["status"] == "skipped" and r["reason"].startswith("no GPU:")
 

@@ -46,13 +46,13 @@ def preflight(device: str, under_test: str) -> tuple[str, str]:
         import torch
     except Exception as exc:  # noqa: BLE001
         return "skipped", f"torch cannot be imported: {exc}"
+    if device == "cuda" and not torch.cuda.is_available():  # before transformers' slow import
+        return "skipped", f"no GPU: torch.cuda.is_available() is False (torch {torch.__version__})"
     try:
         import transformers  # noqa: F401
     except Exception as exc:  # noqa: BLE001
         return "skipped", (f"{NO_TRANSFORMERS} ({type(exc).__name__}: {exc}); install it "
                            "there (validate --with transformers) to check the wheel in a model")
-    if device == "cuda" and not torch.cuda.is_available():
-        return "skipped", f"no GPU: torch.cuda.is_available() is False (torch {torch.__version__})"
     if under_test == "flash_attention_2":
         try:
             import flash_attn  # noqa: F401
