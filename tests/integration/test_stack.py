@@ -131,6 +131,8 @@ def test_a_stack_is_built_validated_published_locked_and_installs(
     report = Path(res["validation"]).read_text()
     assert "no attention kernel among these wheels" in report, report  # the gate: GPU only
     assert "no GPU: the upstream tests need one" in report, report  # stack-ext's quick check
+    # the stack step (one training step with every member) runs on a GPU only, and says so
+    assert "Stack step: **skipped** no GPU: torch.cuda.is_available() is False" in report, report
     lock_dir = index / "stable" / "gfx942" / "stacks" / "small"
     pylock, constraints = (lock_dir / "pylock.toml").read_bytes(), \
         (lock_dir / "constraints.txt").read_bytes()

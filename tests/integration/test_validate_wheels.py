@@ -162,6 +162,8 @@ def test_html_report_renders(validated, tmp_path, chromium):
     png = tmp_path / "r.png"
     dom = chromium(validated["root"] / "r.html", png, "1200,900")
     assert "rocmbuild validate" in dom and "not a ROCm build" in dom
+    # no attention wheel: the model check says why it did not run; the stack step is not asked
+    assert "Model check:" in dom and "no attention wheel (flash_attn)" in dom
     assert png.stat().st_size > 0
     px = _pixels(png)
     assert len(set(px)) > 10  # not blank
@@ -226,6 +228,31 @@ def test_h200_failed_report_shows_fix_gridlines_and_unwrapped_numbers(tmp_path, 
     px = _pixels(png)
     grid = sum(1 for p in px if p == (0xDD, 0xDD, 0xDD))
     assert grid > 200
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed")
+def test_h100_model_check_report_renders(tmp_path, chromium):
+    """The model check of the flash-attn Triton wheel recorded on an H100
+    (docs/validate-h200/issue35): every case in its table, the failing sliding-window cases in
+    red with the fix, and the stack step's parts of the stack run."""
+    from rocmbuild.core.config import REPO_ROOT
+    from rocmbuild.validate import report
+
+    here = REPO_ROOT / "docs/validate-h200/issue35"
+    good = json.loads((here / "h100-validate-good.json").read_text())
+    stack = json.loads((here / "h100-validate-stack.json").read_text())
+    page = tmp_path / "model.html"
+    page.write_text(report.to_html(good) + report.to_html(stack))
+    png = tmp_path / "model.png"
+    dom = chromium(page, png, "1400,2400")
+    assert dom.count("seed 0</td>") == 16 and "gqa-1024-d128 GQA S777 fp16 padded" in dom
+    assert "swa-512 GQA S1000 bf16 full seed 0" in dom and "allowed 8x" in dom
+    assert "read the failing cases" in dom  # the model step's fix
+    for part in ("flash-attn", "peft", "bitsandbytes", "deepspeed"):
+        assert f"<td>{part}</td>" in dom
+    assert "libbitsandbytes_cuda130.so" in dom
+    red = sum(1 for p in _pixels(png) if p[0] > 180 and p[1] < 40 and p[2] < 40)
+    assert red > 50  # the failed cases are drawn in red
 
 
 # ----------------------------------------------------------------------------- the pipeline stage

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rocmbuild.commands import common
-from rocmbuild.programs.kernelgate import FAULTS
+from rocmbuild.programs import kernelgate, modelcheck
 
 if TYPE_CHECKING:
     from rocmbuild.validate.model import ValidateOptions
@@ -36,8 +36,17 @@ def register(sub: common.Subparsers) -> None:
                    help="kernel under test; auto: flash-attn when a wheel provides it, plus the "
                    "hipattn probe on AMD hosts; sdpa checks the harness itself")
     p.add_argument("--quick", action="store_true", help="small correctness/throughput subset")
-    p.add_argument("--inject-fault", choices=list(FAULTS), default=None,
-                   help="self-test: wrap the kernel with a deliberate error; the gate must fail")
+    p.add_argument("--model", action=argparse.BooleanOptionalAction, default=True,
+                   help="the model check of an attention wheel: a small decoder's logits and "
+                   "gradients with the wheel's attention against torch SDPA and eager, through "
+                   "transformers (SKIPPED without a GPU or transformers) [default on]")
+    p.add_argument("--stack", dest="stack_step", action="store_true",
+                   help="the stack step: one training step with the wheels together "
+                   "(flash-attn, peft LoRA, bitsandbytes 4-bit, DeepSpeed ZeRO-2), as "
+                   "`stack build` runs it")
+    p.add_argument("--inject-fault", choices=[*kernelgate.FAULTS, *modelcheck.FAULTS],
+                   default=None, help="self-test: wrap the kernel (last-tile: the model "
+                   "check's attention) with a deliberate error; the check must fail")
     p.add_argument("--cross-check", action="store_true",
                    help="also time every call with triton.testing.do_bench")
     p.add_argument("--baseline", default=None, help="JSON report of the last good run on this "
@@ -131,5 +140,6 @@ def _options(args: argparse.Namespace) -> tuple[ValidateOptions, tuple[str, ...]
         html_out=path(args.html), copy_broken=not args.keep_broken, keep_venv=args.keep_venv,
         with_requirements=tuple(args.with_requirements),
         upstream_tests=upstream_tests, upstream_time_s=upstream_time,
-        upstream_src=path(args.upstream_src), baseline_store=args.baseline_store)
+        upstream_src=path(args.upstream_src), baseline_store=args.baseline_store,
+        model=args.model, stack_step=args.stack_step)
     return opts, tuple(parse_archs(arch)) if arch else ()

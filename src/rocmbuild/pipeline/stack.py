@@ -271,7 +271,7 @@ def _validate(splan: StackPlan, ws: Workspace, built: Sequence[Built], kernels: 
 
     stem = ws.root / "reports" / f"stack-{splan.stack.name}-{'-'.join(gfx.names(splan.archs))}"
     opts = ValidateOptions(workdir=str(ws.root), kernels=kernels, json_out=stem.with_suffix(
-        ".json"), md_out=stem.with_suffix(".md"))
+        ".json"), md_out=stem.with_suffix(".md"), model=kernels, stack_step=kernels)
     log.info(f"[bold]stack {escape(splan.stack.name)}: validating {len(built)} wheels together"
              "[/bold]")
     rep = runner.run([b.wheel.path for b in built], splan.archs, opts)

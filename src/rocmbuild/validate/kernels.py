@@ -14,7 +14,7 @@ from rocmbuild.artifacts.wheel import WheelInfo
 from rocmbuild.core import log, untrusted
 from rocmbuild.core.errors import UsageError
 from rocmbuild.core.run import run as run_cmd
-from rocmbuild.programs import kernelgate
+from rocmbuild.programs import kernelgate, modelcheck
 from rocmbuild.validate import baseline as baseline_cmp
 from rocmbuild.validate import install as inst
 from rocmbuild.validate.kernelrun import KernelRun
@@ -34,9 +34,10 @@ def check_options(opts: ValidateOptions) -> None:
     if opts.kernel != "auto" and opts.kernel not in kernelgate.ADAPTER_NAMES:
         raise UsageError(f"--kernel: unknown kernel {opts.kernel!r}",
                          hint=f"choose from auto, {', '.join(kernelgate.ADAPTER_NAMES)}")
-    if opts.inject_fault and opts.inject_fault not in kernelgate.FAULTS:
+    faults = (*kernelgate.FAULTS, *modelcheck.FAULTS)
+    if opts.inject_fault and opts.inject_fault not in faults:
         raise UsageError(f"--inject-fault: unknown fault {opts.inject_fault!r}",
-                         hint=f"choose from {', '.join(kernelgate.FAULTS)}")
+                         hint=f"choose from {', '.join(faults)}")
 
 
 def pick(opts: ValidateOptions, wheels: Sequence[WheelInfo],
@@ -68,7 +69,7 @@ def run_one(venv: inst.Venv, kernel: str, opts: ValidateOptions, env: Mapping[st
     argv = [str(venv.python), "-m", GATE_MODULE, "--kernel", kernel, "--json", str(out)]
     if opts.quick:
         argv.append("--quick")
-    if opts.inject_fault:
+    if opts.inject_fault in kernelgate.FAULTS:  # not a fault of the model check
         argv += ["--inject-fault", opts.inject_fault]
     if opts.cross_check:
         argv.append("--cross-check")

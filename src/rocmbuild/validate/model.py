@@ -35,6 +35,8 @@ class ValidateOptions:
     upstream_time_s: float = 600.0  # time cap of the upstream-test run
     upstream_src: Path | None = None  # source tree holding them (default: the workspace's)
     baseline_store: bool = True  # compare with and record into <workdir>/baselines/
+    model: bool = True  # the model check of an attention wheel (SKIPPED without GPU/transformers)
+    stack_step: bool = False  # the stack step: one training step with every member
 
     @property
     def outputs(self) -> tuple[Path, ...]:
@@ -132,10 +134,13 @@ class ValidationReport:
     created: str
     duration_s: float = 0.0
     paths: tuple[Path, ...] = field(default=())  # the report files written
+    model_check: Step = Step(Status.SKIPPED, "not run")
+    stack_check: Step = Step(Status.SKIPPED, "not run")
 
     @property
     def ok(self) -> bool:
-        return all(w.ok for w in self.wheels) and not self.kernels.status.failed
+        return (all(w.ok for w in self.wheels) and not self.kernels.status.failed
+                and not self.model_check.status.failed and not self.stack_check.status.failed)
 
     @property
     def failures(self) -> list[str]:
@@ -143,6 +148,9 @@ class ValidationReport:
                if s.status.failed]
         if self.kernels.status.failed:
             out.append(f"kernels: {self.kernels.reason}")
+        for name, st in (("model check", self.model_check), ("stack step", self.stack_check)):
+            if st.status.failed:
+                out.append(f"{name}: {st.reason}")
         return out
 
     def stage_result(self) -> StageResult:
@@ -163,4 +171,5 @@ class ValidationReport:
                 "archs": list(self.archs), "duration_s": round(self.duration_s, 2),
                 "environment": self.environment.to_json(),
                 "wheels": [w.to_json() for w in self.wheels], "kernels": self.kernels.to_json(),
+                "model": self.model_check.to_json(), "stack": self.stack_check.to_json(),
                 "failures": self.failures}

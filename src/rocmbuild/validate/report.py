@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from rocmbuild.artifacts.results import Status
+from rocmbuild.validate import modelreport
 
 
 def _fmt(x: Any, spec: str = ".1f") -> str:
@@ -96,6 +97,8 @@ def fix(step: str, st: dict[str, Any], data: dict[str, Any]) -> str:
                        "bisect the change (an intended slowdown: pass --baseline FILE or move "
                        "<workdir>/baselines/throughput.json away)")
         return "; ".join(out) or "read the kernel gate's reason below"
+    if step == "model":
+        return modelreport.MODEL_FIX
     return ""
 
 
@@ -157,6 +160,7 @@ def to_markdown(data: dict[str, Any]) -> str:
                     f"{_fmt(r.get('first_ms'), '.0f')} |")
         for f in (run.get("baseline") or {}).get("problems", []):
             lines.append(f"- baseline: {f}")
+    lines += modelreport.markdown(data)
     if data.get("failures"):
         lines += ["", "Failures:"] + [f"- {f}" for f in data["failures"]]
     return "\n".join(lines) + "\n"
@@ -307,6 +311,7 @@ def to_html(data: dict[str, Any]) -> str:
                              f"<td class='num'>{_fmt(rw, '.3f')}</td><td class='num'>{e(at)}"
                              f"</td><td>{e(c['reason'])}</td></tr>")
             parts.append("</table>")
+    parts += modelreport.html_parts(data, _status)
     if data.get("failures"):
         parts.append("<h2>Failures</h2><ul>" + "".join(f"<li>{e(f)}</li>"
                                                       for f in data["failures"]) + "</ul>")

@@ -26,8 +26,8 @@ from rocmbuild.core.log import redact
 from rocmbuild.validate import baseline as baseline_cmp
 from rocmbuild.validate import install as inst
 from rocmbuild.validate import kernels as kernel_step
+from rocmbuild.validate import modelrun, upstream
 from rocmbuild.validate import report as render
-from rocmbuild.validate import upstream
 from rocmbuild.validate.model import (
     Environment,
     KernelsSummary,
@@ -312,6 +312,11 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
                          + (" (quick)" if opts.quick else ""))
             kernels = kernel_step.run_kernels(venv, names, opts, env_extra, tmp, baseline, store,
                                               variant, _floors(infos))
+        if installed:
+            model_check = modelrun.model_step(venv, infos, opts, env_extra, tmp)
+            stack_check = modelrun.stack_step(venv, infos, opts, env_extra, tmp)
+        else:
+            model_check = stack_check = Step(Status.SKIPPED, "install failed")
         for i, w in enumerate(infos):
             if not installed:
                 steps[w.path]["upstream"] = Step(Status.SKIPPED, "install failed")
@@ -330,6 +335,8 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
         s = steps[w.path]
         if kernels.status.failed:  # the kernels came from these wheels
             s["kernels"] = Step(Status.FAILED, kernels.reason)
+        if model_check.status.failed and "flash_attn" in w.top_level:
+            s["model"] = Step(Status.FAILED, model_check.reason)
         copy = None
         if any(st.status.failed for st in s.values()):
             copy = _record_failure(w, ws, opts, logf)
@@ -340,7 +347,8 @@ def _run(wheels: Sequence[Path], archs: Sequence[str], opts: ValidateOptions
             torch=env_torch, torch_error=probe.get("torch_error"), python=probe.get("python"),
             runtime_env=env_extra, venv_torch_from=venv.torch_from, log=logf),
         created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        duration_s=time.monotonic() - t0, paths=opts.outputs)
+        duration_s=time.monotonic() - t0, paths=opts.outputs, model_check=model_check,
+        stack_check=stack_check)
     if report.ok and opts.baseline_store and not opts.inject_fault:
         baseline_cmp.record(store_file, kernels.runs, variant, report.created)
     write_reports(report, opts)
