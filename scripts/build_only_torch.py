@@ -13,7 +13,7 @@ scripts/install-build-only-torch.sh, which runs this with the venv's python). St
    and not defined in the header is a symbol of that library.
 3. Link stubs torch/lib/libc10_hip.so and libtorch_hip.so defining exactly those symbols.
 4. ROCM_HOME for cpp_extension: ``--home`` with bin/hipcc (clang++-22 against the SDK),
-   include and lib (the SDK's), bin/hipconfig (the SDK tree's shim).
+   include and lib (the SDK's), bin/hipconfig (the SDK tree's shim), .info/version.
 5. torch/version.py: hip and rocm from the SDK (cuda None); torch/utils/cpp_extension.py:
    ROCM_HOME is ``--home``. The two edits replace known lines and stop if they are not found.
 6. torch/_rocmbuild_build_only.json: what was done (rocmbuild's host detection reads it).
@@ -229,7 +229,7 @@ def write_stub(out: Path, names: list[str], clang: str) -> None:
 
 
 def rocm_home(home: Path, sdk: dict[str, str], clang: str) -> None:
-    """ROCM_HOME for cpp_extension (bin/hipcc, bin/hipconfig, include, lib)."""
+    """ROCM_HOME for cpp_extension (bin/hipcc, bin/hipconfig, include, lib, .info/version)."""
     (home / "bin").mkdir(parents=True, exist_ok=True)
     for name, target in (("include", sdk["include"]), ("lib", sdk["lib"]),
                          ("bin/hipconfig", sdk["hipconfig"])):
@@ -237,6 +237,10 @@ def rocm_home(home: Path, sdk: dict[str, str], clang: str) -> None:
         if link.is_symlink() or link.exists():
             link.unlink()
         link.symlink_to(target)
+    # AMD's layout has the ROCm version here; DeepSpeed's op builder reads it (builder.py
+    # installed_rocm_version) and stops without it
+    (home / ".info").mkdir(exist_ok=True)
+    (home / ".info/version").write_text(f"{sdk['version']}\n")
     hipcc = home / "bin/hipcc"
     hipcc.write_text(HIPCC.format(version=sdk["version"], hip=sdk["hip_version"], clang=clang,
                                   root=sdk["root"], bc=sdk["device_lib_path"], lib=sdk["lib"],

@@ -166,3 +166,22 @@ def test_tiny_decoder_on_cpu_references_agree_and_the_fault_fails():
     assert "Model check: **failed**" in md and "tiny GQA S77 fp32 padded seed 0" in md
     page = "".join(report.modelreport.html_parts(data, report._status))
     assert "<h2>Model check:" in page and "Stack step:" in page
+
+
+def test_a_wheel_that_refuses_a_case_out_loud_skips_it():
+    """An attention that raises NotImplementedError (flash-attn's Triton backend for a sliding
+    window, patch 0004) is a SKIP with its reason: a loud refusal, not a wrong answer; a check
+    in which nothing ran is not a pass."""
+    pytest.importorskip("transformers")
+    from transformers import AttentionInterface
+    def refuses(module, query, key, value, mask, **kw):
+        raise NotImplementedError("window_size=(7, 7) is not supported")
+
+    AttentionInterface.register("rocmbuild_refuses", refuses)
+    kw = dict(device="cpu", sizes=(decoder.TINY,), dtypes=("fp32",))
+    none = check.model_check(under_test="rocmbuild_refuses", **kw)
+    assert none["status"] == "failed" and none["reason"] == "no cases ran"
+    assert all(c["status"] == "skipped" and "the wheel refuses it: NotImplementedError"
+               in c["reason"] for c in none["cases"])
+    assert Status.parse(none["cases"][0]["status"]) is Status.SKIPPED
+    assert len(none["skipped"]) == 2 and not none["failures"]
