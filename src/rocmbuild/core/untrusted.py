@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,9 @@ def loads_toml(raw: bytes) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BadToml(f"invalid TOML: {exc}") from None
+    except ValueError:  # int() of an integer past Python's digit limit (sys.int_info)
+        raise BadToml(f"a number of more than {sys.get_int_max_str_digits()} digits"
+                      ) from None
     except RecursionError:
         raise BadToml("invalid TOML: nested too deeply") from None
 
