@@ -311,6 +311,9 @@ def _read_config(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(table, dict):
         raise UsageError(f"{path}: tool.rocmbuild: expected a table", hint="[tool.rocmbuild]")
+    for key, url in untrusted.credentials(table, "tool.rocmbuild")[:1]:
+        raise UsageError(f"{path}: {key}: {url!r} holds a user name or password",
+                         hint=untrusted.CREDENTIALS_HINT)
     for key, what in untrusted.controls(table, "tool.rocmbuild")[:1]:
         raise UsageError(f"{path}: {key}: {what}", hint="[tool.rocmbuild] holds printable text "
                          "only: retype the key or value without it")

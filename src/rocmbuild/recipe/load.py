@@ -73,6 +73,11 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
         raise RecipeError([f"{shown}: nested {depth} levels deep (at most {MAX_DEPTH})"],
                           hint="a recipe needs a few levels of tables and lists; "
                           "see recipes/flash-attn.toml")
+    found = untrusted.credentials(data, "")
+    if found:  # refused before any other check could echo it (a key, a table, a wrong type)
+        raise RecipeError([f"{shown}: {key}: {url!r} holds a user name or password, which a "
+                           "committed recipe must not" for key, url in found[:1]],
+                          hint=untrusted.CREDENTIALS_HINT + " (fetch reads it)")
     c = Checker(shown)
     c.walk(data, tree(Recipe), "")
     fields = c.read(Recipe, data, "")

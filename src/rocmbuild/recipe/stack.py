@@ -150,6 +150,11 @@ def _read(path: Path) -> dict[str, Any]:
         raise RecipeError([f"{shown}: {exc}"],
                           hint="save the stack file as UTF-8 TOML; see stacks/finetune.toml"
                           ) from None
+    secret = untrusted.credentials(data, "")
+    if secret:
+        raise RecipeError([f"{shown}: {key}: {url!r} holds a user name or password, which a "
+                           "stack file must not" for key, url in secret[:1]],
+                          hint=untrusted.CREDENTIALS_HINT)
     found = untrusted.controls(data, "")
     if found:
         raise RecipeError([f"{shown}: {key}: {what}" for key, what in found],
