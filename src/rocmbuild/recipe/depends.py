@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from rocmbuild.core import config
+from rocmbuild.core import config, fsutil
 from rocmbuild.core.errors import RecipeError
 from rocmbuild.recipe.check import Checker, suggest
 from rocmbuild.recipe.model import Recipe
@@ -66,6 +66,9 @@ def check(c: Checker, path: Path, lists: dict[str, tuple[str, ...]], within: tup
             at = f"{key}[{i}]"
             if name in names[:i]:
                 c.bad(at, f"{name!r} is named twice")
+                continue
+            if problem := fsutil.name_problem(f"{name}.toml"):
+                c.bad(at, f"{name[:60]!r}{'...' if len(name) > 60 else ''}: {problem}")
                 continue
             found = find(name, path)
             if found is None:

@@ -87,6 +87,9 @@ class Stack:
 
 def find(name: str) -> Path:
     """A stack by path (``.toml`` or with a ``/``) or by name in the shipped ``stacks/``."""
+    if problem := fsutil.name_problem(name):
+        raise UsageError(f"stack {name[:60]!r}{'...' if len(name) > 60 else ''}: {problem}",
+                         hint="give a stack's name or the path of its .toml file")
     p = Path(name)
     if p.suffix == ".toml" or "/" in name:
         if not p.exists():
@@ -288,6 +291,9 @@ def _member(r: _Reader, item: Any, key: str, path: Path, prefix: str = "") -> Me
 
 def _recipe(r: _Reader, name: str, key: str, path: Path) -> Recipe | None:
     target = str(path.absolute().parent / name) if name.endswith(".toml") else name
+    if problem := fsutil.name_problem(target):
+        r.bad(key, f"{name[:60]!r}{'...' if len(name) > 60 else ''}: {problem}")
+        return None
     if not name.endswith(".toml") and not _NAME.match(name):
         r.bad(key, f"{name[:80]!r} is not a recipe name (or a path ending in .toml)")
         return None
