@@ -200,15 +200,33 @@ def load_stack(path: Path) -> Stack:
             if m is not None:
                 members.append(m)
     seen: dict[str, str] = {torch.name: "torch"} if torch else {}
+    projects: dict[str, Member] = {project(torch.recipe): torch} if torch else {}
     for m in members:
         if m.name in seen:
             r.bad(f"{m.key}.recipe", f"{m.name!r} is already {seen[m.name]}: a stack builds "
                   "each recipe once")
+            continue
         seen.setdefault(m.name, m.key)
+        other = projects.setdefault(project(m.recipe), m)
+        if other is not m:  # two wheels of one project: no lock installs both
+            r.bad(f"{m.key}.recipe", f"{m.name!r} builds {m.recipe.name!r}, which "
+                  f"{other.key} ({other.name}) builds too: a stack installs one wheel of "
+                  "each project")
     if r.problems:
         raise RecipeError(r.problems, hint="fix the keys above; docs/stacks.md describes the "
                           "file, `rocmbuild stack plan <stack> --arch gfx942` checks it")
     return Stack(path, path.stem, description, torch_from, requires, torch, tuple(members))
+
+
+TORCH_PROJECTS = ("torch", "rocm-torch")
+"""What a ``[torch] from = "recipe"`` recipe must build (``recipe.plan.TORCH_NAMES``)."""
+
+
+def project(recipe: Recipe) -> str:
+    """The project (PEP 503 normalized name) a recipe's wheel is of."""
+    from packaging.utils import canonicalize_name
+
+    return str(canonicalize_name(recipe.name))
 
 
 def _torch(r: _Reader, data: Any, path: Path) -> tuple[str, str, Member | None]:
@@ -234,8 +252,12 @@ def _torch(r: _Reader, data: Any, path: Path) -> tuple[str, str, Member | None]:
         r.bad("torch.recipe", "missing (from = \"recipe\" names the torch recipe, e.g. "
               "\"pytorch\")")
         return how, requires, None
-    return how, requires, _member(r, {k: data[k] for k in member_keys}, "torch", path,
-                                  prefix="torch.")
+    torch = _member(r, {k: data[k] for k in member_keys}, "torch", path, prefix="torch.")
+    if torch is not None and project(torch.recipe) not in TORCH_PROJECTS:
+        r.bad("torch.recipe", f"{torch.name!r} builds {torch.recipe.name!r}, not torch: the "
+              "stack's torch must be a torch recipe (e.g. \"pytorch\")")
+        return how, requires, None
+    return how, requires, torch
 
 
 def _specifiers(text: str) -> bool:
