@@ -124,8 +124,11 @@ def userinfo_problem(text: str) -> str | None:
     inside a URL) holding a user name or password (``untrusted.userinfo``), a secret committed
     with the recipe. The message shows that URL alone, and never the secret."""
     shown = untrusted.userinfo(text)
-    if shown is None:
-        return None
+    return None if shown is None else userinfo_message(shown)
+
+
+def userinfo_message(shown: str) -> str:
+    """The problem of the URL ``shown`` (redacted, ``untrusted.userinfo``) in a recipe."""
     return (f"{shown!r} holds a user name or password, which a committed recipe must "
             "not: put them in ~/.netrc (or the file NETRC names) as `machine <host> login "
             "<user> password <token>`, which fetch reads")
@@ -294,6 +297,10 @@ class Checker:
                      f"{', '.join(RANGED_REQUIREMENTS)})")
             return
         if simple_specifiers(spec):  # valid at a glance: packaging not imported
+            return
+        if "===" in spec:  # arbitrary equality: a string match, which no host version makes
+            self.bad(loc, f"{value!r}: '===' compares strings, not versions; write a range "
+                     f"such as \"{base}>=2.13,<2.14\"")
             return
         from packaging.specifiers import InvalidSpecifier, SpecifierSet  # only when there is one
 

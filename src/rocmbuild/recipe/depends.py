@@ -51,10 +51,15 @@ def _available(near: Path) -> list[str]:
 
 
 def check(c: Checker, path: Path, lists: dict[str, tuple[str, ...]], within: tuple[Path, ...],
-          loader: Loader) -> None:
+          loader: Loader, project: str = "") -> None:
     """Report (on ``c``) each name in ``lists`` (recipe key -> names) that is repeated, names
     no recipe, or leads back to a recipe on the way here (``within`` and ``path``: a cycle);
-    load the others with ``loader``, adding their problems."""
+    load the others with ``loader``, adding their problems. A dependency whose wheel is of
+    ``project`` (the dependent's own ``package.name``) is refused: the two wheels would share a
+    file name in the wheel directory, and the dependent's would overwrite the one it needs."""
+    from packaging.utils import canonicalize_name
+
+    mine = canonicalize_name(project) if project else None
     chain = (*within, path.resolve())
     if len(chain) > MAX_DEPTH + 1:
         c.bad(next(iter(lists)), f"dependencies nested more than {MAX_DEPTH} levels deep "
@@ -83,6 +88,11 @@ def check(c: Checker, path: Path, lists: dict[str, tuple[str, ...]], within: tup
                 continue
             loaded.add(found.resolve())
             try:
-                loader(found, chain)
+                dep = loader(found, chain)
             except RecipeError as exc:
                 c.problems += [p for p in exc.problems if p not in c.problems]
+                continue
+            if isinstance(dep, Recipe) and mine is not None \
+                    and canonicalize_name(dep.name) == mine:
+                c.bad(at, f"{name!r} builds {dep.name!r}, the project this recipe builds: a "
+                      "dependency must be another project")

@@ -16,10 +16,11 @@ from rocmbuild.core import untrusted
 from rocmbuild.core.errors import RecipeError
 from rocmbuild.core.pep508 import simple_requirement
 from rocmbuild.recipe import depends, readers
-from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree
+from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree, userinfo_message
 from rocmbuild.recipe.keys import key_of
 from rocmbuild.recipe.model import Recipe
 from rocmbuild.recipe.plan import Plan
+from rocmbuild.recipe.releases import Release
 from rocmbuild.recipe.tables import (
     Floor,
     Hipify,
@@ -75,8 +76,7 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
                           "see recipes/flash-attn.toml")
     found = untrusted.credentials(data, "")
     if found:  # refused before any other check could echo it (a key, a table, a wrong type)
-        raise RecipeError([f"{shown}: {key}: {url!r} holds a user name or password, which a "
-                           "committed recipe must not" for key, url in found[:1]],
+        raise RecipeError([f"{shown}: {key}: {userinfo_message(url)}" for key, url in found[:1]],
                           hint=untrusted.CREDENTIALS_HINT + " (fetch reads it)")
     c = Checker(shown)
     c.walk(data, tree(Recipe), "")
@@ -139,12 +139,14 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
             parts = rel.replace("\\", "/").split("/")
             if not rel or rel.startswith("/") or ".." in parts:
                 c.bad(f"{at}[{i}]", f"must be a relative path inside the source tree, got {rel!r}")
-    deps = {f"variants.{n}.depends": v.depends for n, v in variants.items() if v and v.depends}
-    deps.update({f"releases.{n}.depends": r.depends for n, r in releases.items()
-                 if r and r.depends})
+    # each named by the key the file holds (releases.<n>.build.depends, variants.<n>.depends)
+    deps = {f"variants.{n}.{key_of(Variant, 'depends').toml}": v.depends
+            for n, v in variants.items() if v and v.depends}
+    deps.update({f"releases.{n}.{key_of(Release, 'depends').toml}": r.depends
+                 for n, r in releases.items() if r and r.depends})
     if fields.get("depends") or deps:
         depends.check(c, path, {key_of(Recipe, "depends").toml: fields.get("depends", ()),
-                                **deps}, within, load)
+                                **deps}, within, load, str(fields.get("name", "")))
     if fields.get("backend") == "cmake" and not fields.get("version") \
             and fields.get("cmake_wheel", "install") == "install":
         c.bad(key_of(Recipe, "version").toml, "missing (the cmake backend needs the wheel version, "
