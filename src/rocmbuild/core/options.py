@@ -267,7 +267,7 @@ def project_config(cwd: Path | None = None) -> dict[str, Any]:
     wrong types are usage errors naming the file and key. No file or no table: {}."""
     path = (cwd or Path.cwd()) / CONFIG_FILE
     try:
-        st = path.stat()
+        st = path.lstat()  # a symlink, even a dangling one, is refused by the read
     except FileNotFoundError:
         return {}
     except OSError as exc:

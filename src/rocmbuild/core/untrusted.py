@@ -154,14 +154,36 @@ def loads_toml(raw: bytes) -> dict[str, Any]:
         raise BadToml(f"not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})"
                       ) from None
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BadToml(f"invalid TOML: {exc}") from None
-    except ValueError:  # int() of an integer past Python's digit limit (sys.int_info)
+    except ValueError:  # int() of a decimal integer past Python's digit limit
         raise BadToml(f"a number of more than {sys.get_int_max_str_digits()} digits"
                       ) from None
     except RecursionError:
         raise BadToml("invalid TOML: nested too deeply") from None
+    at = _outside_int64(data)
+    if at is not None:  # TOML's integers are 64-bit; 0x/0o/0b ones have no digit limit
+        raise BadToml(f"{at}: an integer outside TOML's 64-bit range")
+    return data
+
+
+_INT64 = range(-(2**63), 2**63)
+
+
+def _outside_int64(value: Any) -> str | None:
+    """The dotted key of the first integer in ``value`` (parsed TOML) outside -2^63..2^63-1,
+    which no setting takes and whose text (past 4,300 digits) Python cannot even print."""
+    todo: list[tuple[str, Any]] = [("", value)]
+    while todo:
+        where, v = todo.pop()
+        if type(v) is int and v not in _INT64:
+            return where or "(value)"
+        if isinstance(v, dict):
+            todo += [(f"{where}.{k}" if where else str(k), item) for k, item in v.items()]
+        elif isinstance(v, list):
+            todo += [(f"{where}[{i}]", item) for i, item in enumerate(v)]
+    return None
 
 
 def control(text: str, lines: bool = False) -> str | None:
