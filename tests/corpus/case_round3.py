@@ -124,8 +124,8 @@ _CRED_RECIPE = {
                          f'"{URL}" }}\n', "r.toml: patches[0].when.variant"),
     "patch-when-list": (f'[[patches]]\nfile = "p.patch"\nreason = "r"\nwhen = {{ source = '
                         f'["default", "{URL}"] }}\n', "r.toml: patches[0].when.source[1]"),
-    "download-when": (f'[[downloads]]\nname = "d"\nurl = "https://h.invalid/d"\nsha256 = "{"0" * 64}'
-                      f'"\nenv = "D"\nwhen = {{ arch = "{URL}" }}\n',
+    "download-when": (f'[[downloads]]\nname = "d"\nurl = "https://h.invalid/d"\n'
+                      f'sha256 = "{"0" * 64}"\nenv = "D"\nwhen = {{ arch = "{URL}" }}\n',
                       "r.toml: downloads[0].when.arch"),
     "release-when-like": (f'[releases.a]\nwhen = "{URL}"\n', "r.toml: releases.a.when"),
     "cmake-args-nested": (f'cmake_args = [["-D", "{URL}"]]\n', "r.toml: build.cmake_args[0][1]"),
@@ -256,7 +256,7 @@ _BIG_RECIPE = {
 }
 
 _BIG_STACK = {
-    "schema": (f"[[members]]\nrecipe = \"r.toml\"\n", f"schema_version = {BIG}\n"),
+    "schema": ("[[members]]\nrecipe = \"r.toml\"\n", f"schema_version = {BIG}\n"),
     "option": (f'[[members]]\nrecipe = "r.toml"\noptions = {{ o = {BIG} }}\n', ""),
     "description": (f"description = {BIG}\n[[members]]\nrecipe = \"r.toml\"\n", ""),
     "member-variant": (f'[[members]]\nrecipe = "r.toml"\nvariant = {BIG}\n', ""),

@@ -21,8 +21,8 @@ from pathlib import Path
 from rich.markup import escape
 
 from rocmbuild.artifacts.results import Status
-from rocmbuild.core import log, untrusted
 from rocmbuild.cache import store as cache
+from rocmbuild.core import log, untrusted
 from rocmbuild.core.errors import (
     CacheError,
     RocmbuildError,

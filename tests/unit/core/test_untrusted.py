@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,49 @@ def test_typed_getters_name_the_value() -> None:
         untrusted.obj([], "host")
     with pytest.raises(untrusted.BadJson, match="ok"):
         untrusted.flag(1, "ok")
+
+
+@pytest.mark.parametrize(("text", "at"), [
+    ("jobs = " + "9" * 5000, "digits"),                 # past int()'s limit: no ValueError
+    ("jobs = 0x" + "f" * 5000, "jobs: an integer outside TOML's 64-bit range"),
+    ("[a]\nb = [1, 0o" + "7" * 30 + "]", "a.b[1]: an integer outside"),
+    ("x = 9223372036854775808", "x: an integer outside"),
+    ("x = -9223372036854775809", "x: an integer outside"),
+])
+def test_toml_integers_are_bounded_at_the_reader(text: str, at: str) -> None:
+    with pytest.raises(untrusted.BadToml, match=re.escape(at)):
+        untrusted.loads_toml(text.encode())
+
+
+def test_toml_integers_in_range_are_kept() -> None:
+    data = untrusted.loads_toml(b"a = 9223372036854775807\nb = -9223372036854775808\nc = 0xff")
+    assert data == {"a": 2**63 - 1, "b": -(2**63), "c": 255}
+
+
+SECRET = "s3cr3tPw"
+
+
+def test_credentials_are_found_in_every_place_of_a_parsed_file() -> None:
+    """Values, list items, key names, table names, values of any type; the key shown is
+    redacted (it may be the URL itself); allowed keys are skipped whatever their type."""
+    url = f"https://u:{SECRET}@h.invalid/x"
+    data = untrusted.loads_toml(
+        f'a = "{url}"\nb = [1, ["{url}"]]\n"{url}" = 1\n[t."{url}"]\n[when]\nv = "{url}"\n'
+        f'[publish]\nindex = "{url}"\nother = {{ deep = "see {url} too" }}\n'.encode())
+    found = untrusted.credentials(data, "", ("publish.index",))
+    assert [k for k, _ in found] == ["a", "b[1][0]", "https://***@h.invalid/x",
+                                     "publish.other.deep", "t.https://***@h.invalid/x", "when.v"]
+    assert all(SECRET not in k + u for k, u in found)
+    assert {u for _, u in found} == {"https://***@h.invalid/x"}
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("ssh://git@h/r", None),                    # an ssh login name is no secret
+    ("ssh://git:pw@h/r", "ssh://***@h/r"),
+    ("https://h/p@1.0.tar.gz", None),           # an @ in the path
+    ("--index-url=https://tok@h/s", "https://***@h/s"),
+    ("https://a/x https://u:p@b/y", "https://***@b/y"),
+    ("plain text", None),
+])
+def test_userinfo(text: str, shown: str | None) -> None:
+    assert untrusted.userinfo(text) == shown
