@@ -367,10 +367,10 @@ def _record_failure(w: WheelInfo, ws: config.Workspace, opts: ValidateOptions, l
 
 
 def write_reports(report: ValidationReport, opts: ValidateOptions) -> None:
-    """The JSON, Markdown and HTML reports the options name (parent directories made), all or
-    none: each is rendered and written to a temporary file before any is renamed into place,
-    and the JSON is renamed last. So a failure leaves no report of this run, and ``run``'s
-    error stub (``write_stopped``) never replaces a complete ``--json-file``."""
+    """The JSON, Markdown and HTML reports the options name (parent directories made): each is
+    rendered and written to a temporary file before any is renamed into place (a failure
+    while writing leaves none), and the JSON is renamed last, once the others are in place.
+    So ``run``'s error stub (``write_stopped``) never replaces a complete ``--json-file``."""
     import contextlib
 
     data = report.to_json()
