@@ -419,6 +419,18 @@ NOTFILES = [
              files={"h.json/x": "x"}),
     _notfile("recipe-fifo-by-path", ("plan", "./r.toml", "--arch", "gfx942"), "r.toml",
              fifos=("r.toml",)),
+    _notfile("recipe-symlink", ("plan", "./r.toml", "--arch", "gfx942"),
+             "r.toml: cannot read: is a symbolic link", files={"real.toml": TINY},
+             links={"r.toml": "{dir}/real.toml"}, code=RECIPE),
+    _notfile("recipe-dependency-symlink", ("plan", "./r.toml", "--arch", "gfx942"),
+             "d.toml: cannot read: is a symbolic link",
+             files={"r.toml": TINY + 'depends = ["d"]\n',
+                    "real.toml": TINY.replace("tinypkg", "other")},
+             links={"d.toml": "{dir}/real.toml"}, code=RECIPE),
+    _notfile("recipe-in-recipes-dir-symlink", ("--recipes", "{dir}/rs", "plan", "mine", "--arch",
+                                               "gfx942"),
+             "mine.toml: cannot read: is a symbolic link", files={"real.toml": TINY},
+             links={"rs/mine.toml": "{dir}/real.toml"}, code=RECIPE),
 ]
 
 # ------------------------------------------------------------------------------ blame

@@ -230,8 +230,7 @@ CLASS_DOC = {
     # round three (issue 34: stacks, release lines, depends, saved hosts, pyproject, nightly)
     "credentials": "round three, 1. credentials in any key, table name, value or flag: refused, "
     "never shown",
-    "bignumbers": "round three, 2. integers past 64 bits or 4,300 digits in any TOML or JSON "
-    "file",
+    "bignumbers": "round three, 2. numbers of 4,300 digits and more in any TOML or JSON file",
     "longnames": "round three, 3. names too long to be a path: one line",
     "notfiles": "round three, 4. FIFOs, directories, symlinks where a config file belongs",
     "blame": "round three, 5. the error names the file and key the user wrote",

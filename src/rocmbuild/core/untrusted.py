@@ -158,26 +158,27 @@ def loads_toml(raw: bytes) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise BadToml(f"invalid TOML: {exc}") from None
     except ValueError:  # int() of a decimal integer past Python's digit limit
-        raise BadToml(f"a number of more than {sys.get_int_max_str_digits()} digits"
-                      ) from None
+        raise BadToml(f"a number of more than {_DIGITS} digits") from None
     except RecursionError:
         raise BadToml("invalid TOML: nested too deeply") from None
-    at = _outside_int64(data)
-    if at is not None:  # TOML's integers are 64-bit; 0x/0o/0b ones have no digit limit
-        raise BadToml(f"{at}: an integer outside TOML's 64-bit range")
+    at = _unprintable_int(data)
+    if at is not None:  # a 0x/0o/0b integer has no digit limit, but str() of it has
+        raise BadToml(f"{at}: a number of more than {_DIGITS} digits")
     return data
 
 
-_INT64 = range(-(2**63), 2**63)
+_DIGITS = sys.get_int_max_str_digits()
+_PRINTABLE = 10**_DIGITS
 
 
-def _outside_int64(value: Any) -> str | None:
-    """The dotted key of the first integer in ``value`` (parsed TOML) outside -2^63..2^63-1,
-    which no setting takes and whose text (past 4,300 digits) Python cannot even print."""
+def _unprintable_int(value: Any) -> str | None:
+    """The dotted key of the first integer in ``value`` (parsed TOML) of more than
+    ``_DIGITS`` decimal digits, which Python cannot even put in a message; smaller ones are
+    bounded by the readers that take them, naming the key."""
     todo: list[tuple[str, Any]] = [("", value)]
     while todo:
         where, v = todo.pop()
-        if type(v) is int and v not in _INT64:
+        if type(v) is int and not -_PRINTABLE < v < _PRINTABLE:
             return where or "(value)"
         if isinstance(v, dict):
             todo += [(f"{where}.{k}" if where else str(k), item) for k, item in v.items()]

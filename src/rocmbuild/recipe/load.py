@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.core import untrusted
+from rocmbuild.core import fsutil, untrusted
 from rocmbuild.core.errors import RecipeError
 from rocmbuild.core.pep508 import simple_requirement
 from rocmbuild.recipe import depends, readers
@@ -28,6 +28,10 @@ from rocmbuild.recipe.tables import (
     Source,
     Variant,
 )
+
+
+MAX_BYTES = 4 << 20
+"""The largest recipe file read (flash-attn's, the largest shipped, is about 20 KiB)."""
 
 
 def files_read(recipe: Recipe, plan: Plan) -> tuple[Path, ...] | None:
@@ -48,6 +52,8 @@ def files_read(recipe: Recipe, plan: Plan) -> tuple[Path, ...] | None:
 
 
 def _display(path: Path) -> Path:
+    if path.is_symlink():  # refused by the read: named as given, not by its target
+        return fsutil.shown(path.absolute())
     try:
         return path.resolve().relative_to(Path.cwd())
     except ValueError:
@@ -58,11 +64,15 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
     """Parse and check a recipe (and the recipes it depends on: ``within`` are those on the
     way to it). Raises RecipeError listing every problem."""
     shown = _display(path)
-    try:
-        raw = path.read_bytes()
+    try:  # a regular file, read once: a FIFO is refused at once, a symlink is not followed
+        raw = fsutil.read_capped(path, MAX_BYTES)
+    except fsutil.TooLarge:
+        raise RecipeError([f"{shown}: larger than {MAX_BYTES} bytes"],
+                          hint="a recipe is a few kilobytes of TOML") from None
     except OSError as exc:
         raise RecipeError([f"{shown}: cannot read: {exc.strerror or exc}"],
-                          hint="check the file's path and permissions") from exc
+                          hint="check the file's path and permissions (a recipe is a regular "
+                          "file, not a symbolic link, FIFO or directory)") from exc
     try:
         data = untrusted.loads_toml(raw)
     except untrusted.BadToml as exc:
