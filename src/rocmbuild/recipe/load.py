@@ -29,7 +29,6 @@ from rocmbuild.recipe.tables import (
     Variant,
 )
 
-
 MAX_BYTES = 4 << 20
 """The largest recipe file read (flash-attn's, the largest shipped, is about 20 KiB)."""
 
