@@ -85,7 +85,7 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
                           "see recipes/flash-attn.toml")
     found = untrusted.credentials(data, "")
     if found:  # refused before any other check could echo it (a key, a table, a wrong type)
-        raise RecipeError([f"{shown}: {key}: {userinfo_message(url)}" for key, url in found[:1]],
+        raise RecipeError([f"{shown}: {key}: {userinfo_message(url)}" for key, url in found],
                           hint=untrusted.CREDENTIALS_HINT + " (fetch reads it)")
     c = Checker(shown)
     c.walk(data, tree(Recipe), "")

@@ -156,7 +156,7 @@ def _read(path: Path) -> dict[str, Any]:
     secret = untrusted.credentials(data, "")
     if secret:
         raise RecipeError([f"{shown}: {key}: {url!r} holds a user name or password, which a "
-                           "stack file must not" for key, url in secret[:1]],
+                           "stack file must not" for key, url in secret],
                           hint=untrusted.CREDENTIALS_HINT)
     found = untrusted.controls(data, "")
     if found:
