@@ -14,7 +14,8 @@ rocmbuild``) in a fresh directory and asserts, for each:
 - with ``writes_nothing``: no file appears in the workspace's wheels/, index/ or cache/ (the
   "accepted today" classes must not write, publish or serve anything).
 
-``files`` are written into the case directory before the run (str: text, bytes: raw); ``{dir}``
+``files`` are written into the case directory before the run (str: text, bytes: raw), then
+``fifos`` and ``links`` made (a FIFO or a symlink cannot be a file's content); ``{dir}``
 in ``argv``, ``env`` values and text files is replaced by that directory, and ``{wheel}`` by
 the path of a small valid wheel the runner builds once (for cases that need a real wheel).
 """
@@ -47,3 +48,8 @@ class Case:
     secret: str | None = None
     writes_nothing: bool = False
     timeout: float = 120.0
+    fifos: tuple[str, ...] = ()
+    """Paths (relative to the case directory) made FIFOs before the run, with no writer: a
+    reader that opens one blocks for ever, so the case's short ``timeout`` shows a hang."""
+    links: dict[str, str] = field(default_factory=dict)
+    """Symbolic links made before the run: path -> target (``{dir}`` substituted)."""

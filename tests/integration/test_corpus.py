@@ -22,8 +22,8 @@ from tests.conftest import REPO
 from tests.corpus import Case
 
 CORPUS = REPO / "tests" / "corpus"
-CORPUS_MIN = 150
-"""The issue's goal for the whole corpus (every part's module merged)."""
+CORPUS_MIN = 900
+"""The goal for the whole corpus (issue 34: at least 900 cases, every part's module merged)."""
 """The lead sets this (or flips the default) once every part's case module has landed."""
 
 
@@ -96,6 +96,12 @@ def run_case(case: Case, d: Path, wheel: Path) -> subprocess.CompletedProcess[st
             f.write_bytes(content)
         else:
             f.write_text(_subst(content, d, wheel), encoding="utf-8")
+    for rel in case.fifos:
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(d / rel)
+    for rel, target in case.links.items():
+        (d / rel).parent.mkdir(parents=True, exist_ok=True)
+        (d / rel).symlink_to(_subst(target, d, wheel))
     env = {k: v for k, v in os.environ.items() if not _SCRUB.match(k)}
     env.update(COLUMNS="1000", PYTHONPATH=os.environ.get("PYTHONPATH", str(REPO / "src")))
     env.update({k: _subst(v, d, wheel) for k, v in case.env.items()})
@@ -221,6 +227,14 @@ CLASS_DOC = {
     "preproc": "round two, 7. hipify strict judges only code the build compiles",
     "delivery": "round two, 8. delivery: a view prefers its arch's build; --json-file always "
     "written",
+    # round three (issue 34: stacks, release lines, depends, saved hosts, pyproject, nightly)
+    "credentials": "round three, 1. credentials in any key, table name, value or flag: refused, "
+    "never shown",
+    "bignumbers": "round three, 2. numbers of 4,300 digits and more in any TOML or JSON file",
+    "longnames": "round three, 3. names too long to be a path: one line",
+    "notfiles": "round three, 4. FIFOs, directories, symlinks where a config file belongs",
+    "blame": "round three, 5. the error names the file and key the user wrote",
+    "promises": "round three, 6. what cannot be delivered is refused before anything is built",
 }
 
 

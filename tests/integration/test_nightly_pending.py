@@ -107,6 +107,18 @@ dir = "reports"
 
     # the validation host: the requirement is there now
     _helper_wheel(d, links)
+    # a record edited to name another cell's cache key (plain's validated wheel): refused
+    # before anything is validated or promoted; the record stays, the wheel stays pending
+    rec_path = next(d.rglob(f"pending/{CELL}.json"))
+    original = rec_path.read_text()
+    keys = {Path(json.loads(e.read_text())["wheel"]).name: e.parent.name
+            for e in d.rglob("cache/wheels/*/entry.json")}
+    rec_path.write_text(json.dumps({**json.loads(original), "cache_key": keys[plain["wheel"]]}))
+    forged = rocmbuild("nightly", "--config", str(config), "--validate-pending", cwd=d, env=env)
+    assert forged.returncode != 0, forged.stderr
+    assert f"the cache key holds {plain['wheel']}, not the record's" in forged.stderr
+    assert _stage(d, "stable") == {plain["wheel"]} and rec_path.exists()
+    rec_path.write_text(original)
     done = rocmbuild("nightly", "--config", str(config), "--validate-pending", "--json",
                      cwd=d, env=env)
     assert done.returncode == 0, done.stderr

@@ -61,6 +61,8 @@ _HINT = ("check free disk and permissions of the cache directory "
          "(--cache-dir / ROCMBUILD_CACHE_DIR)")
 
 
+UNRECORDED_GATE = ("validated by a rocmbuild that did not record whether the kernel gate ran "
+                   "(no needs_gpu in the entry): validate it again")
 NEEDS_GPU_MAX = 500
 """The longest ``Validation.needs_gpu`` kept (characters; the pipeline cuts the gate's reason)."""
 
@@ -75,7 +77,8 @@ class Validation:
     needs_gpu: str = ""
     """Why the kernel gate could not run where this was decided: it had kernels to check and
     no GPU (``KernelsSummary.needs_a_gpu()``, ``no GPU: ...``); "" when it ran or had nothing
-    to check, and for an entry written before there was this field (read as before)."""
+    to check. An entry written before there was this field says nothing of its gate: a pass
+    read from one gets ``UNRECORDED_GATE`` here, so it is never counted as fully validated."""
 
     @property
     def fully_passed(self) -> bool:
@@ -83,9 +86,9 @@ class Validation:
         validated (a pass without a GPU for the gate is not)."""
         return self.status == "passed" and not self.needs_gpu
 
-    def to_json(self) -> dict[str, Any]:
-        gate = {"needs_gpu": self.needs_gpu} if self.needs_gpu else {}
-        return {"status": self.status, "report": self.report, "at": self.at, **gate}
+    def to_json(self) -> dict[str, Any]:  # needs_gpu always: its absence marks an older entry
+        return {"status": self.status, "report": self.report, "at": self.at,
+                "needs_gpu": self.needs_gpu}
 
 
 NOT_VALIDATED = Validation("not validated")
@@ -166,7 +169,7 @@ def _check_validation(v: dict[str, Any]) -> Validation:
     at = v.get("at")
     if at is not None and not _is_number(at):
         raise BadEntry("validation.at: must be a number or null")
-    needs_gpu = v.get("needs_gpu", "")  # absent: an older entry, read as before
+    needs_gpu = v.get("needs_gpu", UNRECORDED_GATE if status == "passed" else "")
     if not isinstance(needs_gpu, str) or len(needs_gpu) > NEEDS_GPU_MAX:
         raise BadEntry(f"validation.needs_gpu: must be a string of at most {NEEDS_GPU_MAX} "
                        "characters")

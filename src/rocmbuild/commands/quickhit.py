@@ -131,8 +131,10 @@ def _inputs(argv: Sequence[str], flags: dict[str, str]) -> Inputs:
     cwd = os.getcwd()
     env = sorted((k, v) for k, v in os.environ.items() if k not in VOLATILE_ENV)
     pyproject = Path(cwd) / options.CONFIG_FILE
+    options.project_config()  # a pyproject.toml that is no regular file: its usage error
     try:
-        project = hashlib.sha256(pyproject.read_bytes()).hexdigest()
+        project = hashlib.sha256(
+            fsutil.read_capped(pyproject, options.CONFIG_MAX_BYTES)).hexdigest()
     except (FileNotFoundError, NotADirectoryError):
         project = ""
     # the node's name too: nodes sharing a cache (and the same paths) keep a memo each

@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocmbuild.core import options
+from rocmbuild.core import fsutil, options
 from rocmbuild.core.errors import UsageError
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -84,6 +84,9 @@ def use_recipe_dirs(dirs: list[str]) -> None:
     """The ``--recipes DIR`` flags (the command layer calls this once, after parsing)."""
     global _flag_recipe_dirs
     for d in dirs:
+        if problem := fsutil.name_problem(d):
+            raise UsageError(f"--recipes: {d[:60]!r}...: {problem}",
+                             hint="give a directory holding <name>.toml recipes")
         if not Path(d).is_dir():
             raise UsageError(f"--recipes: {d} is not a directory",
                              hint="give a directory holding <name>.toml recipes")
@@ -100,6 +103,9 @@ def recipe_dirs() -> list[Path]:
     the shipped recipes."""
     dirs = [Path(p) for p in (options.env("ROCMBUILD_RECIPE_PATH") or "").split(os.pathsep) if p]
     for d in dirs:
+        if problem := fsutil.name_problem(d):
+            raise UsageError(f"ROCMBUILD_RECIPE_PATH: {str(d)[:60]!r}...: {problem}",
+                             hint=f"list existing recipe directories, separated by {os.pathsep!r}")
         if not d.is_dir():
             raise UsageError(f"ROCMBUILD_RECIPE_PATH: {d} is not a directory",
                              hint=f"list existing recipe directories, separated by {os.pathsep!r}")

@@ -164,6 +164,27 @@ def disk_bytes(tree: Path) -> int:
     return total
 
 
+NAME_MAX = 255
+PATH_MAX = 4095
+"""Linux's limits, in bytes: a longer name is ENAMETOOLONG from every call that takes it."""
+
+
+def name_problem(path: str | Path) -> str | None:
+    """Why ``path`` (a name a user wrote that becomes a path: a recipe, a stack member, a
+    dependency, a flag's file) can be no path here, checked before any call takes it (None:
+    it can): a part longer than NAME_MAX bytes, the whole longer than PATH_MAX, or a NUL."""
+    text = os.fspath(path)
+    if "\0" in text:
+        return "holds a NUL character"
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) > PATH_MAX:
+        return f"is {len(raw)} bytes long (a path is at most {PATH_MAX})"
+    longest = max((len(p) for p in raw.split(b"/")), default=0)
+    if longest > NAME_MAX:
+        return f"has a part of {longest} bytes (a file name is at most {NAME_MAX})"
+    return None
+
+
 class TooLarge(ValueError):
     """``read_capped``: the file is larger than the limit."""
 

@@ -29,13 +29,20 @@ _consoles: dict[str, Console] = {}
 
 
 
-_USERINFO = re.compile(r"(?<=://)[^/\s']+@")  # up to the authority's last @: a password may hold @
+# up to the authority's last @ (a password may hold @, quotes too)
+_USERINFO = re.compile(r"(?<=://)[^/\s]+@")
+_CUT = re.compile(r"(?<=://)([^/\s'\"@]*):([^/\s'\"@]*)(?![^/\s'\"]*@)")
 
 
 def redact(text: str) -> str:
     """``text`` with the user:password of every URL in it replaced by ``***``: the one
     redactor, for every message, log line and record that may hold a URL."""
-    return _USERINFO.sub("***@", text)
+    if "://" not in text:
+        return text
+    text = _USERINFO.sub("***@", text)
+    # a URL cut short before its @ (a value shown to 40 characters): "user:secr..." is no port
+    return _CUT.sub(lambda m: m.group() if m.group(2).isdigit() else "***", text)
+
 
 def __getattr__(name: str) -> Console:
     """``log.console`` and ``log.out``, made on first use (PEP 562)."""
@@ -65,10 +72,12 @@ UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069
 
 
 def printable(text: str) -> str:
-    """``text`` safe to show on a terminal: each control character but tab and newline (ESC,
-    BEL, CR, backspace, C1 controls) and each bidirectional override written as Python writes
-    it in a literal (``\\x1b``, ``\\u202e``), so an escape sequence from a file is seen, not
-    obeyed. Text without one is returned as it is."""
+    """``text`` safe to show on a terminal: a URL's user:password masked (``redact``: every
+    line printed passes here, whichever value, key or table name it echoes), and each control
+    character but tab and newline (ESC, BEL, CR, backspace, C1 controls) and each bidirectional
+    override written as Python writes it in a literal (``\\x1b``, ``\\u202e``), so an escape
+    sequence from a file is seen, not obeyed. Other text is returned as it is."""
+    text = redact(text)
     if not UNPRINTABLE.search(text):
         return text
     return UNPRINTABLE.sub(lambda m: repr(m.group())[1:-1], text)
@@ -100,7 +109,7 @@ def _print(msg: str, markup: bool = True) -> None:
     """``console.print(msg)``; straight to stderr while no Console exists (none can be showing a
     live display then) and rich would print ``msg`` unchanged."""
     if "console" not in _consoles and _VERBATIM.fullmatch(msg) and not _EMOJI_CODE.search(msg):
-        sys.stderr.write(msg + "\n")
+        sys.stderr.write(redact(msg) + "\n")
         sys.stderr.flush()
         return
     console = _console()

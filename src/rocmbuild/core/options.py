@@ -253,6 +253,7 @@ def _int(raw: str, where: str, minimum: int) -> int:
 # --------------------------------------------------------------------------- [tool.rocmbuild]
 
 CONFIG_FILE = "pyproject.toml"
+CONFIG_MAX_BYTES = 4 << 20
 
 
 # (path, mtime_ns, size) -> the checked table: every setting a command resolves reads the same
@@ -266,7 +267,7 @@ def project_config(cwd: Path | None = None) -> dict[str, Any]:
     wrong types are usage errors naming the file and key. No file or no table: {}."""
     path = (cwd or Path.cwd()) / CONFIG_FILE
     try:
-        st = path.stat()
+        st = path.lstat()  # a symlink, even a dangling one, is refused by the read
     except FileNotFoundError:
         return {}
     except OSError as exc:
@@ -282,12 +283,20 @@ def _read_config(path: Path) -> dict[str, Any]:
     table and is not parsed (a project's pyproject.toml is its own business, and parsing it cost
     every command, a cache hit included, the TOML parser's import); a ``\\u`` escape could spell
     the name in a quoted key, so a file with one is parsed."""
+    from rocmbuild.core import fsutil
+
     try:
-        raw = path.read_bytes()
+        raw = fsutil.read_capped(path, CONFIG_MAX_BYTES)  # a FIFO is refused, never waited on
     except FileNotFoundError:
         return {}
+    except fsutil.TooLarge:
+        raise UsageError(f"{path}: larger than {CONFIG_MAX_BYTES} bytes",
+                         hint="a pyproject.toml is a few kilobytes; fix or remove the file"
+                         ) from None
     except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc}", hint="fix or remove the file") from exc
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}",
+                         hint="pyproject.toml must be a regular file (not a FIFO, directory or "
+                         "symbolic link); fix or remove it") from None
     if b"rocmbuild" not in raw and b"\\u" not in raw and b"\\U" not in raw:
         return {}
     from rocmbuild.core import untrusted
@@ -302,6 +311,9 @@ def _read_config(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(table, dict):
         raise UsageError(f"{path}: tool.rocmbuild: expected a table", hint="[tool.rocmbuild]")
+    for key, url in untrusted.credentials(table, "tool.rocmbuild")[:1]:
+        raise UsageError(f"{path}: {key}: {url!r} holds a user name or password",
+                         hint=untrusted.CREDENTIALS_HINT)
     for key, what in untrusted.controls(table, "tool.rocmbuild")[:1]:
         raise UsageError(f"{path}: {key}: {what}", hint="[tool.rocmbuild] holds printable text "
                          "only: retype the key or value without it")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -153,11 +154,37 @@ def loads_toml(raw: bytes) -> dict[str, Any]:
         raise BadToml(f"not UTF-8 text (byte {exc.start}: {raw[exc.start:exc.start + 1]!r})"
                       ) from None
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise BadToml(f"invalid TOML: {exc}") from None
+    except ValueError:  # int() of a decimal integer past Python's digit limit
+        raise BadToml(f"a number of more than {_DIGITS} digits") from None
     except RecursionError:
         raise BadToml("invalid TOML: nested too deeply") from None
+    at = _unprintable_int(data)
+    if at is not None:  # a 0x/0o/0b integer has no digit limit, but str() of it has
+        raise BadToml(f"{at}: a number of more than {_DIGITS} digits")
+    return data
+
+
+_DIGITS = sys.get_int_max_str_digits()
+_PRINTABLE = 10**_DIGITS
+
+
+def _unprintable_int(value: Any) -> str | None:
+    """The dotted key of the first integer in ``value`` (parsed TOML) of more than
+    ``_DIGITS`` decimal digits, which Python cannot even put in a message; smaller ones are
+    bounded by the readers that take them, naming the key."""
+    todo: list[tuple[str, Any]] = [("", value)]
+    while todo:
+        where, v = todo.pop()
+        if type(v) is int and not -_PRINTABLE < v < _PRINTABLE:
+            return where or "(value)"
+        if isinstance(v, dict):
+            todo += [(f"{where}.{k}" if where else str(k), item) for k, item in v.items()]
+        elif isinstance(v, list):
+            todo += [(f"{where}[{i}]", item) for i, item in enumerate(v)]
+    return None
 
 
 def control(text: str, lines: bool = False) -> str | None:
@@ -190,3 +217,61 @@ def controls(value: Any, at: str, lines: bool = False) -> list[tuple[str, str]]:
         elif isinstance(v, list):
             todo += [(f"{where}[{i}]", item) for i, item in enumerate(v)]
     return sorted(out)
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+"""Where a URL starts in a string: its scheme and ``://``."""
+
+
+def userinfo(text: str) -> str | None:
+    """The first URL in ``text`` (a value, a key's or a table's name, anywhere in it, a URL
+    inside a URL too) that holds a user name or password (``https://user:token@host/...``), as
+    it may be shown: up to the next URL or a space, the credentials as ``***``; None when there
+    is none. An ssh login name alone (``ssh://git@host/...``) is no secret."""
+    if "://" not in text:
+        return None
+    starts = [m.start() for m in _URL.finditer(text)]
+    for start, end in zip(starts, [*starts[1:], len(text)][:len(starts)], strict=True):
+        url = text[start:end].split(None, 1)[0]
+        scheme, _, rest = url.partition("://")
+        netloc = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+        user, at, host = netloc.rpartition("@")
+        if not at or (scheme.lower() in ("ssh", "git+ssh") and ":" not in user):
+            continue
+        return f"{scheme}://***@{host}{rest[len(netloc):]}"
+    return None
+
+
+def credentials(value: Any, at: str, allowed: tuple[str, ...] = ()) -> list[tuple[str, str]]:
+    """``(key, url)`` for each string, key name or table name in ``value`` (what ``loads_toml``
+    parsed, at the dotted key ``at``) that holds a URL with a user name or password
+    (``userinfo``), whatever its type or place: a list's item, a ``when`` value, a value of the
+    wrong type, ``[releases."https://u:p@h"]``. ``key`` is shown redacted (a key's name may be
+    the secret); keys in ``allowed`` (dotted, ``publish.index``) may hold credentials."""
+    out: list[tuple[str, str]] = []
+    todo: list[tuple[str, Any]] = [(at, value)]
+    while todo:
+        where, v = todo.pop()
+        if where in allowed:
+            continue
+        if isinstance(v, str):
+            found = userinfo(v)
+            if found:
+                out.append((log.redact(where), found))
+        elif isinstance(v, dict):
+            for k, item in v.items():
+                sub = f"{where}.{k}" if where else str(k)
+                found = userinfo(str(k))
+                if found:
+                    out.append((log.redact(sub), found))
+                else:
+                    todo.append((sub, item))
+        elif isinstance(v, list):
+            todo += [(f"{where}[{i}]", item) for i, item in enumerate(v)]
+    return sorted(out)
+
+
+CREDENTIALS_HINT = ("put user names and passwords in ~/.netrc (or the file NETRC names) as "
+                    "`machine <host> login <user> password <token>`, never in a file that is "
+                    "committed or shared")
+

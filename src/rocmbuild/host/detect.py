@@ -11,6 +11,7 @@ What a plan requires of a host is judged in ``pipeline.requirements``.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -152,6 +153,15 @@ def detect(*, rocm_path: str | None = None, hip_compiler: str | None = None,
 # --------------------------------------------------------------------------- saved hosts
 
 
+PEP440 = re.compile(r"\d{1,9}(\.\d{1,9}){0,5}((a|b|rc)\d{1,9})?(\.post\d{1,9})?"
+                    r"(\.dev\d{1,9})?(\+[A-Za-z0-9]+(\.[A-Za-z0-9]+){0,9})?")
+"""A saved torch or distribution version (PEP 440, as pip installs write them)."""
+DOTTED = re.compile(r"\d{1,9}(\.\d{1,9}){1,3}")
+"""A ROCm or CUDA release (``7.2.0``)."""
+HIP_VERSION = re.compile(r"\d{1,9}(\.\d{1,9}){1,3}(-[A-Za-z0-9.]{1,64})?")
+"""A HIP version with its build suffix (``7.2.26015-0a1b2c3d4``)."""
+
+
 class _Reader:
     """Typed access to an untrusted host JSON: every problem names the file and the key."""
 
@@ -188,6 +198,15 @@ class _Reader:
         value: str | None = self.get(data, key, str, where, optional=True)
         return value
 
+    def version(self, data: Mapping[str, Any], key: str, where: str, shape: re.Pattern[str],
+                optional: bool = False) -> str | None:
+        """A version string (``""``: not known), checked against ``shape`` here, so a bad one
+        is this file's error, not a failed plan or a --rocm-version one later."""
+        value = self.opt_text(data, key, where) if optional else self.text(data, key, where)
+        if value and not shape.fullmatch(value):
+            raise self.fail(f"{where}{key}", f"{value[:60]!r} is not a version")
+        return value
+
 
 def from_json(data: Any, origin: str) -> Host:
     """A Host from ``Host.to_json()`` output, or from ``doctor --json`` output (its ``host``)."""
@@ -200,10 +219,12 @@ def from_json(data: Any, origin: str) -> Host:
         raise r.fail("schema", f"expected {HOST_SCHEMA!r}, got {data.get('schema')!r}")
     t = r.table(data, "torch")
     assert t is not None
-    torch = toolchain.TorchInfo(r.text(t, "version", "torch."), r.opt_text(t, "hip", "torch."),
-                                r.opt_text(t, "cuda", "torch."),
+    torch = toolchain.TorchInfo(r.version(t, "version", "torch.", PEP440) or "",
+                                r.version(t, "hip", "torch.", HIP_VERSION, optional=True),
+                                r.version(t, "cuda", "torch.", DOTTED, optional=True),
                                 r.opt_text(t, "location", "torch.") or "",
-                                r.opt_text(t, "rocm", "torch."),  # absent before ROCm 10
+                                # absent before ROCm 10 support
+                                r.version(t, "rocm", "torch.", DOTTED, optional=True),
                                 r.opt_text(t, "build_only_sdk", "torch.") or "")
     rr = r.table(data, "rocm_root", optional=True)
     root = None
@@ -218,12 +239,13 @@ def from_json(data: Any, origin: str) -> Host:
         # version_from, hip_version, targets, unusable: absent in host files written before
         # ROCm 10 and pip ROCm support ("" / None: not known)
         root = toolchain.RocmRoot(
-            Path(r.text(rr, "path", "rocm_root.")), r.text(rr, "version", "rocm_root."),
+            Path(r.text(rr, "path", "rocm_root.")),
+            r.version(rr, "version", "rocm_root.", DOTTED) or "",
             r.text(rr, "kind", "rocm_root."), bool(r.get(rr, "has_hipcc", bool, "rocm_root.")),
             r.opt_text(rr, "where", "rocm_root.") or "",
             None if comps is None else tuple(comps),
             r.opt_text(rr, "version_from", "rocm_root.") or "",
-            r.opt_text(rr, "hip_version", "rocm_root.") or "",
+            r.version(rr, "hip_version", "rocm_root.", HIP_VERSION, optional=True) or "",
             None if targets is None else tuple(targets),
             r.opt_text(rr, "unusable", "rocm_root.") or "",
             r.opt_text(rr, "layout", "rocm_root.") or "",
@@ -260,6 +282,8 @@ def from_json(data: Any, origin: str) -> Host:
             isinstance(v, str) for v in dists.values()):
         raise r.fail("gpus" if not all(isinstance(g, str) for g in gpus) else "dists",
                      "expected strings")
+    for name in dists:  # build.python_requires ranges compare them
+        r.version(dists, name, "dists.", PEP440)
     return Host(
         python=r.text(data, "python"), python_tag=r.text(data, "python_tag"),
         platform=r.text(data, "platform"), torch=torch, rocm_root=root, compiler=comp,

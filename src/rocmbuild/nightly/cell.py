@@ -259,7 +259,8 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
         if validation == "pending":
             rid = run_dir.name
             where = pending.write(ws.root, pending.record(rid, cell_id, plan.cache_key,
-                                                          wheel.name, project, version, why))
+                                                          wheel.name, project, version, why,
+                                                          result.sha256))
             reason = (f"{built}{pending.NOT_VALIDATED} (pending, never promoted until it is): "
                       f"{why}; "
                       "validate it on a host that can (a GPU host): "

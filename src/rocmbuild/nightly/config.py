@@ -366,13 +366,18 @@ def read(path: Path) -> bytes:
                          hint=hint) from None
 
 
+SECRET_KEYS = ("publish.index", "notify.url")  # may carry user:password@; never shown
+
+
 def _parse(path: Path, raw: bytes) -> dict[str, Any]:
     try:
         data = untrusted.loads_toml(raw)
     except untrusted.BadToml as exc:
-        raise _Reader(path).fail("(file)", str(exc),
-                                 hint="check the line it names (docs/nightly.md has a sample)"
-                                 ) from None
+        raise _Reader(path).fail("(file)", str(exc), "check the line it names (docs/nightly.md "
+                                 "has a sample)") from None
+    for key, url in untrusted.credentials(data, "", SECRET_KEYS)[:1]:
+        raise _Reader(path).fail(key, f"{url!r} holds a user name or password, which only "
+                                 f"{' and '.join(SECRET_KEYS)} may", untrusted.CREDENTIALS_HINT)
     for key, what in untrusted.controls(data, "")[:1]:
         raise _Reader(path).fail(key, what, hint="a nightly config holds printable text only: "
                                  "retype the key or value without it")

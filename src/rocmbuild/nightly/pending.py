@@ -44,12 +44,28 @@ class PendingWheel:
     reason: str
     """Why this host could not validate it (the validate step's one line)."""
     since: float
+    sha256: str = ""
+    """The staged wheel's sha256 ("": a record written before it was kept)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"version": 1, "run": self.run_id, "cell": self.cell_id,
                 "cache_key": self.cache_key, "wheel": self.wheel, "project": self.project,
-                "wheel_version": self.version, "reason": self.reason,
+                "wheel_version": self.version, "sha256": self.sha256, "reason": self.reason,
                 "since": round(self.since, 3)}
+
+    def mismatch(self, wheel: str, project: str, version: str, sha256: str) -> str | None:
+        """How the cached wheel of ``cache_key`` (its file name, normalized project, version
+        and sha256) differs from what this record claims (None: it is the record's wheel): a
+        record edited to name another cell's key must never get that wheel validated or
+        promoted in its name."""
+        if wheel != self.wheel:
+            return f"the cache key holds {wheel}, not the record's {self.wheel}"
+        if (project, version) != (self.project, self.version):
+            return (f"the cached {wheel} is {project} {version}, not the record's "
+                    f"{self.project[:60]} {self.version[:60]}")
+        if self.sha256 and sha256 != self.sha256:
+            return f"the cached {wheel} has sha256 {sha256[:16]}..., not the record's"
+        return None
 
 
 def path_of(root: Path, cell_id: str) -> Path:
@@ -84,11 +100,14 @@ def parse(data: object) -> PendingWheel:
     wheel = untrusted.text(d.get("wheel"), "wheel", 255)
     if not wheel.endswith(".whl") or "/" in wheel or wheel.startswith("."):
         raise untrusted.BadJson("wheel: not a wheel file name")
+    sha = untrusted.text(d.get("sha256", ""), "sha256", 64)
+    if sha and (len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha)):
+        raise untrusted.BadJson("sha256: not 64 hex digits")
     return PendingWheel(
         run, cell, key, wheel, untrusted.text(d.get("project"), "project", 200),
         untrusted.text(d.get("wheel_version"), "wheel_version", 200),
         untrusted.text(d.get("reason"), "reason", 1000),
-        untrusted.number(d.get("since"), "since", 0, 1e11))
+        untrusted.number(d.get("since"), "since", 0, 1e11), sha)
 
 
 def read(path: Path) -> PendingWheel:
@@ -123,6 +142,6 @@ def listed(root: Path, run_id: str = "") -> tuple[list[PendingWheel], list[str]]
 
 
 def record(run_id: str, cell_id: str, cache_key: str, wheel: str, project: str, version: str,
-           reason: str) -> PendingWheel:
+           reason: str, sha256: str = "") -> PendingWheel:
     return PendingWheel(run_id, cell_id, cache_key, wheel, project, version, reason[:1000],
-                        time.time())
+                        time.time(), sha256)

@@ -21,8 +21,15 @@ from pathlib import Path
 from rich.markup import escape
 
 from rocmbuild.artifacts.results import Status
+from rocmbuild.cache import store as cache
 from rocmbuild.core import log, untrusted
-from rocmbuild.core.errors import RocmbuildError, ToolchainError, UsageError, ValidationError
+from rocmbuild.core.errors import (
+    CacheError,
+    RocmbuildError,
+    ToolchainError,
+    UsageError,
+    ValidationError,
+)
 from rocmbuild.nightly import cell as cellmod
 from rocmbuild.nightly import detect, pending
 from rocmbuild.nightly import run as nightly_run
@@ -101,6 +108,14 @@ def check(cfg: NightlyConfig, rec: pending.PendingWheel, run_dir: Path) -> Check
         # the build host's key (this host's toolchain may render another): its cached wheel
         plan = replace(plan, cache_key=rec.cache_key)
         stem = vstage.report_stem(plan, ctx)
+        entry = cache.lookup(ws.cache, rec.cache_key)
+        wrong = entry and rec.mismatch(entry.wheel.name, *detect.wheel_project(
+            entry.wheel.name), entry.sha256)
+        if wrong:
+            raise CacheError(f"pending record {pending.path_of(ws.root, rec.cell_id)}: {wrong}",
+                             hint="the record does not name its own wheel: nothing was "
+                             "validated or promoted; rebuild the cell (a new run writes a new "
+                             "record)")
         done = pipeline.validate_cached(plan, ctx)
     except ValidationError as exc:
         pending.remove(ws.root, rec.cell_id)

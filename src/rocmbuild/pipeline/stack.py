@@ -31,7 +31,13 @@ from typing import Any
 from rocmbuild.artifacts.wheel import WheelInfo, unpublishable
 from rocmbuild.core import gfx, log
 from rocmbuild.core.config import Workspace
-from rocmbuild.core.errors import BuildError, PublishError, ToolchainError, UsageError
+from rocmbuild.core.errors import (
+    BuildError,
+    PublishError,
+    RecipeError,
+    ToolchainError,
+    UsageError,
+)
 from rocmbuild.core.log import escape
 from rocmbuild.core.pep508 import major_minor
 from rocmbuild.host.detect import Host
@@ -113,12 +119,40 @@ def plan_stack(stack: Stack, arch: str, host: Host, cache: Path, jobs: int | Non
             raise ToolchainError(f"{stack.path.name}: torch.requires: the host's torch {torch} "
                                  f"is not {stack.torch_requires}",
                                  hint="build the stack with a torch in that range")
-    plans = tuple(MemberPlan(m, planning.plan_for(m.recipe, target(m, arch, jobs, rocm_version),
-                                                  host, cache))
+    plans = tuple(MemberPlan(m, _plan_member(stack, m, arch, host, cache, jobs, rocm_version))
                   for m in stack.all_members)
     # the stack's archs: a member's that has any (an arch-independent one has none)
     archs = next((p.plan.archs for p in plans if p.plan.archs), ())
+    if not archs:  # the lock files are per arch view: none could be written
+        raise RecipeError([f"{stack.path.name}: members: no member has device code (each is "
+                           "rocm_runtime = \"none\" or arch-independent), so the stack has no "
+                           "arch view to lock"],
+                          hint="a stack locks its wheels per arch view (pylock.toml per view); "
+                          "add a member built for the archs, or install these wheels without a "
+                          "stack")
     return StackPlan(stack, archs, torch, plans)
+
+
+_MEMBER_FLAGS = {"--variant": "variant", "--opt": "options", "--release": "release",
+                 "--source": "source"}
+"""The build flags a member's keys stand for: the plan path names the flag, the stack names the
+key the user wrote (``finetune.toml: members[1].variant``)."""
+
+
+def _plan_member(stack: Stack, m: Member, arch: str, host: Host, cache: Path,
+                 jobs: int | None, rocm_version: str | None) -> Plan:
+    try:
+        return planning.plan_for(m.recipe, target(m, arch, jobs, rocm_version), host, cache)
+    except UsageError as exc:
+        flag, sep, rest = exc.message.partition(": ")
+        key = _MEMBER_FLAGS.get(flag)
+        if not sep or key is None:
+            raise
+        opt, sep, why = rest.partition(": ")
+        if key == "options" and sep and opt.startswith(f"{m.name}."):  # name.opt: its problem
+            key, rest = f"options.{opt[len(m.name) + 1:]}", why
+        raise UsageError(f"{stack.path.name}: {m.key}.{key}: {rest}",
+                         hint=exc.hint, detail=exc.detail) from None
 
 
 # ----------------------------------------------------------------------------- the mix check
@@ -236,6 +270,10 @@ def build_stack(splan: StackPlan, ws: Workspace, build_one: BuildOne, publishing
         built.append(Built(mp.member, read_wheel_for_publish(wheel), cached))
         log.info(f"stack {escape(name)} [{i}/{n}] {escape(mp.member.name)}: "
                  f"{'cached' if cached else 'built'} {escape(wheel.name)}")
+    same = _same_project(name, built)
+    if same:
+        raise BuildError(same, hint="a stack installs one wheel of each project: drop one of "
+                         "the members (nothing was validated or published)")
     torch, where = _stack_torch(splan, built)
     problems = mix_problems(name, torch, where, built)
     if problems:
@@ -251,6 +289,22 @@ def build_stack(splan: StackPlan, ws: Workspace, build_one: BuildOne, publishing
     locks, published = _publish(splan, built, torch, publishing)
     return StackResult(splan, tuple(built), report, locks, publishing.index, publishing.stage,
                        published, time.monotonic() - t0)
+
+
+def _same_project(stack: str, built: Sequence[Built]) -> str | None:
+    """The line naming two members whose wheels are of one project (a lock cannot hold both);
+    None when each project is built once. ``load_stack`` refuses the recipes that say so; the
+    wheels are checked too, since a wheel's name is what its build made."""
+    from packaging.utils import canonicalize_name
+
+    seen: dict[str, Built] = {}
+    for b in built:
+        first = seen.setdefault(canonicalize_name(str(b.wheel.name)), b)
+        if first is not b:
+            return (f"stack {stack}: {b.member.key} ({b.member.name}) built "
+                    f"{b.wheel.filename}, a wheel of the project {first.member.key} "
+                    f"({first.member.name}) built as {first.wheel.filename}")
+    return None
 
 
 def _stack_torch(splan: StackPlan, built: Sequence[Built]) -> tuple[str, str]:

@@ -85,10 +85,13 @@ def fallback_views(w: WheelInfo) -> frozenset[str]:
 
 
 def _claimed(w: WheelInfo) -> list[str]:
-    """The base archs rocmbuild.json says the build targeted."""
+    """The base archs rocmbuild.json says the build targeted: only real gfx targets
+    (``KNOWN_ARCHS``, which ``--arch`` is checked against), so a claim such as "notanarch" or
+    "rocm9.9" never makes a view of its name."""
     claimed = (w.provenance or {}).get("archs")
-    return [a.split(":", 1)[0] for a in claimed if isinstance(a, str)] \
+    bases = [a.split(":", 1)[0] for a in claimed if isinstance(a, str)] \
         if isinstance(claimed, list) else []
+    return [b for b in bases if b in KNOWN_ARCHS]
 
 
 def _arch_key(name: str) -> tuple[int, str]:

@@ -118,30 +118,20 @@ def _control_msg(what: str, lines: bool) -> str:
     return f"{what}: a recipe holds {allowed} only (retype it without)"
 
 
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-"""Where a URL starts in a string: its scheme and ``://``."""
-
-
 def userinfo_problem(text: str) -> str | None:
     """Why the string ``text`` may not be in a recipe (None: it may): a URL anywhere in it (a
     URL key's value, a pip or cmake argument ``--index-url=https://...``, an env value, a URL
-    inside a URL) holding a user name or password (``https://user:token@host/...``), a secret
-    committed with the recipe; only an ssh login name (``ssh://git@host/...``) is allowed. The
-    message shows that URL alone, up to the next one or a space, and never the secret."""
-    starts = [m.start() for m in _URL.finditer(text)]
-    for start, end in zip(starts, [*starts[1:], len(text)][:len(starts)], strict=True):
-        url = text[start:end].split(None, 1)[0]
-        scheme, _, rest = url.partition("://")
-        netloc = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
-        user, at, host = netloc.rpartition("@")
-        if not at or (scheme.lower() in ("ssh", "git+ssh") and ":" not in user):
-            continue
-        # shown up to its last @: log.redact stops at the first, and a password may hold an @
-        shown = f"{scheme}://***@{host}{rest[len(netloc):]}"
-        return (f"{shown!r} holds a user name or password, which a committed recipe must "
-                "not: put them in ~/.netrc (or the file NETRC names) as `machine <host> login "
-                "<user> password <token>`, which fetch reads")
-    return None
+    inside a URL) holding a user name or password (``untrusted.userinfo``), a secret committed
+    with the recipe. The message shows that URL alone, and never the secret."""
+    shown = untrusted.userinfo(text)
+    return None if shown is None else userinfo_message(shown)
+
+
+def userinfo_message(shown: str) -> str:
+    """The problem of the URL ``shown`` (redacted, ``untrusted.userinfo``) in a recipe."""
+    return (f"{shown!r} holds a user name or password, which a committed recipe must "
+            "not: put them in ~/.netrc (or the file NETRC names) as `machine <host> login "
+            "<user> password <token>`, which fetch reads")
 
 
 def lookup(data: dict[str, Any], loc: str) -> Any:
@@ -307,6 +297,10 @@ class Checker:
                      f"{', '.join(RANGED_REQUIREMENTS)})")
             return
         if simple_specifiers(spec):  # valid at a glance: packaging not imported
+            return
+        if "===" in spec:  # arbitrary equality: a string match, which no host version makes
+            self.bad(loc, f"{value!r}: '===' compares strings, not versions; write a range "
+                     f"such as \"{base}>=2.13,<2.14\"")
             return
         from packaging.specifiers import InvalidSpecifier, SpecifierSet  # only when there is one
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from rocmbuild.core import config
+from rocmbuild.core import config, fsutil
 from rocmbuild.core.errors import RecipeError
 from rocmbuild.recipe.check import Checker, suggest
 from rocmbuild.recipe.model import Recipe
@@ -51,10 +51,15 @@ def _available(near: Path) -> list[str]:
 
 
 def check(c: Checker, path: Path, lists: dict[str, tuple[str, ...]], within: tuple[Path, ...],
-          loader: Loader) -> None:
+          loader: Loader, project: str = "") -> None:
     """Report (on ``c``) each name in ``lists`` (recipe key -> names) that is repeated, names
     no recipe, or leads back to a recipe on the way here (``within`` and ``path``: a cycle);
-    load the others with ``loader``, adding their problems."""
+    load the others with ``loader``, adding their problems. A dependency whose wheel is of
+    ``project`` (the dependent's own ``package.name``) is refused: the two wheels would share a
+    file name in the wheel directory, and the dependent's would overwrite the one it needs."""
+    from packaging.utils import canonicalize_name
+
+    mine = canonicalize_name(project) if project else None
     chain = (*within, path.resolve())
     if len(chain) > MAX_DEPTH + 1:
         c.bad(next(iter(lists)), f"dependencies nested more than {MAX_DEPTH} levels deep "
@@ -66,6 +71,9 @@ def check(c: Checker, path: Path, lists: dict[str, tuple[str, ...]], within: tup
             at = f"{key}[{i}]"
             if name in names[:i]:
                 c.bad(at, f"{name!r} is named twice")
+                continue
+            if problem := fsutil.name_problem(f"{name}.toml"):
+                c.bad(at, f"{name[:60]!r}{'...' if len(name) > 60 else ''}: {problem}")
                 continue
             found = find(name, path)
             if found is None:
@@ -80,6 +88,11 @@ def check(c: Checker, path: Path, lists: dict[str, tuple[str, ...]], within: tup
                 continue
             loaded.add(found.resolve())
             try:
-                loader(found, chain)
+                dep = loader(found, chain)
             except RecipeError as exc:
                 c.problems += [p for p in exc.problems if p not in c.problems]
+                continue
+            if isinstance(dep, Recipe) and mine is not None \
+                    and canonicalize_name(dep.name) == mine:
+                c.bad(at, f"{name!r} builds {dep.name!r}, the project this recipe builds: a "
+                      "dependency must be another project")

@@ -56,6 +56,11 @@ GPU_VENDORS = ("amd", "nvidia")
 
 HIPIFY_TOOLS = ("torch", "command", "perl")
 """Values of hipify.tool (documented on ``Hipify.tool``)."""
+ROCM_VERSION = r"\d{1,4}(\.\d{1,4}){1,2}\Z"
+"""A ROCm release as ``target.rocm`` gives it (``6.2``, ``7.2.1``): checked when the recipe
+loads, not when a plan first needs it."""
+ROCM_VERSION_MSG = "%r is not a ROCm version like \"6.2\" or \"7.2.1\""
+
 ROCM_RUNTIMES = ("host", "bundle", "none")
 """Values of build.rocm_runtime (documented on ``Recipe.rocm_runtime``)."""
 

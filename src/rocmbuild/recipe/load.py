@@ -12,14 +12,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.core import untrusted
+from rocmbuild.core import fsutil, untrusted
 from rocmbuild.core.errors import RecipeError
 from rocmbuild.core.pep508 import simple_requirement
 from rocmbuild.recipe import depends, readers
-from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree
+from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree, userinfo_message
 from rocmbuild.recipe.keys import key_of
 from rocmbuild.recipe.model import Recipe
 from rocmbuild.recipe.plan import Plan
+from rocmbuild.recipe.releases import Release
 from rocmbuild.recipe.tables import (
     Floor,
     Hipify,
@@ -27,6 +28,9 @@ from rocmbuild.recipe.tables import (
     Source,
     Variant,
 )
+
+MAX_BYTES = 4 << 20
+"""The largest recipe file read (flash-attn's, the largest shipped, is about 20 KiB)."""
 
 
 def files_read(recipe: Recipe, plan: Plan) -> tuple[Path, ...] | None:
@@ -47,6 +51,8 @@ def files_read(recipe: Recipe, plan: Plan) -> tuple[Path, ...] | None:
 
 
 def _display(path: Path) -> Path:
+    if path.is_symlink():  # refused by the read: named as given, not by its target
+        return fsutil.shown(path.absolute())
     try:
         return path.resolve().relative_to(Path.cwd())
     except ValueError:
@@ -57,11 +63,15 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
     """Parse and check a recipe (and the recipes it depends on: ``within`` are those on the
     way to it). Raises RecipeError listing every problem."""
     shown = _display(path)
-    try:
-        raw = path.read_bytes()
+    try:  # a regular file, read once: a FIFO is refused at once, a symlink is not followed
+        raw = fsutil.read_capped(path, MAX_BYTES)
+    except fsutil.TooLarge:
+        raise RecipeError([f"{shown}: larger than {MAX_BYTES} bytes"],
+                          hint="a recipe is a few kilobytes of TOML") from None
     except OSError as exc:
         raise RecipeError([f"{shown}: cannot read: {exc.strerror or exc}"],
-                          hint="check the file's path and permissions") from exc
+                          hint="check the file's path and permissions (a recipe is a regular "
+                          "file, not a symbolic link, FIFO or directory)") from exc
     try:
         data = untrusted.loads_toml(raw)
     except untrusted.BadToml as exc:
@@ -73,6 +83,10 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
         raise RecipeError([f"{shown}: nested {depth} levels deep (at most {MAX_DEPTH})"],
                           hint="a recipe needs a few levels of tables and lists; "
                           "see recipes/flash-attn.toml")
+    found = untrusted.credentials(data, "")
+    if found:  # refused before any other check could echo it (a key, a table, a wrong type)
+        raise RecipeError([f"{shown}: {key}: {userinfo_message(url)}" for key, url in found],
+                          hint=untrusted.CREDENTIALS_HINT + " (fetch reads it)")
     c = Checker(shown)
     c.walk(data, tree(Recipe), "")
     fields = c.read(Recipe, data, "")
@@ -134,12 +148,14 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
             parts = rel.replace("\\", "/").split("/")
             if not rel or rel.startswith("/") or ".." in parts:
                 c.bad(f"{at}[{i}]", f"must be a relative path inside the source tree, got {rel!r}")
-    deps = {f"variants.{n}.depends": v.depends for n, v in variants.items() if v and v.depends}
-    deps.update({f"releases.{n}.depends": r.depends for n, r in releases.items()
-                 if r and r.depends})
+    # each named by the key the file holds (releases.<n>.build.depends, variants.<n>.depends)
+    deps = {f"variants.{n}.{key_of(Variant, 'depends').toml}": v.depends
+            for n, v in variants.items() if v and v.depends}
+    deps.update({f"releases.{n}.{key_of(Release, 'depends').toml}": r.depends
+                 for n, r in releases.items() if r and r.depends})
     if fields.get("depends") or deps:
         depends.check(c, path, {key_of(Recipe, "depends").toml: fields.get("depends", ()),
-                                **deps}, within, load)
+                                **deps}, within, load, str(fields.get("name", "")))
     if fields.get("backend") == "cmake" and not fields.get("version") \
             and fields.get("cmake_wheel", "install") == "install":
         c.bad(key_of(Recipe, "version").toml, "missing (the cmake backend needs the wheel version, "

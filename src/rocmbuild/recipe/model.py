@@ -29,6 +29,8 @@ from rocmbuild.recipe.keys import (
     ROCM_FROM,
     ROCM_LIBS,
     ROCM_RUNTIMES,
+    ROCM_VERSION,
+    ROCM_VERSION_MSG,
     SCHEMA_VERSION,
     UNIT_COUNTS,
     kernels,
@@ -79,7 +81,7 @@ class Recipe:
     rocm_default: str = toml(
         "target.rocm", "string",
         "The ROCm version for the local label when no ROCm torch or ROCm root says.", '"6.2"',
-        default="6.2",
+        default="6.2", pattern=ROCM_VERSION, pattern_msg=ROCM_VERSION_MSG,
     )
     rocm_from: str = toml(
         "target.rocm_from", "string",

@@ -23,6 +23,8 @@ from rocmbuild.recipe.keys import (
     RECIPE_NAME_MSG,
     RELATIVE,
     ROCM_COMPONENTS,
+    ROCM_VERSION,
+    ROCM_VERSION_MSG,
     UNIT_COUNTS,
     toml,
 )
@@ -70,7 +72,7 @@ class Release:
     )
     rocm_default: str | None = toml(
         "target.rocm", "string", "Overrides target.rocm.", '"7.14"', default=None,
-        default_text="target.rocm",
+        default_text="target.rocm", pattern=ROCM_VERSION, pattern_msg=ROCM_VERSION_MSG,
     )
     version: str | None = toml(
         "package.version", "string", "Overrides package.version.", '"2.14.0"', default=None,

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.core import config
+from rocmbuild.core import config, fsutil
 from rocmbuild.core.errors import UsageError
 from rocmbuild.recipe.check import suggest
 from rocmbuild.recipe.load import load
@@ -16,6 +16,10 @@ from rocmbuild.recipe.load import load
 
 def find_recipe(name: str) -> Path:
     """A recipe by name (searched in config.recipe_dirs()) or by path."""
+    if problem := fsutil.name_problem(name):
+        raise UsageError(f"recipe {name[:60]!r}...: {problem}" if len(name) > 60
+                         else f"recipe {name!r}: {problem}",
+                         hint="give a recipe's name or the path of its .toml file")
     p = Path(name)
     is_dir = UsageError(f"recipe {name}: is a directory, not a recipe file",
                         hint=f"name the .toml file inside it, e.g. {p / 'recipe.toml'}")

@@ -87,6 +87,9 @@ class Stack:
 
 def find(name: str) -> Path:
     """A stack by path (``.toml`` or with a ``/``) or by name in the shipped ``stacks/``."""
+    if problem := fsutil.name_problem(name):
+        raise UsageError(f"stack {name[:60]!r}{'...' if len(name) > 60 else ''}: {problem}",
+                         hint="give a stack's name or the path of its .toml file")
     p = Path(name)
     if p.suffix == ".toml" or "/" in name:
         if not p.exists():
@@ -150,6 +153,11 @@ def _read(path: Path) -> dict[str, Any]:
         raise RecipeError([f"{shown}: {exc}"],
                           hint="save the stack file as UTF-8 TOML; see stacks/finetune.toml"
                           ) from None
+    secret = untrusted.credentials(data, "")
+    if secret:
+        raise RecipeError([f"{shown}: {key}: {url!r} holds a user name or password, which a "
+                           "stack file must not" for key, url in secret],
+                          hint=untrusted.CREDENTIALS_HINT)
     found = untrusted.controls(data, "")
     if found:
         raise RecipeError([f"{shown}: {key}: {what}" for key, what in found],
@@ -192,15 +200,33 @@ def load_stack(path: Path) -> Stack:
             if m is not None:
                 members.append(m)
     seen: dict[str, str] = {torch.name: "torch"} if torch else {}
+    projects: dict[str, Member] = {project(torch.recipe): torch} if torch else {}
     for m in members:
         if m.name in seen:
             r.bad(f"{m.key}.recipe", f"{m.name!r} is already {seen[m.name]}: a stack builds "
                   "each recipe once")
+            continue
         seen.setdefault(m.name, m.key)
+        other = projects.setdefault(project(m.recipe), m)
+        if other is not m:  # two wheels of one project: no lock installs both
+            r.bad(f"{m.key}.recipe", f"{m.name!r} builds {m.recipe.name!r}, which "
+                  f"{other.key} ({other.name}) builds too: a stack installs one wheel of "
+                  "each project")
     if r.problems:
         raise RecipeError(r.problems, hint="fix the keys above; docs/stacks.md describes the "
                           "file, `rocmbuild stack plan <stack> --arch gfx942` checks it")
     return Stack(path, path.stem, description, torch_from, requires, torch, tuple(members))
+
+
+TORCH_PROJECTS = ("torch", "rocm-torch")
+"""What a ``[torch] from = "recipe"`` recipe must build (``recipe.plan.TORCH_NAMES``)."""
+
+
+def project(recipe: Recipe) -> str:
+    """The project (PEP 503 normalized name) a recipe's wheel is of."""
+    from packaging.utils import canonicalize_name
+
+    return str(canonicalize_name(recipe.name))
 
 
 def _torch(r: _Reader, data: Any, path: Path) -> tuple[str, str, Member | None]:
@@ -226,8 +252,12 @@ def _torch(r: _Reader, data: Any, path: Path) -> tuple[str, str, Member | None]:
         r.bad("torch.recipe", "missing (from = \"recipe\" names the torch recipe, e.g. "
               "\"pytorch\")")
         return how, requires, None
-    return how, requires, _member(r, {k: data[k] for k in member_keys}, "torch", path,
-                                  prefix="torch.")
+    torch = _member(r, {k: data[k] for k in member_keys}, "torch", path, prefix="torch.")
+    if torch is not None and project(torch.recipe) not in TORCH_PROJECTS:
+        r.bad("torch.recipe", f"{torch.name!r} builds {torch.recipe.name!r}, not torch: the "
+              "stack's torch must be a torch recipe (e.g. \"pytorch\")")
+        return how, requires, None
+    return how, requires, torch
 
 
 def _specifiers(text: str) -> bool:
@@ -283,6 +313,9 @@ def _member(r: _Reader, item: Any, key: str, path: Path, prefix: str = "") -> Me
 
 def _recipe(r: _Reader, name: str, key: str, path: Path) -> Recipe | None:
     target = str(path.absolute().parent / name) if name.endswith(".toml") else name
+    if problem := fsutil.name_problem(target):
+        r.bad(key, f"{name[:60]!r}{'...' if len(name) > 60 else ''}: {problem}")
+        return None
     if not name.endswith(".toml") and not _NAME.match(name):
         r.bad(key, f"{name[:80]!r} is not a recipe name (or a path ending in .toml)")
         return None

@@ -225,11 +225,21 @@ def compare_store(current: KernelRun, store: Mapping[str, list[dict[str, Any]]],
 
 def record(path: Path, runs: Sequence[KernelRun], variant: str, created: str) -> int:
     """Add the figures of an accepted validation (every run passed) to the store, keeping the
-    last STORE_KEEP per key; returns how many figures were added."""
+    last STORE_KEEP per key; returns how many figures were added. The gate's report is a
+    child's output like any other: a run with a figure out of range (``_check_run``, as
+    ``read_store`` checks them back) is not stored, with a warning, so one bad report never
+    makes the store unreadable."""
+    from rocmbuild.core import log
+
     store = read_store(path)
     added = 0
-    for run in runs:
+    for i, run in enumerate(runs):
         if run.status is not Status.SUCCESS or not run.device or run.fault:
+            continue
+        try:
+            _check_run(run, f"kernels.runs[{i}].")
+        except untrusted.BadJson as exc:
+            log.warn(f"baseline store {path}: the kernel gate's figures not recorded: {exc}")
             continue
         for (role, shape, d), t in _entries(run).items():
             key = _store_key(run.device.name, run.kernel, variant, shape, d, role)

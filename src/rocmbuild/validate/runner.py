@@ -382,15 +382,21 @@ def _record_failure(w: WheelInfo, ws: config.Workspace, opts: ValidateOptions, l
 
 
 def write_reports(report: ValidationReport, opts: ValidateOptions) -> None:
-    """The JSON, Markdown and HTML reports the options name (parent directories made)."""
+    """The JSON, Markdown and HTML reports the options name (parent directories made): each is
+    rendered and written to a temporary file before any is renamed into place (a failure
+    while writing leaves none), and the JSON is renamed last, once the others are in place.
+    So ``run``'s error stub (``write_stopped``) never replaces a complete ``--json-file``."""
+    import contextlib
+
     data = report.to_json()
     writers: tuple[tuple[Path | None, Callable[[dict[str, Any]], str]], ...] = (
         (opts.json_out, lambda d: json.dumps(d, indent=1, default=str)),
         (opts.md_out, render.to_markdown), (opts.html_out, render.to_html))
-    for path, text in writers:
-        if path:
+    texts = [(path, text(data)) for path, text in writers if path]
+    with contextlib.ExitStack() as stack:  # exits in reverse: the JSON's rename comes last
+        for path, blob in texts:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fsutil.write_atomic(path, text(data))
+            stack.enter_context(fsutil.atomic_path(path)).write_text(blob, encoding="utf-8")
 
 
 def raise_if_failed(rep: ValidationReport, opts: ValidateOptions, *, shown: bool = True) -> None:

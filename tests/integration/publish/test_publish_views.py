@@ -113,6 +113,21 @@ def test_wheels_without_device_code(tmp_path: Path) -> None:
         assert names == ["tri"], gfx
 
 
+def test_claimed_archs_that_are_no_gfx_target_make_no_view(tmp_path: Path) -> None:
+    """rocmbuild.json is untrusted: a claim of "notanarch" or "rocm9.9" (or ../x) makes no
+    view of that name; the wheel is in the known archs' views, as any wheel without device
+    code."""
+    w = tmp_path / "w"
+    prov = json.dumps({"archs": ["notanarch", "rocm9.9", "gfx942", "gfx9999"],
+                       "rocm_version": "6.2.0"}).encode()
+    tri = make_wheel(w, "tri", "1.0", members={"tri-1.0.dist-info/rocmbuild.json": prov})
+    index = tmp_path / "index"
+    rocmbuild("publish", str(tri), "--index", str(index), check=True)
+    views = {p.name for p in (index / "stable").iterdir() if p.is_dir()}
+    assert not views & {"notanarch", "rocm9.9", "gfx9999"}, views
+    assert {"gfx942", "gfx90a"} <= views
+
+
 def pure_wheel(out: Path, arch: str) -> Path:
     """A pure-Python rocmbuild wheel (no device code) built for ``arch``: okpkg 1.0, its local
     label naming the arch, as a per-arch build of a Triton package is labelled."""

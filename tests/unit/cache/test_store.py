@@ -293,27 +293,32 @@ def test_a_pass_whose_gate_had_no_gpu_roundtrips_and_is_not_fully_passed(
     cache.record_validation(tmp_path / "cache", hit, cache.Validation("passed", "/r/y.md", 6.0))
     again = cache.lookup(tmp_path / "cache", KEY)
     assert again is not None and again.validation.fully_passed
-    assert "needs_gpu" not in _meta(tmp_path)["validation"]
+    assert _meta(tmp_path)["validation"]["needs_gpu"] == ""
 
 
-def test_a_pass_whose_gate_ran_writes_the_record_as_before(tmp_path: Path) -> None:
-    """No ``needs_gpu`` key when the gate ran (or had nothing to check): the same entry.json as
-    before the field, so an older rocmbuild sharing the cache still reads it."""
+def test_a_pass_whose_gate_ran_records_that_it_did(tmp_path: Path) -> None:
+    """``needs_gpu`` is always written ("" : the gate ran, or had nothing to check): its
+    absence marks an entry from before the field."""
     _stored(tmp_path, cache.Validation("passed", "/r/x.md", 5.0))
-    assert _meta(tmp_path)["validation"] == {"status": "passed", "report": "/r/x.md", "at": 5.0}
+    assert _meta(tmp_path)["validation"] == {"status": "passed", "report": "/r/x.md", "at": 5.0,
+                                             "needs_gpu": ""}
 
 
-@pytest.mark.parametrize("validation", [
-    {"status": "passed", "report": "/r/x.md", "at": 5.0},  # written before the field
-    {"status": "passed", "needs_gpu": ""},
-])
-def test_a_pass_without_needs_gpu_reads_as_before(tmp_path: Path,
-                                                  validation: dict[str, Any]) -> None:
+def test_a_pass_written_before_needs_gpu_is_not_fully_validated(tmp_path: Path) -> None:
+    """An older entry says nothing of its kernel gate: still a pass (delivered, served), never
+    counted as GPU-validated (the nightly validates it again)."""
     _stored(tmp_path)
-    _craft_meta({"validation": validation})(tmp_path)
+    _craft_meta({"validation": {"status": "passed", "report": "/r/x.md", "at": 5.0}})(tmp_path)
     hit = cache.lookup(tmp_path / "cache", KEY)
-    assert hit is not None and hit.validation.needs_gpu == ""
-    assert hit.validation.status == "passed" and hit.validation.fully_passed
+    assert hit is not None and hit.validation.status == "passed"
+    assert hit.validation.needs_gpu == cache.UNRECORDED_GATE and not hit.validation.fully_passed
+
+
+def test_a_pass_with_an_empty_needs_gpu_is_fully_validated(tmp_path: Path) -> None:
+    _stored(tmp_path)
+    _craft_meta({"validation": {"status": "passed", "needs_gpu": ""}})(tmp_path)
+    hit = cache.lookup(tmp_path / "cache", KEY)
+    assert hit is not None and hit.validation.needs_gpu == "" and hit.validation.fully_passed
 
 
 @pytest.mark.parametrize(("validation", "fully"), [

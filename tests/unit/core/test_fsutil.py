@@ -72,3 +72,21 @@ def test_fsync_dir_needs_a_directory(tmp_path: Path) -> None:
     with pytest.raises(NotADirectoryError):
         fsutil.fsync_dir(f)
     assert os.listdir(tmp_path) == ["f"]
+
+
+@pytest.mark.parametrize(("name", "problem"), [
+    ("flash-attn", None),
+    ("a" * 255 + ".t", "has a part of 257 bytes"),
+    ("x/" + "é" * 128, "has a part of 256 bytes"),       # bytes, not characters
+    ("/".join(["d" * 200] * 21), "is 4220 bytes long"),
+    ("a\0b", "holds a NUL character"),
+])
+def test_name_problem(name: str, problem: str | None) -> None:
+    """A name that becomes a path is checked before a call takes it (ENAMETOOLONG)."""
+    from rocmbuild.core import fsutil
+
+    got = fsutil.name_problem(name)
+    assert (got is None) if problem is None else (got is not None and problem in got)
+    if problem is not None and "\0" not in name:
+        with pytest.raises(OSError):
+            os.stat(name)

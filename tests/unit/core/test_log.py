@@ -123,3 +123,25 @@ def test_escapes_never_reach_the_terminal_but_our_colours_do() -> None:
 def test_redact_hides_the_whole_userinfo(text: str, shown: str) -> None:
     from rocmbuild.core.log import redact
     assert redact(text) == shown
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    # a value cut short before its @ (a message shows 40 characters of it)
+    ("got ['https://user:hunter2hunter2hunter2...", "got ['https://***"),
+    ("'https://user:hunter2'", "'https://***'"),
+    ('"https://u:p\'q@h/x"', '"https://***@h/x"'),
+    # ports and IPv6 hosts are no credentials
+    ("https://host:8080/x", "https://host:8080/x"),
+    ("http://[::1]:3141/simple", "http://[::1]:3141/simple"),
+])
+def test_redact_hides_cut_and_quoted_credentials(text: str, shown: str) -> None:
+    from rocmbuild.core.log import redact
+    assert redact(text) == shown
+
+
+def test_every_printed_line_is_redacted(capsys: pytest.CaptureFixture[str]) -> None:
+    """The one output path redacts, whatever a message echoes (a key, a table name, a value of
+    the wrong type): log.printable, both the rich console and the plain fast path."""
+    assert log.printable("[releases.\"https://u:pw@h\"]") == "[releases.\"https://***@h\"]"
+    log.plain("k: https://u:pw@h/x")
+    assert "pw" not in capsys.readouterr().err

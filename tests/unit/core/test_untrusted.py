@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,50 @@ def test_typed_getters_name_the_value() -> None:
         untrusted.obj([], "host")
     with pytest.raises(untrusted.BadJson, match="ok"):
         untrusted.flag(1, "ok")
+
+
+@pytest.mark.parametrize(("text", "at"), [
+    ("jobs = " + "9" * 5000, "a number of more than 4300 digits"),  # no int() ValueError
+    ("jobs = 0x" + "f" * 5000, "jobs: a number of more than 4300 digits"),  # no str() one
+    ("[a]\nb = [1, 0o" + "7" * 5000 + "]", "a.b[1]: a number of more than"),
+    ("x = 0b1" + "0" * 14400, "x: a number of more than"),
+])
+def test_toml_integers_python_cannot_print_are_refused(text: str, at: str) -> None:
+    with pytest.raises(untrusted.BadToml, match=re.escape(at)):
+        untrusted.loads_toml(text.encode())
+
+
+def test_toml_integers_that_can_be_printed_are_left_to_their_readers() -> None:
+    """A 400-digit or 0x-long value that Python can print is the reader's to bound, naming its
+    key (``must be at most 1e+09``)."""
+    data = untrusted.loads_toml(b"a = 0x" + b"f" * 100 + b"\nb = " + b"9" * 400 + b"\nc = 0xff")
+    assert data == {"a": 16**100 - 1, "b": 10**400 - 1, "c": 255}
+
+
+SECRET = "s3cr3tPw"
+
+
+def test_credentials_are_found_in_every_place_of_a_parsed_file() -> None:
+    """Values, list items, key names, table names, values of any type; the key shown is
+    redacted (it may be the URL itself); allowed keys are skipped whatever their type."""
+    url = f"https://u:{SECRET}@h.invalid/x"
+    data = untrusted.loads_toml(
+        f'a = "{url}"\nb = [1, ["{url}"]]\n"{url}" = 1\n[t."{url}"]\n[when]\nv = "{url}"\n'
+        f'[publish]\nindex = "{url}"\nother = {{ deep = "see {url} too" }}\n'.encode())
+    found = untrusted.credentials(data, "", ("publish.index",))
+    assert [k for k, _ in found] == ["a", "b[1][0]", "https://***@h.invalid/x",
+                                     "publish.other.deep", "t.https://***@h.invalid/x", "when.v"]
+    assert all(SECRET not in k + u for k, u in found)
+    assert {u for _, u in found} == {"https://***@h.invalid/x"}
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("ssh://git@h/r", None),                    # an ssh login name is no secret
+    ("ssh://git:pw@h/r", "ssh://***@h/r"),
+    ("https://h/p@1.0.tar.gz", None),           # an @ in the path
+    ("--index-url=https://tok@h/s", "https://***@h/s"),
+    ("https://a/x https://u:p@b/y", "https://***@b/y"),
+    ("plain text", None),
+])
+def test_userinfo(text: str, shown: str | None) -> None:
+    assert untrusted.userinfo(text) == shown

@@ -66,6 +66,13 @@ def test_saved_host_round_trips(detected: hostmod.Host, tmp_path: Path) -> None:
     (lambda d: d["torch"].update(version=3), "torch.version: expected str"),
     (lambda d: d.update(gpus=[942]), "gpus: expected strings"),
     (lambda d: d.update(rocm_root={"path": "/opt/rocm"}), "rocm_root.version: missing"),
+    # versions are checked where they are read: the --host file and key, never a failed plan
+    (lambda d: d["torch"].update(version="banana"), "torch.version: 'banana' is not a version"),
+    (lambda d: d["torch"].update(rocm="7.x"), "torch.rocm: '7.x' is not a version"),
+    (lambda d: d["torch"].update(hip="7.2 beta"), "torch.hip: '7.2 beta' is not a version"),
+    (lambda d: d["rocm_root"].update(version="seven"), "rocm_root.version: 'seven' is not"),
+    (lambda d: d["rocm_root"].update(hip_version="x"), "rocm_root.hip_version: 'x' is not"),
+    (lambda d: d["dists"].update(pip="latest"), "dists.pip: 'latest' is not a version"),
 ])
 def test_malformed_saved_host_names_the_key(detected: hostmod.Host, tmp_path: Path, edit: object,
                                             text: str) -> None:

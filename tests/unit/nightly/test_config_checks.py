@@ -39,6 +39,9 @@ def _refused(tmp_path: Path, text: str) -> UsageError:
     ("--job=n", "--job-name"), ("--wr=id", "--wrap"), ("--pars", "--parsable"),
     ("--help", "--help"), ("--usage", "--usage"), ("--vers", "--version"),
     ("--test-only", "--test-only"), ("--", "--"),
+    # the validation array is chained to its build array by --dependency: never undone
+    ("--dependency=afterok:1", "--dependency"), ("--dep=singleton", "--dependency"),
+    ("-dafterany:7", "--dependency"), ("-vd", "--dependency"),
     ("-a1", "--array"), ("-a", "--array"), ("-o", "--output"), ("-ox", "--output"),
     ("-Qo/tmp/x", "--output"), ("-vvD/", "--chdir"), ("-Jname", "--job-name"), ("-h", "--help"),
     ("-", "-"),

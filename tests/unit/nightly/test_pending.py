@@ -80,3 +80,26 @@ def test_bad_files_are_warned_about_and_left(tmp_path: Path) -> None:
                      "nan.json", "notjson.json", "renamed.json"]
     assert any("not the file's name" in w for w in warnings)
     assert all(p.exists() or p.is_symlink() for p in d.iterdir())  # nothing removed
+
+
+def test_a_record_is_checked_against_the_cached_wheel_it_claims() -> None:
+    """``mismatch``: the wheel under the record's cache key must be the record's own (file name,
+    project, version, sha256); another cell's wheel (an edited cache_key) never passes."""
+    sha = "cd" * 32
+    r = replace(rec(), sha256=sha)
+    own = "flash_attn-2.8.3-py3-none-any.whl"
+    assert r.mismatch(own, "flash-attn", "2.8.3", sha) is None
+    other = "flash_attn-2.8.3+rocm6.2.gfx90a-cp312-cp312-linux_x86_64.whl"
+    assert "not the record's flash_attn-2.8.3" in (r.mismatch(other, "flash-attn", "2.8.3",
+                                                             sha) or "")
+    assert "is aiter 2.8.3" in (r.mismatch(own, "aiter", "2.8.3", sha) or "")
+    assert "sha256 efefefefefefefef" in (r.mismatch(own, "flash-attn", "2.8.3", "ef" * 32) or "")
+    # a record from before the sha256 was kept: the name, project and version still decide
+    assert rec().mismatch(own, "flash-attn", "2.8.3", "ef" * 32) is None
+
+
+@pytest.mark.parametrize("sha", ["x" * 64, "AB" * 32, "ab" * 31, 5])
+def test_a_bad_sha256_in_a_record_is_refused(tmp_path: Path, sha: object) -> None:
+    data = rec().to_json() | {"sha256": sha}
+    with pytest.raises(untrusted.BadJson, match="sha256"):
+        pending.parse(data)

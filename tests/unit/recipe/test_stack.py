@@ -53,8 +53,18 @@ def test_a_relative_member_path_is_relative_to_the_stack_file(tmp_path: Path) ->
     assert st.members[-1].recipe.path.resolve() == (RECIPES / "stack-pure.toml").resolve()
 
 
+def _torch_recipe(tmp_path: Path, name: str = "torch") -> str:
+    """A recipe of the project ``name`` (stack-pure's, renamed), as ``recipe = "..."``."""
+    text = (RECIPES / "stack-pure.toml").read_text().replace('name = "stack-pure"',
+                                                             f'name = "{name}"')
+    text = text.replace('path = "../fixtures', f'path = "{RECIPES.parent}/fixtures')
+    (tmp_path / "mytorch.toml").write_text(text)
+    return f'recipe = "{tmp_path / "mytorch.toml"}"'
+
+
 def test_torch_from_a_recipe_is_a_member_built_first(tmp_path: Path) -> None:
-    p = _write(tmp_path, HEAD + f'[torch]\nfrom = "recipe"\n{PURE}\n[[members]]\n{EXT}\n')
+    p = _write(tmp_path, HEAD + f'[torch]\nfrom = "recipe"\n{_torch_recipe(tmp_path)}\n'
+               f'[[members]]\n{EXT}\n')
     st = stack.load_stack(p)
     assert st.torch is not None and st.torch.key == "torch"
     assert [m.key for m in st.all_members] == ["torch", "members[0]"]
@@ -112,6 +122,25 @@ BAD = [
      "description: expected a string"),
     ("toml", HEAD + "[[members]\n", "finetune.toml: invalid TOML"),
 ]
+
+
+def test_torch_from_a_recipe_that_is_not_torch_is_refused(tmp_path: Path) -> None:
+    """The stack's torch pins the lock: a recipe of another project is the stack file's error,
+    named at torch.recipe, before anything is planned."""
+    p = _write(tmp_path, HEAD + f'[torch]\nfrom = "recipe"\n{PURE}\n[[members]]\n{EXT}\n')
+    assert _problems(p) == ["finetune.toml: torch.recipe: 'stack-pure' builds 'stack-pure', "
+                            "not torch: the stack's torch must be a torch recipe (e.g. "
+                            "\"pytorch\")"]
+
+
+def test_two_members_of_one_project_are_refused(tmp_path: Path) -> None:
+    """Two recipes whose wheels are one project (names equal once normalized, PEP 503): no
+    lock installs both, so the stack file is refused at the second member."""
+    other = _torch_recipe(tmp_path, "Stack_Pure")
+    p = _write(tmp_path, HEAD + f"[[members]]\n{PURE}\n[[members]]\n{other}\n")
+    assert _problems(p) == ["finetune.toml: members[1].recipe: 'mytorch' builds 'Stack_Pure', "
+                            "which members[0] (stack-pure) builds too: a stack installs one "
+                            "wheel of each project"]
 
 
 def test_the_file_name_is_the_stack_name(tmp_path: Path) -> None:

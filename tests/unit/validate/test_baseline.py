@@ -140,6 +140,17 @@ def test_failed_and_fault_runs_are_not_recorded(tmp_path):
     assert not path.exists()
 
 
+@pytest.mark.parametrize("tflops", [2e6, -1.0, float("inf"), float("nan")])
+def test_a_gate_report_out_of_range_is_not_stored(tmp_path, tflops):
+    """The gate's own report is checked as the store reads figures back: a run with one out
+    of range is not stored (the store stays readable, the good run is kept)."""
+    path = baseline.store_path(tmp_path)
+    good = KernelRun.from_json({**_run(100.0, kernel="sdpa"), "fault": None})
+    assert baseline.record(path, [_kr(tflops), good], "triton", "t") == 2
+    store = baseline.read_store(path)
+    assert len(store) == 2 and all("sdpa" in k for k in store)
+
+
 def test_an_unreadable_store_names_itself(tmp_path):
     path = baseline.store_path(tmp_path)
     path.parent.mkdir(parents=True)

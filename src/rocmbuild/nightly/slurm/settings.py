@@ -56,7 +56,7 @@ SETTING_KEYS = ("partition", "gpu_partition", "gpu_gres", "gpu_mem", "account", 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
 _GRES = re.compile(r"[a-z][a-z0-9_]{0,31}(?::[A-Za-z0-9_.-]{1,64})?:[1-9][0-9]{0,2}")
 
-OWN = {"array": "a", "chdir": "D", "export": "", "job-name": "J", "output": "o",
+OWN = {"array": "a", "chdir": "D", "dependency": "d", "export": "", "job-name": "J", "output": "o",
        "parsable": "", "wrap": "", "help": "h", "usage": "u", "version": "V",
        "test-only": ""}
 """sbatch's options that the executor sets itself (or that submit nothing), long name ->
