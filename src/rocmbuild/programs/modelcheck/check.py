@@ -74,6 +74,7 @@ def run_case(size: decoder.Size, dtype: str, padded: bool, seed: int, device: st
         "size": size.name, "model": size.describe(), "attention": size.attention,
         "seq": size.seq, "dtype": dtype, "padded": padded, "seed": seed}
     t0 = time.monotonic()
+    verdict: dict[str, Any]
     try:
         model = decoder.build(size, seed, dtype, device)
         b = decoder.batch(size, seed, padded, device)
