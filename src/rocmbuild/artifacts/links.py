@@ -14,6 +14,7 @@ pyelftools (auditwheel's own reader), each once.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -40,7 +41,18 @@ class ElfSymbols:
 
 
 def read_symbols(path: Path) -> ElfSymbols:
-    """The dynamic facts of ``path``; ValueError for a file that is not a readable ELF."""
+    """The dynamic facts of ``path``; ValueError for a file that is not a readable ELF. A file
+    read before with the same size and mtime is not read again (libtorch_cpu.so is needed by
+    every object of a torch extension's wheel)."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise ValueError(f"{path}: not a readable ELF file ({exc})") from exc
+    return _read_symbols(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=256)
+def _read_symbols(path: str, size: int, mtime_ns: int) -> ElfSymbols:
     try:
         with open(path, "rb") as f:
             elf = ELFFile(f)
