@@ -15,7 +15,8 @@ scripts/install-build-only-torch.sh, which runs this with the venv's python). St
 4. ROCM_HOME for cpp_extension: ``--home`` with bin/hipcc (clang++-22 against the SDK),
    include and lib (the SDK's), bin/hipconfig (the SDK tree's shim), .info/version.
 5. torch/version.py: hip and rocm from the SDK (cuda None); torch/utils/cpp_extension.py:
-   ROCM_HOME is ``--home``. The two edits replace known lines and stop if they are not found.
+   ROCM_HOME is ``--home``; share/cmake/Caffe2/Caffe2Config.cmake loads LoadHIP.cmake, as a
+   ROCm build's does. Each edit replaces known lines and stops if they are not found.
 6. torch/_rocmbuild_build_only.json: what was done (rocmbuild's host detection reads it).
 
 Standalone on purpose (stdlib and torch only): it runs inside the venv it changes.
@@ -287,6 +288,12 @@ def main() -> None:
     edit(tdir / "utils/cpp_extension.py",
          re.compile(r"^ROCM_HOME = _find_rocm_home\(\) if .*$", re.M),
          f"ROCM_HOME = {str(args.home)!r}  # rocmbuild build-only torch (no HIP runtime here)")
+    # CMake projects (vLLM): torch's CMake config loads LoadHIP.cmake where it was built with
+    # ROCm (HIP_FOUND, PYTORCH_FOUND_HIP, the ROCm packages it finds under ROCM_PATH)
+    edit(tdir / "share/cmake/Caffe2/Caffe2Config.cmake",
+         re.compile(r"^if ?\(OFF\)(\n  include\(\"\$\{CMAKE_CURRENT_LIST_DIR\}"
+                    r"/public/LoadHIP\.cmake\"\))", re.M),
+         r"if (ON)  # rocmbuild build-only torch\1")
     facts = {
         "format": 1,
         "build_only": True,
@@ -300,7 +307,8 @@ def main() -> None:
         "rocm_home": str(args.home),
         "hipified_headers": count,
         "stubs": {lib: sorted(names) for lib, names in libs.items()},
-        "edited": ["version.py", "utils/cpp_extension.py"],
+        "edited": ["version.py", "utils/cpp_extension.py",
+                   "share/cmake/Caffe2/Caffe2Config.cmake"],
         "hipcc_drops": [f"-mllvm {d}" for d in DROPPED_MLLVM],
     }
     (tdir / MARKER).write_text(json.dumps(facts, indent=1, sort_keys=True) + "\n")

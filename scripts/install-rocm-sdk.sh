@@ -41,7 +41,10 @@ DEV=(libamdhip64-dev libamd-comgr-dev libhsa-runtime-dev rocm-device-libs-22 lib
      libhipcub-dev librocprim-dev librocm-core-dev
      # torch's own HIP headers (ATen/hip, c10/hip: scripts/install-build-only-torch.sh) include
      # thrust/complex.h and the hipSPARSE / hipSOLVER headers
-     librocthrust-dev libhipsparse-dev libhipsolver-dev librocsparse-dev librocsolver-dev)
+     librocthrust-dev libhipsparse-dev libhipsolver-dev librocsparse-dev librocsolver-dev
+     # and torch's CMake config (LoadHIP.cmake: CMake projects against a ROCm torch, e.g. vLLM)
+     # finds these too
+     libmiopen-dev libhipfft-dev librocm-smi-dev librccl-dev)
 # runtime libraries small enough to take always (real files for NEEDED and bundling)
 RUNTIME=(libamdhip64-7 libhiprtc7 libhiprtc-builtins7 libamd-comgr3 libhsa-runtime64-1
          libhipblas3 libhiprand1 libroctx64-4 librocm-core1)

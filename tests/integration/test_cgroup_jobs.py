@@ -61,7 +61,7 @@ def test_parent_cgroup_limit_reaches_max_jobs(limited_parent: tuple[int, Path, P
     plan = json.loads(res.stdout)
     what = "memory.limit_in_bytes" if version == 1 else "memory.max"
     assert f"cgroup v{version} {what} 3.0 GiB at /{parent.name} minus use" in plan["jobs_reason"]
-    assert plan["jobs"] == 1, plan["jobs_reason"]  # floor(< 3 GiB / 5 GiB) -> at least 1
+    assert plan["jobs"] == 1, plan["jobs_reason"]  # floor(< 3 GiB / 1.5 GiB) = 1
     # and without the cgroup, this host plans for its own memory
     free = rocmbuild(*PLAN, env={"ROCMBUILD_WORKDIR": str(tmp_path / "build")}, check=True)
     assert f"at /{parent.name}" not in json.loads(free.stdout)["jobs_reason"]
@@ -73,7 +73,7 @@ def test_slurm_variables_cap_jobs(tmp_path: Path) -> None:
     plan = json.loads(rocmbuild(*PLAN, env=env, check=True).stdout)
     assert plan["jobs"] == 1
     assert "1 cpus (SLURM_CPUS_PER_TASK=1)" in plan["jobs_reason"]
-    env = {"ROCMBUILD_WORKDIR": str(tmp_path / "build"), "SLURM_MEM_PER_NODE": "6144"}
+    env = {"ROCMBUILD_WORKDIR": str(tmp_path / "build"), "SLURM_MEM_PER_NODE": "2048"}
     plan = json.loads(rocmbuild(*PLAN, env=env, check=True).stdout)
-    assert "floor(6.0 GiB usable (SLURM_MEM_PER_NODE=6144 MB) / 5 GiB per job) = 1" in \
+    assert "floor(2.0 GiB usable (SLURM_MEM_PER_NODE=2048 MB) / 1.5 GiB per job) = 1" in \
         plan["jobs_reason"]

@@ -137,18 +137,19 @@ def test_plan_uses_the_measured_p95_and_keeps_its_cache_key(tmp_path: Path) -> N
     units = _units(tmp_path / "u.jsonl", [1.0] * 18 + [9.1, 9.5])
     learned.record(tmp_path, units, "flash-attn", before.variant, before.archs, "")
     after = render(recipe, target, HOST, learned.load(tmp_path, "flash-attn"))
-    # 58 GiB / (9.1 GiB x 1.15 = 10.5 GiB) = 5 jobs, instead of 58 / 5 (the recipe) = 11
-    assert (before.jobs, after.jobs) == (11, 5)
+    # 58 GiB / (9.1 GiB x 1.15 = 10.5 GiB) = 5 jobs, instead of min(16 cpus, 58 / 1.5 (the
+    # recipe)) = 16
+    assert (before.jobs, after.jobs) == (16, 5)
     assert "9.1 GiB p95 measured over 20 units + 15 %" in after.jobs_reason, after.jobs_reason
     assert after.jobs_reason.startswith("min(16 cpus, floor(58.0 GiB usable (MemAvailable) / "
                                         "10.5 GiB per job (9.1 GiB p95 measured over 20 units")
     assert after.cache_key == before.cache_key
-    assert after.mem_per_job_gb == before.mem_per_job_gb == 5.0  # the recipe's, as keyed
+    assert after.mem_per_job_gb == before.mem_per_job_gb == 1.5  # the recipe's, as keyed
     # --jobs still wins; another arch set learns on its own
     assert render(recipe, Target(arch="gfx942", jobs=3), HOST,
                   learned.load(tmp_path, "flash-attn")).jobs == 3
     assert render(recipe, Target(arch="gfx90a"), HOST,
-                  learned.load(tmp_path, "flash-attn")).jobs == 11
+                  learned.load(tmp_path, "flash-attn")).jobs == 16
 
 
 def test_learned_files_that_are_not_files_are_ignored(

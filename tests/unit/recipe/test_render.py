@@ -50,7 +50,7 @@ def test_ck_plan_env(no_rocm) -> None:
     assert plan.env["FLASH_ATTENTION_FORCE_BUILD"] == "TRUE"
     assert plan.env["HIP_PLATFORM"] == "amd"
     assert "FLASH_ATTENTION_TRITON_AMD_ENABLE" not in plan.env
-    assert plan.mem_per_job_gb == 5.0
+    assert plan.mem_per_job_gb == 1.5
     assert plan.source.kind == "git" and plan.source.submodules == ("csrc/composable_kernel",)
     assert plan.local_version == "rocm6.2.gfx90a.gfx942"
     assert "--no-build-isolation" in plan.commands[0]
@@ -88,9 +88,9 @@ def test_rocm_torch_decides_the_label() -> None:
 
 
 def test_jobs_come_from_the_host_not_this_machine() -> None:
-    small = replace(HOST, cpus=64, memory_bytes=11 * 2**30, memory_source="cgroup")
-    plan = flash(small, arch="gfx942")  # CK: 5 GiB per job
-    assert plan.jobs == 2 and "11.0 GiB usable (cgroup)" in plan.jobs_reason
+    small = replace(HOST, cpus=64, memory_bytes=3 * 2**30, memory_source="cgroup")
+    plan = flash(small, arch="gfx942")  # CK: 1.5 GiB per job
+    assert plan.jobs == 2 and "3.0 GiB usable (cgroup)" in plan.jobs_reason
     assert flash(replace(HOST, cpus=3), arch="gfx942", variant="triton").jobs == 3
 
 
