@@ -15,8 +15,9 @@ scripts/install-build-only-torch.sh, which runs this with the venv's python). St
 4. ROCM_HOME for cpp_extension: ``--home`` with bin/hipcc (clang++-22 against the SDK),
    include and lib (the SDK's), bin/hipconfig (the SDK tree's shim), .info/version.
 5. torch/version.py: hip and rocm from the SDK (cuda None); torch/utils/cpp_extension.py:
-   ROCM_HOME is ``--home``; share/cmake/Caffe2/Caffe2Config.cmake loads LoadHIP.cmake, as a
-   ROCm build's does. Each edit replaces known lines and stops if they are not found.
+   ROCM_HOME is ``--home``; share/cmake/Caffe2/Caffe2Config.cmake loads LoadHIP.cmake and
+   TorchConfig.cmake links torch_hip and c10_hip, as a ROCm build's do. Each edit replaces
+   known lines and stops if they are not found.
 6. torch/_rocmbuild_build_only.json: what was done (rocmbuild's host detection reads it).
 
 Standalone on purpose (stdlib and torch only): it runs inside the venv it changes.
@@ -55,6 +56,14 @@ SKIP_HEADER = re.compile(r"MasqueradingAsCUDA\.h$|/driver_api\.h$")
 DECLS = frozenset({"FunctionDecl", "CXXMethodDecl", "CXXConstructorDecl", "CXXDestructorDecl",
                    "CXXConversionDecl", "VarDecl"})
 RECORDS = frozenset({"CXXRecordDecl", "ClassTemplateSpecializationDecl"})
+TORCH_HIP_TARGETS = """
+# rocmbuild build-only torch: a ROCm build's torch target links torch_hip and c10_hip
+find_library(C10_HIP_LIBRARY c10_hip PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH)
+find_library(TORCH_HIP_LIBRARY torch_hip PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH)
+list(APPEND TORCH_LIBRARIES ${TORCH_HIP_LIBRARY} ${C10_HIP_LIBRARY})
+set_property(TARGET torch APPEND PROPERTY INTERFACE_LINK_LIBRARIES
+             ${TORCH_HIP_LIBRARY} ${C10_HIP_LIBRARY})
+"""
 DROPPED_MLLVM = ("-amdgpu-early-inline-all=true", "-amdgpu-function-calls=false")
 
 HIPCC = """#!/usr/bin/env bash
@@ -294,6 +303,9 @@ def main() -> None:
          re.compile(r"^if ?\(OFF\)(\n  include\(\"\$\{CMAKE_CURRENT_LIST_DIR\}"
                     r"/public/LoadHIP\.cmake\"\))", re.M),
          r"if (ON)  # rocmbuild build-only torch\1")
+    # ...and its torch target links torch_hip and c10_hip (Caffe2Targets.cmake of a ROCm build)
+    with open(tdir / "share/cmake/Torch/TorchConfig.cmake", "a", encoding="utf-8") as f:
+        f.write(TORCH_HIP_TARGETS)
     facts = {
         "format": 1,
         "build_only": True,
@@ -308,7 +320,7 @@ def main() -> None:
         "hipified_headers": count,
         "stubs": {lib: sorted(names) for lib, names in libs.items()},
         "edited": ["version.py", "utils/cpp_extension.py",
-                   "share/cmake/Caffe2/Caffe2Config.cmake"],
+                   "share/cmake/Caffe2/Caffe2Config.cmake", "share/cmake/Torch/TorchConfig.cmake"],
         "hipcc_drops": [f"-mllvm {d}" for d in DROPPED_MLLVM],
     }
     (tdir / MARKER).write_text(json.dumps(facts, indent=1, sort_keys=True) + "\n")
