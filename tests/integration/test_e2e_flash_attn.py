@@ -47,10 +47,14 @@ def test_wheel_record_and_provenance(triton_build: dict) -> None:
         meta = wf.read("flash_attn-2.8.3.post1+rocm6.2.gfx942.dist-info/METADATA").decode()
         prov = json.loads(wf.read("flash_attn-2.8.3.post1+rocm6.2.gfx942.dist-info/rocmbuild.json"))
         init = wf.read("flash_attn/flash_attn_triton_amd/__init__.py")
+        iface = wf.read("flash_attn/flash_attn_triton_amd/interface_fa.py").decode()
     assert "Version: 2.8.3.post1+rocm6.2.gfx942" in meta
-    # the recipe's patch is for NVIDIA GPUs only (when = triton + nvidia): not applied here; the
-    # --gpu-vendor nvidia build that applies it is in test_installed_tool.py
-    assert prov["gpu_vendor"] == "amd" and prov["patches"] == [] and init == b""
+    # patch 0001 is for NVIDIA GPUs only (when = triton + nvidia): not applied here (the
+    # --gpu-vendor nvidia build that applies it is in test_installed_tool.py); patch 0004 (the
+    # sliding window refused) is, and its guard is in the wheel's code
+    assert prov["gpu_vendor"] == "amd" and init == b""
+    assert [Path(p["file"]).name[:4] for p in prov["patches"]] == ["0004"]
+    assert iface.count("_refuse_window(window_size_left, window_size_right, causal)") == 3
     assert not any(n.startswith("flash_attn-2.8.3.post1.dist-info") for n in names)
     assert prov["archs"] == ["gfx942"] and prov["variant"] == "triton"
     assert prov["source"]["sha256"].startswith("55d5103e")

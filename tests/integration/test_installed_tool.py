@@ -138,10 +138,11 @@ def test_installed_plans_as_the_checkout_does(
 def test_build_flash_attn_triton_from_the_installed_tool(
     tool: dict[str, Any], download_cache: Path
 ) -> None:
-    """The check build for NVIDIA GPUs (`--gpu-vendor nvidia`): the recipe's patch (when =
-    triton + nvidia) is the shipped one, found in the wheel's data and applied to a fresh copy of
-    the real sdist. The default (amd) build, without it, is tests/integration/test_e2e_flash_attn.py
-    (the session's triton_build); one real build here covers the installed tool and the patch."""
+    """The check build for NVIDIA GPUs (`--gpu-vendor nvidia`): the recipe's patches (0001, when =
+    triton + nvidia; 0004, every Triton build of the sdist) are the shipped ones, found in the
+    wheel's data and applied to a fresh copy of the real sdist. The default (amd) build, without
+    0001, is tests/integration/test_e2e_flash_attn.py (the session's triton_build); one real
+    build here covers the installed tool and the patches."""
     cache = tool["base"] / "cache"
     cache.mkdir()
     (cache / "downloads").symlink_to(download_cache)
@@ -149,7 +150,7 @@ def test_build_flash_attn_triton_from_the_installed_tool(
                 "--workdir", str(tool["cwd"] / "build"), "--cache-dir", str(cache)],
                cwd=tool["cwd"])
     assert res.returncode == 0, res.stderr
-    assert "1 patch(es) applied" in res.stderr
+    assert "2 patch(es) applied" in res.stderr
     assert re.search(r"\.whl  sha256=[0-9a-f]{64}  \d+\.\d\ds  built", res.stderr), res.stderr
     wheels = sorted((tool["cwd"] / "build" / "wheels").glob("*.whl"))
     assert [w.name for w in wheels] == ["flash_attn-2.8.3.post1+rocm6.2.gfx942-py3-none-any.whl"]
@@ -158,6 +159,6 @@ def test_build_flash_attn_triton_from_the_installed_tool(
         prov = json.loads(zf.read(next(n for n in zf.namelist()
                                        if n.endswith("rocmbuild.json"))))
     assert "_AMD_ONLY_OPTIONS" in init
-    assert prov["gpu_vendor"] == "nvidia" and len(prov["patches"]) == 1
+    assert prov["gpu_vendor"] == "nvidia" and len(prov["patches"]) == 2
     assert prov["patches"][0]["file"].startswith("patches/flash-attn/")
     assert prov["runtime_env"] == {"FLASH_ATTENTION_TRITON_AMD_ENABLE": "TRUE"}
