@@ -63,30 +63,7 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
     """Parse and check a recipe (and the recipes it depends on: ``within`` are those on the
     way to it). Raises RecipeError listing every problem."""
     shown = _display(path)
-    try:  # a regular file, read once: a FIFO is refused at once, a symlink is not followed
-        raw = fsutil.read_capped(path, MAX_BYTES)
-    except fsutil.TooLarge:
-        raise RecipeError([f"{shown}: larger than {MAX_BYTES} bytes"],
-                          hint="a recipe is a few kilobytes of TOML") from None
-    except OSError as exc:
-        raise RecipeError([f"{shown}: cannot read: {exc.strerror or exc}"],
-                          hint="check the file's path and permissions (a recipe is a regular "
-                          "file, not a symbolic link, FIFO or directory)") from exc
-    try:
-        data = untrusted.loads_toml(raw)
-    except untrusted.BadToml as exc:
-        raise RecipeError([f"{shown}: {exc}"],
-                          hint="save the recipe as UTF-8 TOML; see recipes/flash-attn.toml for "
-                          "an example") from None
-    depth = _depth(data)
-    if depth > MAX_DEPTH:
-        raise RecipeError([f"{shown}: nested {depth} levels deep (at most {MAX_DEPTH})"],
-                          hint="a recipe needs a few levels of tables and lists; "
-                          "see recipes/flash-attn.toml")
-    found = untrusted.credentials(data, "")
-    if found:  # refused before any other check could echo it (a key, a table, a wrong type)
-        raise RecipeError([f"{shown}: {key}: {userinfo_message(url)}" for key, url in found],
-                          hint=untrusted.CREDENTIALS_HINT + " (fetch reads it)")
+    raw, data = _read(path, shown)
     c = Checker(shown)
     c.walk(data, tree(Recipe), "")
     fields = c.read(Recipe, data, "")
@@ -181,6 +158,36 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
         hipify_step=hipify_step,
         **fields,
     )
+
+
+def _read(path: Path, shown: Path) -> tuple[bytes, dict[str, Any]]:
+    """The recipe file's bytes and its TOML, checked for what must be refused before any key
+    is looked at (size, depth, credentials); RecipeError naming ``shown``."""
+    try:  # a regular file, read once: a FIFO is refused at once, a symlink is not followed
+        raw = fsutil.read_capped(path, MAX_BYTES)
+    except fsutil.TooLarge:
+        raise RecipeError([f"{shown}: larger than {MAX_BYTES} bytes"],
+                          hint="a recipe is a few kilobytes of TOML") from None
+    except OSError as exc:
+        raise RecipeError([f"{shown}: cannot read: {exc.strerror or exc}"],
+                          hint="check the file's path and permissions (a recipe is a regular "
+                          "file, not a symbolic link, FIFO or directory)") from exc
+    try:
+        data = untrusted.loads_toml(raw)
+    except untrusted.BadToml as exc:
+        raise RecipeError([f"{shown}: {exc}"],
+                          hint="save the recipe as UTF-8 TOML; see recipes/flash-attn.toml for "
+                          "an example") from None
+    depth = _depth(data)
+    if depth > MAX_DEPTH:
+        raise RecipeError([f"{shown}: nested {depth} levels deep (at most {MAX_DEPTH})"],
+                          hint="a recipe needs a few levels of tables and lists; "
+                          "see recipes/flash-attn.toml")
+    found = untrusted.credentials(data, "")
+    if found:  # refused before any other check could echo it (a key, a table, a wrong type)
+        raise RecipeError([f"{shown}: {key}: {userinfo_message(url)}" for key, url in found],
+                          hint=untrusted.CREDENTIALS_HINT + " (fetch reads it)")
+    return raw, data
 
 
 MAX_DEPTH = 16

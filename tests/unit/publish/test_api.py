@@ -227,3 +227,22 @@ def test_promote_to_its_own_stage_and_empty_stages_are_usage_errors(tmp_path: Pa
         with pytest.raises(UsageError, match="^--stage: invalid stage name ''$"):
             publish([w], PublishOptions(index=index, stage=""))
     assert not (tmp_path / "i").exists()
+
+
+def test_a_build_only_wheel_is_refused_by_publish_and_promote(tmp_path: Path) -> None:
+    """A wheel built against a build-only ROCm torch (its label's ``buildonly`` mark; its
+    provenance may be stripped) is refused by publish(), the call the nightly's cell makes too
+    (nightly/cell.py), and by promote() even when something else put it into a stage: here
+    the stack's scratch index path (``build_only_scratch``), the one way in."""
+    src = tmp_path / "src"
+    src.mkdir()
+    bad = _wheel(src, "demo", "1.0+rocm7.2.buildonly.gfx942")
+    index = str(tmp_path / "index")
+    with pytest.raises(PublishError, match=r"never published: its label says buildonly"):
+        publish([bad], PublishOptions(index=index, stage="staging"))
+    assert not (tmp_path / "index" / "staging" / "files").exists()
+    publish([bad], PublishOptions(index=index, stage="staging", build_only_scratch=True))
+    with pytest.raises(PublishError, match=r"never published: its label says buildonly"):
+        promote(PromoteOptions(index=index, project="demo", version="1.0+rocm7.2.buildonly.gfx942"))
+    assert not (tmp_path / "index" / "stable").exists() or not list(
+        (tmp_path / "index" / "stable").rglob("*.whl"))
