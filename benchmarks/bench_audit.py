@@ -96,7 +96,7 @@ def _s(seconds: object) -> str:
 
 
 def table(out: dict[str, object], sizes: list[int]) -> None:
-    """The Markdown table of docs/benchmarks.md on stdout."""
+    """The Markdown table of docs/dev/benchmarks-notebook.md on stdout."""
     gib = f"{int(out['size_bytes']) / 1024**3:g} GiB"  # type: ignore[call-overload]
     rows = []
     for key, what in (("dense_wrappers_True", "dense, with `.hipFatBinSegment` wrappers (like a "

@@ -7,10 +7,10 @@ audit's archs. The ratio 1-arch / 2-arch is measured within one run.
 
     python benchmarks/ck_units.py [--units PATTERN] [--jobs N]
 
-Prints the Markdown body of docs/benchmarks.md's ``ck_units`` block (``python benchmarks/run.py
-ck_units`` puts it there with the date and the machine). The default pattern is the two light d64
-fp16 batch forward units (no logits soft-cap, bias, mask, lse or dropout);
-`--units 'fmha_fwd_d64_fp16_*'` compiles more.
+Prints the Markdown body of docs/dev/benchmarks-notebook.md's ``ck_units`` block
+(``python benchmarks/run.py ck_units`` puts it there with the date and the machine). The
+default pattern is the two light d64 fp16 batch forward units (no logits soft-cap, bias, mask,
+lse or dropout); `--units 'fmha_fwd_d64_fp16_*'` compiles more.
 """
 
 from __future__ import annotations

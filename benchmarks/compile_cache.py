@@ -11,8 +11,9 @@ gfx942) and the torch cpp_extension path (torch_extension: setup.py, CppExtensio
 
 Times are the build stage's (what the cache changes), the whole command's in brackets.
 Run: python benchmarks/compile_cache.py [--units 8] [--jobs 2] [--tool ccache]. Prints the
-Markdown body of docs/benchmarks.md's ``compile_cache`` block on stdout (benchmarks/run.py's
-convention: progress on stderr, exit 77 where the cache tool or a HIP compiler is missing).
+Markdown body of docs/dev/benchmarks-notebook.md's ``compile_cache`` block on stdout
+(benchmarks/run.py's convention: progress on stderr, exit 77 where the cache tool or a HIP
+compiler is missing).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ controller, cgroup v1 or v2 (exit 77 otherwise: the harness's "cannot run here")
 
     PYTHONPATH=src python benchmarks/mem_planner.py [--units 8] [--values 1500000]
         [--limit-units 1.5 | --limit-ram 0.5] [--rounds 3] [--fixed 1,2] [--unthrottled 8]
-        [--learning-jobs N] [--json out.json] [--docs docs/benchmarks.md]
+        [--learning-jobs N] [--json out.json] [--docs docs/dev/benchmarks-notebook.md]
 
 ``--docs`` writes the result between ``<!-- bench:mem_planner -->`` and
 ``<!-- /bench:mem_planner -->`` in that file (appended when the markers are missing).

@@ -11,7 +11,7 @@ caching on (``PYTHONDONTWRITEBYTECODE`` removed, as on a user's machine: an inst
 its .pyc files) and reports the median and best wall time, the CPU time of the process (user +
 system: less sensitive than wall time to other work on a shared machine), the load average and
 the number of modules a hit imports (``python benchmarks/run.py noop_rebuild`` puts the table into
-docs/benchmarks.md with the date and the machine).
+docs/dev/benchmarks-notebook.md with the date and the machine).
 
 Run: .venv/bin/python benchmarks/noop_rebuild.py [--repeat 20] [--downloads DIR]
 """
@@ -32,7 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 ARGS = ["flash-attn", "--arch", "gfx942", "--variant", "triton", "--source", "pypi"]
-DOC = REPO / "docs" / "benchmarks.md"
+DOC = REPO / "docs" / "dev" / "benchmarks-notebook.md"
 HEADER = ("| date (UTC) | machine | load avg | modules imported | median wall s | best wall s "
           "| median CPU s | full path: median wall s | full path: median CPU s |\n"
           "|---|---|---|---|---|---|---|---|---|")

@@ -1,4 +1,4 @@
-"""Run the benchmarks and refresh their blocks in docs/benchmarks.md.
+"""Run the benchmarks and refresh their blocks in docs/dev/benchmarks-notebook.md.
 
     python benchmarks/run.py [NAME ...] [--list] [--gpu] [--dry-run] [--doc PATH]
 
@@ -34,7 +34,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH_DIR = REPO / "benchmarks"
-DOC = REPO / "docs" / "benchmarks.md"
+DOC = REPO / "docs" / "dev" / "benchmarks-notebook.md"
 sys.path.append(str(REPO / "src"))  # rocmbuild for the machine facts (an installed one wins)
 SKIPPED = 77
 """Exit code of a benchmark that cannot run on this machine (automake's convention)."""

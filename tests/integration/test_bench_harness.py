@@ -1,6 +1,7 @@
-"""benchmarks/run.py, the harness that refreshes docs/benchmarks.md: real child processes (tiny
-benchmark scripts written to a temp dir, run with this Python) against a temp copy of a doc.
-Nothing is faked; the real benchmarks are not run here (minutes each), only listed."""
+"""benchmarks/run.py, the harness that refreshes docs/dev/benchmarks-notebook.md: real child
+processes (tiny benchmark scripts written to a temp dir, run with this Python) against a temp
+copy of a doc. Nothing is faked; the real benchmarks are not run here (minutes each), only
+listed."""
 
 from __future__ import annotations
 
@@ -130,14 +131,14 @@ def test_registry_scripts_exist_and_cli_lists_them(tmp_path: Path, harness: Modu
     for name, b in harness.BENCHMARKS.items():
         assert (REPO / "benchmarks" / b.script).is_file(), name
     doc = tmp_path / "benchmarks.md"
-    doc.write_text((REPO / "docs" / "benchmarks.md").read_text())
+    doc.write_text((REPO / "docs" / "dev" / "benchmarks-notebook.md").read_text())
     out = subprocess.run([sys.executable, "benchmarks/run.py", "--dry-run", "--doc", str(doc)],
                          cwd=REPO, capture_output=True, text=True, check=True).stdout
     # every CPU benchmark has its block in the real doc; the dry run changes nothing
     cpu = [n for n, b in harness.BENCHMARKS.items() if not b.gpu]
     assert [line.split(":")[0] for line in out.splitlines()] == cpu
     assert "append" not in out
-    assert doc.read_text() == (REPO / "docs" / "benchmarks.md").read_text()
+    assert doc.read_text() == (REPO / "docs" / "dev" / "benchmarks-notebook.md").read_text()
     listed = subprocess.run([sys.executable, "benchmarks/run.py", "--list"], cwd=REPO,
                             capture_output=True, text=True, check=True).stdout
     assert "(no block yet)" not in listed and len(listed.splitlines()) == len(harness.BENCHMARKS)

@@ -1,8 +1,8 @@
 """flash-attn's CK variant built for gfx942 against the build-only ROCm torch, from the PyPI sdist
 2.8.3.post1, with ``--opt flash-attn.ck_units=smoke`` (one forward kernel, the four dispatch
 APIs and the seven glue files: 12 units). Heavy: about 6 minutes on 2 cores, so it runs by hand
-(``ROCMBUILD_HEAVY=1 scripts/test.sh tests/integration/test_ck_smoke.py``; docs/benchmarks.md has
-the figures).
+(``ROCMBUILD_HEAVY=1 scripts/test.sh tests/integration/test_ck_smoke.py``;
+docs/dev/benchmarks-notebook.md has the figures).
 
 Real parts: the sdist from PyPI, patch 0003, setup.py's own ROCm path (its generate.py codegen,
 cpp_extension's hipify and ninja, the build-only torch's hipcc over clang-22), Debian's ROCm

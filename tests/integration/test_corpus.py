@@ -178,15 +178,15 @@ def test_corpus_size_so_far() -> None:
 
 
 def class_counts() -> dict[str, int]:
-    """Cases per class, as docs/reliability.md's table shows them."""
+    """Cases per class, as docs/dev/reliability.md's table shows them."""
     return dict(sorted(Counter(c.klass for c in CASES).items()))
 
 
 def test_reliability_doc_counts() -> None:
-    """docs/reliability.md's class table matches the corpus (regenerate with
+    """docs/dev/reliability.md's class table matches the corpus (regenerate with
     `python -m tests.integration.test_corpus` when it does not)."""
-    doc = (REPO / "docs" / "reliability.md").read_text(encoding="utf-8")
-    assert render_counts() in doc, "docs/reliability.md is stale:\n" + render_counts()
+    doc = (REPO / "docs" / "dev" / "reliability.md").read_text(encoding="utf-8")
+    assert render_counts() in doc, "docs/dev/reliability.md is stale:\n" + render_counts()
 
 
 CLASS_DOC = {
@@ -195,7 +195,7 @@ CLASS_DOC = {
     "identity": "3. immutability by identity (name, version, tags)",
     "tracebacks": "4. no tracebacks: OS errors, archives, variables, numbers, malformed wheels",
     "processes": "5. processes: signals, timeouts, process trees",
-    "inputs": "6. inputs accepted before and now refused",
+    "inputs": "6. bad inputs refused before anything is written",
     "causes": "7. errors that name the real cause",
     "paths": "recipes outside this repo: relative paths resolve against the recipe file",
     "submodules": "recipes outside this repo: submodules narrowed per variant",
@@ -215,26 +215,20 @@ CLASS_DOC = {
     "prune": "cache prune: sizes, day counts, a prune without a rule",
     "options": "recipe options: --opt, [options] tables, plan --units",
     "nightly": "nightly: nightly.toml keys, --only/--cell, the webhook URL kept secret",
-    # round two (hardening of the features added since the first corpus)
-    "integrity": "round two, 1. memo and lock integrity: a memo proves its entry, no symlink "
-    "followed",
-    "json": "round two, 2. untrusted JSON and numbers: size, depth, types, finite, in range",
-    "files": "round two, 3. files that are not what they should be: FIFOs, directories, read "
-    "once",
-    "config": "round two, 4. the nightly config checked as a whole before anything runs",
-    "leaks": "round two, 5. secrets and terminal escapes from files never echoed",
-    "exits": "round two, 6. exit codes of promote, --stage, audit of a .o, forged provenance",
-    "preproc": "round two, 7. hipify strict judges only code the build compiles",
-    "delivery": "round two, 8. delivery: a view prefers its arch's build; --json-file always "
-    "written",
-    # round three (issue 34: stacks, release lines, depends, saved hosts, pyproject, nightly)
-    "credentials": "round three, 1. credentials in any key, table name, value or flag: refused, "
-    "never shown",
-    "bignumbers": "round three, 2. numbers of 4,300 digits and more in any TOML or JSON file",
-    "longnames": "round three, 3. names too long to be a path: one line",
-    "notfiles": "round three, 4. FIFOs, directories, symlinks where a config file belongs",
-    "blame": "round three, 5. the error names the file and key the user wrote",
-    "promises": "round three, 6. what cannot be delivered is refused before anything is built",
+    "integrity": "memo and lock integrity: a memo proves its entry, no symlink followed",
+    "json": "untrusted JSON and numbers: size, depth, types, finite, in range",
+    "files": "files that are not what they should be: FIFOs, directories, read once",
+    "config": "the nightly config checked as a whole before anything runs",
+    "leaks": "secrets and terminal escapes from files never echoed",
+    "exits": "exit codes of promote, --stage, audit of a .o, forged provenance",
+    "preproc": "hipify strict judges only code the build compiles",
+    "delivery": "delivery: a view prefers its arch's build; --json-file always written",
+    "credentials": "credentials in any key, table name, value or flag: refused, never shown",
+    "bignumbers": "numbers of 4,300 digits and more in any TOML or JSON file",
+    "longnames": "names too long to be a path: one line",
+    "notfiles": "FIFOs, directories, symlinks where a config file belongs",
+    "blame": "the error names the file and key the user wrote",
+    "promises": "what cannot be delivered is refused before anything is built",
 }
 
 

@@ -8,7 +8,7 @@ step with it. The wheel's own copy of the op builder (patch 0001) is then asked,
 
 Each CPU op is a g++ compile of about 70 s on one core here, so this builds cpu_adam alone
 (`--opt deepspeed.cpu_adagrad=0 --opt deepspeed.cpu_lion=0`); the whole CPU set is measured in
-docs/benchmarks.md. Nothing is faked: no GPU is needed for the CPU ops."""
+docs/dev/benchmarks-notebook.md. Nothing is faked: no GPU is needed for the CPU ops."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ Triton backend and only for that package's kernels.
 
 Triton's GPU backends cannot run here, so ``triton`` is a small stand-in package written by the
 test: a JITFunction whose run() records the keyword arguments it gets, and a driver that reports
-the backend named by an environment variable. The real kernels ran on an H200 (docs/benchmarks.md).
+the backend named by an environment variable. The real kernels ran on an H200
+(docs/dev/benchmarks-notebook.md).
 The patch file and its recipe entry are checked in tests/unit/test_flash_attn_patch.py.
 """
 

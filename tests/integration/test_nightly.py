@@ -206,9 +206,9 @@ def test_first_run_builds_stages_promotes_and_survives_failures(world: World) ->
 
 
 def test_unchanged_run_skips_everything_and_takes_over_a_stale_lock(world: World) -> None:
-    """Run 2, nothing changed: every cell SKIPPED (recorded time in docs/benchmarks.md). Before
-    it, a lock record of a dead nightly is left in the workspace: it is taken over and the report
-    says so."""
+    """Run 2, nothing changed: every cell SKIPPED (recorded time in
+    docs/dev/benchmarks-notebook.md). Before it, a lock record of a dead nightly is left in the
+    workspace: it is taken over and the report says so."""
     dead = subprocess.Popen(["true"])
     dead.wait()
     (world.d / "build" / lock.NAME).write_text(json.dumps(

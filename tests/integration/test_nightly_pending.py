@@ -210,7 +210,7 @@ def test_a_kernel_gate_without_a_gpu_is_pending_not_passed(tmp_path: Path) -> No
     built on this GPU-less host: the gate cannot run, so the wheel is pending (staged, not
     promoted) and ``--validate-pending`` here keeps it so (exit 10); ``build --validate`` of the
     same recipe still passes with the gate SKIPPED, as a user's build says. (The GPU side ran on
-    an H200: docs/nightly.md.)"""
+    an H200: docs/dev/nightly.md.)"""
     import torch
     if torch.cuda.is_available():
         pytest.skip("this host has a GPU: the gate runs here")

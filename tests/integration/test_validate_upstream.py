@@ -1,9 +1,9 @@
 """The upstream-test step on the CPU: the real pytest in a real validation venv, a real wheel
 built here, and a small fixture test file of our own (tests/fixtures/upstream) standing in for a
 project's suite. What cannot run here is the real suite on a GPU (flash-attn's: see
-docs/validate.md for the H200 run); the wheel's rocmbuild.json therefore says the tests need no
-GPU ("gpu": false). One venv serves the step's mechanics; one `rocmbuild validate` run proves
-the failure path end to end (exit 8, the test id)."""
+docs/dev/validate-runs.md for the H200 run); the wheel's rocmbuild.json therefore says the tests
+need no GPU ("gpu": false). One venv serves the step's mechanics; one `rocmbuild validate` run
+proves the failure path end to end (exit 8, the test id)."""
 
 from __future__ import annotations
 

@@ -145,7 +145,7 @@ def test_only_init_main_and_cli_sit_at_the_top() -> None:
 
 def test_package_inits_are_empty() -> None:
     """An ``__init__`` with code runs on every import of its package: the no-op rebuild's import
-    budget (docs/benchmarks.md) depends on them staying empty."""
+    budget (docs/dev/benchmarks-notebook.md) depends on them staying empty."""
     bad = [str(p.relative_to(SRC)) for p in SRC.rglob("__init__.py")
            if p.parent != SRC and not str(p.relative_to(SRC)).startswith(PROGRAMS)
            and p.read_text().strip()]

@@ -1,5 +1,5 @@
 """benchmarks/mem_planner.py without running it: its arguments, table, verdict and docs block
-(the benchmark itself builds for minutes as root; see docs/benchmarks.md)."""
+(the benchmark itself builds for minutes as root; see docs/dev/benchmarks-notebook.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``rocmbuild recipes``: the recipes found, their variants, sources and archs; with
-``--upstream``, each pin against what upstream has now (docs/nightly.md#drift)."""
+``--upstream``, each pin against what upstream has now (docs/nightly-reports.md#drift)."""
 
 from __future__ import annotations
 

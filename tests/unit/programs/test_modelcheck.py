@@ -6,8 +6,8 @@ injected ``last-tile`` fault failing it, the SKIP lines (no GPU here; transforme
 unimportable with ``sys.modules``), the /proc/self/maps reading of the stack step, the report
 reader and its Markdown/HTML. What cannot run here: flash-attn (no GPU: transformers refuses
 ``flash_attention_2`` without CUDA), bitsandbytes' and DeepSpeed's GPU steps; those ran on an
-NVIDIA H200 (docs/validate.md). The package imports nothing of rocmbuild (checked as the
-kernel gate's is)."""
+NVIDIA H200 (docs/dev/validate-runs.md). The package imports nothing of rocmbuild (checked as
+the kernel gate's is)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ DEVICE = "cuda"  # torch.cuda is HIP on ROCm torch; the unit tests set "cpu"
 DTYPE_EPS = {"fp16": 2.0**-10, "bf16": 2.0**-7}
 # Relative-error tolerances ||out - ref|| / ||ref|| against the fp64 reference. The forward output
 # is rounded once to the dtype; the backward rounds P and dS to the dtype before its matmuls, so it
-# gets a wider band. Measured on an H200 (docs/benchmarks.md): fp16 fwd ~3e-4, bf16 fwd ~2e-3.
+# gets a wider band. On an H200 (docs/dev/benchmarks-notebook.md): fp16 fwd ~3e-4, bf16 fwd ~2e-3.
 FWD_TOL_EPS = 2.0  # fp16: 1.95e-3, bf16: 1.56e-2
 BWD_TOL_EPS = 4.0  # fp16: 3.91e-3, bf16: 3.13e-2
 # Per row (one query position and head of out/dq; one key position and KV head of dk/dv), next to

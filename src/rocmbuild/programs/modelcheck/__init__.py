@@ -31,7 +31,7 @@ wheel's deviation from each reference (torch SDPA, eager) is at most MULTIPLE ti
 references' deviation from each other. Chosen from 80 cases (5 seeds x 4 sizes x 2 dtypes x with
 and without padding) on an NVIDIA H200: the good wheel's worst ratio was 5.8 (fp16 GQA key
 gradients) where it supports the case; the ``last-tile`` fault's was 14.9-672 in all 16 cases on
-an H100 (docs/validate.md, "The model check")."""
+an H100 (docs/dev/validate-runs.md, "Model check")."""
 
 PARTS: tuple[str, ...] = ("flash-attn", "peft", "bitsandbytes", "deepspeed")
 """The stack step's parts, in the order they run."""
