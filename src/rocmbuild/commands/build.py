@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rocmbuild.commands import common, quickhit
+from rocmbuild.commands import common, noop_memo
 from rocmbuild.core import options
 
 if TYPE_CHECKING:
@@ -72,20 +72,20 @@ def run(args: argparse.Namespace) -> int:
         common.print_json(result.to_json())
         return 0
     how = "cached" if result.status is Status.CACHED else "built"
-    log.plain(quickhit.result_line(result.wheel, result.sha256, time.monotonic() - t0, how))
+    log.plain(noop_memo.result_line(result.wheel, result.sha256, time.monotonic() - t0, how))
     return 0
 
 
 def _remember(args: argparse.Namespace, rendered: common.Rendered, ws: Workspace,
               wheel_dir: Path) -> None:
-    """The memo that lets the same command line be served by ``commands.quickhit`` next time."""
+    """The memo that lets the same command line be served by ``commands.noop_memo`` next time."""
     from rocmbuild.recipe import load, search
 
     files = load.files_read(rendered.recipe, rendered.plan)
     if files is None:
         return
     absent, dirs = search.search_inputs(args.recipe, rendered.recipe.path)
-    quickhit.remember(
+    noop_memo.remember(
         getattr(args, "quick_inputs", None), cache_key=rendered.plan.cache_key, ws=ws,
         wheel_dir=wheel_dir, files=files, absent=absent, dirs=dirs, host=rendered.host,
         want_compiler=rendered.want_compiler, want_components=rendered.want_components,

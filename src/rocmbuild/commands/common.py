@@ -16,7 +16,7 @@ from rocmbuild.core.options import SETTINGS
 
 T = TypeVar("T")
 
-if TYPE_CHECKING:  # imported where used: a hit served by quickhit imports no recipe model
+if TYPE_CHECKING:  # imported where used: a hit served by noop_memo imports no recipe model
     from rocmbuild.host.detect import Host
     from rocmbuild.recipe.model import Recipe
     from rocmbuild.recipe.plan import Plan
@@ -153,7 +153,7 @@ def plan_from_args(args: argparse.Namespace, host_file: str | None = None) -> tu
 
 @dataclass(frozen=True)
 class Rendered:
-    """A plan as ``rendered_from_args`` made it, with what it read (quickhit's memo keeps it)."""
+    """A plan as ``rendered_from_args`` made it, with what it read (noop_memo's memo keeps it)."""
 
     recipe: Recipe
     plan: Plan
