@@ -85,7 +85,7 @@ def add_target_options(p: argparse.ArgumentParser) -> None:
                    "HIP (cmake backend, the probe): a path or a name on PATH "
                    + env_help("hip_compiler", "a ROCm install, then "
                               "scripts/install-hip-toolchain.sh's"))
-    p.add_argument("--gpu-vendor", choices=("amd", "nvidia"), default=None,
+    p.add_argument("--gpu-vendor", choices=options.GPU_VENDORS, default=None,
                    help="GPU vendor the wheel will run on; nvidia only to check HIP-portable "
                    "(Triton) code on NVIDIA GPUs, selecting patches with when.gpu_vendor "
                    + env_help("gpu_vendor", "amd"))

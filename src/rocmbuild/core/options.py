@@ -49,6 +49,10 @@ class Setting:
     choices: tuple[str, ...] = ()
 
 
+GPU_VENDORS = ("amd", "nvidia")
+"""The GPU vendors a plan may target (--gpu-vendor, a patch's ``when.gpu_vendor``, a wheel's
+provenance); amd is the default."""
+
 BUILD_TAG = r"[0-9]+[A-Za-z_]*"
 """A wheel build tag as rocmbuild accepts it (PEP 427: it must start with a digit)."""
 
@@ -76,7 +80,7 @@ SETTINGS: dict[str, Setting] = {
                             "HIP compiler (path or name on PATH)"),
     "gpu_vendor": Setting("--gpu-vendor", "ROCMBUILD_GPU_VENDOR", None, "str",
                           "amd (default) or nvidia (check HIP-portable Triton code)",
-                          choices=("amd", "nvidia")),
+                          choices=GPU_VENDORS),
     "wheel_dir": Setting("--wheel-dir", "ROCMBUILD_WHEEL_DIR", None, "path",
                          "where built wheels go (default <workdir>/wheels)"),
     "validate": Setting("--validate", "ROCMBUILD_VALIDATE", None, "bool",
