@@ -22,22 +22,12 @@ def register(sub: common.Subparsers) -> None:
         "wheel. A wheel already built "
         "from the same inputs is returned from the cache.")
     common.add_target_options(p)
-    p.add_argument("-w", "--wheel-dir", default=None, help="where to put the wheel "
-                   + common.env_help("wheel_dir", "<workdir>/wheels"))
+    common.add_setting(p, "wheel_dir")
     p.add_argument("--force", action="store_true",
                    help="rebuild even when the cache holds a wheel for these inputs")
     common.add_json(p)
-    p.add_argument("--compile-cache", choices=("auto", "ccache", "sccache", "none"),
-                   default=None, help="compiler cache in front of the build's compilers "
-                   "(docs/compile-cache.md): auto takes ccache, else sccache, else none "
-                   + common.env_help("compile_cache", "auto"))
-    p.add_argument("--compile-cache-dir", default=None, metavar="DIR",
-                   help="the compile cache's directory; share it between workspaces and "
-                   "nodes " + common.env_help("compile_cache_dir", "<cache-dir>/compile/<tool>"))
-    p.add_argument("--validate", action="store_true", default=None,
-                   help="validate the wheel after the build (isolated install, import, torch "
-                   "guard, audit, GPU kernel gate; reports in <workdir>/reports/) "
-                   + common.env_help("validate", "off; the variable takes 1/true/yes/on"))
+    for name in ("compile_cache", "compile_cache_dir", "validate"):
+        common.add_setting(p, name)
     p.set_defaults(handler=run)
 
 
