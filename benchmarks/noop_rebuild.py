@@ -1,6 +1,6 @@
 """The no-op rebuild (issue 13): `python -m rocmbuild <recipe> ...` when the cache already holds
 the wheel, the whole CLI process, median of N runs. Goal: <= 0.15 s, and a hit imports only
-what it needs. A repeated command line is served by its memo (``rocmbuild.commands.quickhit``); for
+what it needs. A repeated command line is served by its memo (``rocmbuild.commands.noop_memo``); for
 comparison each round also runs the full path's hit (the memo removed first; that run writes it
 again), interleaved with the memo's in one run.
 

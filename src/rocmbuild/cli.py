@@ -6,7 +6,7 @@
 Each command is one module in ``rocmbuild.commands``: the route from here into the house is the
 ``COMMANDS`` tuple there, and its parser is built by ``rocmbuild.commands.parser``. A command
 line that repeats a build whose wheel is cached is served first by
-``rocmbuild.commands.quickhit``, which needs neither the parser nor the recipe model.
+``rocmbuild.commands.noop_memo``, which needs neither the parser nor the recipe model.
 """
 
 from __future__ import annotations
@@ -115,9 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(raw: list[str]) -> int:
     try:
-        from rocmbuild.commands import quickhit
+        from rocmbuild.commands import noop_memo
 
-        served, inputs = quickhit.serve(raw)
+        served, inputs = noop_memo.serve(raw)
         if served is not None:
             return served
         from rocmbuild.commands import parser

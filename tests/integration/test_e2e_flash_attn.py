@@ -135,7 +135,7 @@ def test_second_run_is_a_noop_without_pip(triton_build: dict) -> None:
 
 def test_json_summary_of_a_cache_hit(triton_build: dict, tmp_path: Path) -> None:
     """`build --json` on the cached wheel: the summary on stdout and a copy of the same bytes in
-    ROCMBUILD_WHEEL_DIR. (`--force` is tested on a small recipe in test_quickhit.py; a forced
+    ROCMBUILD_WHEEL_DIR. (`--force` is tested on a small recipe in test_noop_memo.py; a forced
     rebuild of this wheel giving the same bytes is `verify` in test_verify_wheels.py, and the
     repeated cold builds are in benchmarks/bench_reproducible.py.)"""
     env = {**triton_build["env"], "ROCMBUILD_WHEEL_DIR": str(tmp_path / "out")}

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.integration.test_quickhit import _env, _imports, _memos, _recipe, served
+from tests.integration.test_noop_memo import _env, _imports, _memos, _recipe, served
 
-__all__ = ["served"]  # the fixture, shared with test_quickhit
+__all__ = ["served"]  # the fixture, shared with test_noop_memo
 
 LABEL = {"gfx90a": "+rocm6.2.gfx90a", "gfx942": "+rocm6.2.gfx942"}
 

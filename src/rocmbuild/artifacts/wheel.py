@@ -19,7 +19,6 @@ from typing import Any
 from packaging.tags import Tag
 from packaging.utils import (
     BuildTag,
-    InvalidWheelFilename,
     NormalizedName,
     canonicalize_name,
     parse_wheel_filename,
@@ -44,12 +43,16 @@ class WheelFormatError(RocmbuildError):
 
 @dataclass(frozen=True)
 class WheelName:
-    """A wheel file name cut into its PEP 427 parts, each spelled as in the name."""
+    """A wheel file name cut into its PEP 427 parts: each spelled as in the name, and as
+    ``packaging`` reads them (the normalized name, the version, the build tag, the tag set)."""
 
     distribution: str  # e.g. flash_attn (the escaped name, as in the *.dist-info directory)
     raw_version: str  # as spelled in the name
     version: Version
     rest: str  # "[build-]python-abi-platform", e.g. cp311-cp311-linux_x86_64
+    name: NormalizedName  # PEP 503 normalized, e.g. flash-attn
+    build: BuildTag  # () when the name has no build tag
+    tags: frozenset[Tag]
 
     @property
     def namever(self) -> str:
@@ -92,17 +95,18 @@ def raise_glibc(platforms: str, need: tuple[int, int]) -> str:
     return ".".join(keep)
 
 
-def parse_wheel_name(filename: str) -> WheelName:
-    """Split and check a wheel file name. Raises WheelFormatError."""
+def parse_wheel_name(filename: str, where: object = None) -> WheelName:
+    """Split and check a wheel file name: the one parser of wheel names. Raises WheelFormatError
+    naming ``where`` (default: the name itself)."""
     try:
-        _name, version, _build, _tags = parse_wheel_filename(filename)
-    except InvalidWheelFilename as exc:
+        name, version, build, tags = parse_wheel_filename(filename)
+    except ValueError as exc:  # InvalidWheelFilename, and a bad version or build tag in it
         raise WheelFormatError(
-            f"{filename}: not a wheel filename ({exc})",
+            f"{filename if where is None else where}: not a wheel filename ({exc})",
             hint="wheel names look like name-1.0-py3-none-any.whl (PEP 427)",
         ) from exc
     distribution, raw_version, rest = filename[: -len(".whl")].split("-", 2)
-    return WheelName(distribution, raw_version, version, rest)
+    return WheelName(distribution, raw_version, version, rest, name, build, tags)
 
 
 @dataclass(frozen=True)
@@ -136,13 +140,8 @@ def read_wheel(path: Path) -> WheelInfo:
     path = Path(path)
     if not path.is_file():
         raise WheelFormatError(f"{path}: no such wheel file", hint="give the path of a built .whl")
-    try:
-        name, version, build, tags = parse_wheel_filename(path.name)
-    except InvalidWheelFilename as exc:
-        raise WheelFormatError(
-            f"{path}: not a wheel filename ({exc})",
-            hint="wheel names look like name-1.0-py3-none-any.whl (PEP 427)",
-        ) from exc
+    parsed = parse_wheel_name(path.name, path)
+    name, version, build, tags = parsed.name, parsed.version, parsed.build, parsed.tags
     try:
         with zipfile.ZipFile(path) as zf:
             names = zf.namelist()

@@ -343,7 +343,7 @@ def prune(ws: config.Workspace, max_size: int | None, keep_days: float | None,
 
 
 def _drop_memos(ws: config.Workspace) -> None:
-    """Empty ``<cache>/memo/`` (``rocmbuild.commands.quickhit``): hints a few hundred bytes
+    """Empty ``<cache>/memo/`` (``rocmbuild.commands.noop_memo``): hints a few hundred bytes
     each, one per command line ever run, which may name what was just removed; the next run of
     a command line takes the full path once and writes its memo again. Regular files only,
     nothing followed."""

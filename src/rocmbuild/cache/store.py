@@ -349,7 +349,7 @@ def _asos_error(path: Path, what: str, hint: str = _HINT) -> Iterator[None]:
 
 
 MEMO_DIR = "memo"
-"""In the cache: the no-op rebuild's memos (``rocmbuild.commands.quickhit``), one small JSON
+"""In the cache: the no-op rebuild's memos (``rocmbuild.commands.noop_memo``), one small JSON
 file per command line; hints only, emptied by every ``cache prune``."""
 
 PRUNE_LOCK = "prune.lock"

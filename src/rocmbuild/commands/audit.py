@@ -17,8 +17,7 @@ def register(sub: common.Subparsers) -> None:
         "named .so (or a wheel member) is not a shared object (a relocatable object, a core "
         "dump).")
     p.add_argument("paths", nargs="+", metavar="PATH", help="wheel, .so, .o or .hipfb files")
-    common.add_arch(p, "gfx targets every HIP .so must carry, e.g. gfx90a,gfx942 (gfx90a also "
-                    "matches gfx90a:xnack+)", "none: list what is there")
+    common.add_setting(p, "arch", "audit")
     common.add_json(p, "the audit")
     p.set_defaults(handler=run)
 

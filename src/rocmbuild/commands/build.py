@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rocmbuild.commands import common, quickhit
+from rocmbuild.commands import common, noop_memo
 from rocmbuild.core import options
 
 if TYPE_CHECKING:
@@ -22,22 +22,12 @@ def register(sub: common.Subparsers) -> None:
         "wheel. A wheel already built "
         "from the same inputs is returned from the cache.")
     common.add_target_options(p)
-    p.add_argument("-w", "--wheel-dir", default=None, help="where to put the wheel "
-                   + common.env_help("wheel_dir", "<workdir>/wheels"))
+    common.add_setting(p, "wheel_dir")
     p.add_argument("--force", action="store_true",
                    help="rebuild even when the cache holds a wheel for these inputs")
     common.add_json(p)
-    p.add_argument("--compile-cache", choices=("auto", "ccache", "sccache", "none"),
-                   default=None, help="compiler cache in front of the build's compilers "
-                   "(docs/compile-cache.md): auto takes ccache, else sccache, else none "
-                   + common.env_help("compile_cache", "auto"))
-    p.add_argument("--compile-cache-dir", default=None, metavar="DIR",
-                   help="the compile cache's directory; share it between workspaces and "
-                   "nodes " + common.env_help("compile_cache_dir", "<cache-dir>/compile/<tool>"))
-    p.add_argument("--validate", action="store_true", default=None,
-                   help="validate the wheel after the build (isolated install, import, torch "
-                   "guard, audit, GPU kernel gate; reports in <workdir>/reports/) "
-                   + common.env_help("validate", "off; the variable takes 1/true/yes/on"))
+    for name in ("compile_cache", "compile_cache_dir", "validate"):
+        common.add_setting(p, name)
     p.set_defaults(handler=run)
 
 
@@ -72,20 +62,20 @@ def run(args: argparse.Namespace) -> int:
         common.print_json(result.to_json())
         return 0
     how = "cached" if result.status is Status.CACHED else "built"
-    log.plain(quickhit.result_line(result.wheel, result.sha256, time.monotonic() - t0, how))
+    log.plain(noop_memo.result_line(result.wheel, result.sha256, time.monotonic() - t0, how))
     return 0
 
 
 def _remember(args: argparse.Namespace, rendered: common.Rendered, ws: Workspace,
               wheel_dir: Path) -> None:
-    """The memo that lets the same command line be served by ``commands.quickhit`` next time."""
+    """The memo that lets the same command line be served by ``commands.noop_memo`` next time."""
     from rocmbuild.recipe import load, search
 
     files = load.files_read(rendered.recipe, rendered.plan)
     if files is None:
         return
     absent, dirs = search.search_inputs(args.recipe, rendered.recipe.path)
-    quickhit.remember(
+    noop_memo.remember(
         getattr(args, "quick_inputs", None), cache_key=rendered.plan.cache_key, ws=ws,
         wheel_dir=wheel_dir, files=files, absent=absent, dirs=dirs, host=rendered.host,
         want_compiler=rendered.want_compiler, want_components=rendered.want_components,

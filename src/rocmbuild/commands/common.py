@@ -16,7 +16,7 @@ from rocmbuild.core.options import SETTINGS
 
 T = TypeVar("T")
 
-if TYPE_CHECKING:  # imported where used: a hit served by quickhit imports no recipe model
+if TYPE_CHECKING:  # imported where used: a hit served by noop_memo imports no recipe model
     from rocmbuild.host.detect import Host
     from rocmbuild.recipe.model import Recipe
     from rocmbuild.recipe.plan import Plan
@@ -24,20 +24,23 @@ if TYPE_CHECKING:  # imported where used: a hit served by quickhit imports no re
 Subparsers = Any  # argparse's _SubParsersAction is private
 
 
-def env_help(name: str, default: str) -> str:
+def add_setting(p: argparse.ArgumentParser, name: str, command: str | None = None,
+                default: object = None) -> None:
+    """The flag of setting ``name`` (core.options.SETTINGS), made from its declaration alone:
+    its names, kind, choices, metavar and help (``command``'s, where it differs there)."""
     s = SETTINGS[name]
-    where = [f"env {s.env}"] if s.env else []
-    if s.config:
-        where.append(f"pyproject [tool.rocmbuild] {s.config}")
-    return f"[{'; '.join(where + [f'default {default}'])}]"
+    kw: dict[str, Any] = {"action": "store_true"} if s.kind == "bool" else {}
+    if s.kind == "int":
+        kw["type"] = int
+    if s.choices:
+        kw["choices"] = s.choices
+    if s.metavar:
+        kw["metavar"] = s.metavar
+    p.add_argument(*s.flags, default=default, help=s.help(command), **kw)
 
 
 def add_json(p: argparse.ArgumentParser, what: str = "the result") -> None:
     p.add_argument("--json", action="store_true", help=f"print {what} as JSON on stdout")
-
-
-def add_arch(p: argparse.ArgumentParser, what: str, default: str) -> None:
-    p.add_argument("--arch", default=None, help=f"{what} {env_help('arch', default)}")
 
 
 def add_global_options(p: argparse.ArgumentParser, top: bool) -> None:
@@ -49,55 +52,23 @@ def add_global_options(p: argparse.ArgumentParser, top: bool) -> None:
     p.add_argument("-v", "--verbose", action="count", default=d(0),
                    help="more output (-v streams build output to the console)")
     p.add_argument("-q", "--quiet", action="count", default=d(0), help="less output")
-    p.add_argument("--workdir", default=d(None),
-                   help="workspace for sources, logs, wheels " + env_help("workdir", "./build"))
-    p.add_argument("--cache-dir", default=d(None), help="download and wheel cache "
-                   + env_help("cache_dir", "<workdir>/cache"))
+    add_setting(p, "workdir", default=d(None))
+    add_setting(p, "cache_dir", default=d(None))
     p.add_argument("--recipes", action="append", default=d([]), metavar="DIR",
                    help="a directory of your own <name>.toml recipes, searched before "
                    "ROCMBUILD_RECIPE_PATH and the shipped ones (repeatable)")
 
 
-def add_release(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--release", default=None, metavar="NAME",
-                   help="the recipe's release line ([releases.<name>]), e.g. main; part of the "
-                   "cache key " + env_help("release", "the newest line whose host ranges this "
-                                           "host satisfies"))
-
-
 def add_target_options(p: argparse.ArgumentParser) -> None:
     """What to build: the recipe and everything that selects or places it."""
     p.add_argument("recipe", help="recipe name (see `rocmbuild recipes`) or path to a .toml file")
-    add_arch(p, "comma-separated gfx targets, e.g. gfx90a,gfx942; 'native' reads the local GPUs "
-             "from /sys/class/kfd", "native")
-    p.add_argument("--variant", default=None, help="recipe variant, e.g. ck or triton "
-                   + env_help("variant", "the recipe's"))
-    add_release(p)
-    p.add_argument("--source", default=None, help="which source to fetch: 'default' or an "
-                   "alternative named in the recipe, e.g. pypi " + env_help("source", "default"))
-    p.add_argument("-j", "--jobs", type=int, default=None,
-                   help="parallel compile jobs (MAX_JOBS) "
-                   + env_help("jobs", "min(cpus, usable memory / memory per job)"))
-    p.add_argument("--rocm-version", default=None, help="ROCm version for the wheel's local "
-                   "label, e.g. 6.2 " + env_help("rocm_version", "the ROCm torch's HIP, then the "
-                                                 "ROCm root's, then the recipe's target"))
-    p.add_argument("--hip-compiler", default=None, help="HIP compiler for recipes that compile "
-                   "HIP (cmake backend, the probe): a path or a name on PATH "
-                   + env_help("hip_compiler", "a ROCm install, then "
-                              "scripts/install-hip-toolchain.sh's"))
-    p.add_argument("--gpu-vendor", choices=("amd", "nvidia"), default=None,
-                   help="GPU vendor the wheel will run on; nvidia only to check HIP-portable "
-                   "(Triton) code on NVIDIA GPUs, selecting patches with when.gpu_vendor "
-                   + env_help("gpu_vendor", "amd"))
-    p.add_argument("--rocm-path", default=None, help="ROCm root, e.g. /opt/rocm "
-                   + env_help("rocm_path", "HIP_PATH, then /opt/rocm"))
+    for name in ("arch", "variant", "release", "source", "jobs", "rocm_version", "hip_compiler",
+                 "gpu_vendor", "rocm_path"):
+        add_setting(p, name)
     p.add_argument("--opt", action="append", default=[], metavar="RECIPE.NAME=VALUE",
                    help="set a recipe option (its [options] table; `rocmbuild recipes` lists "
                    "them), e.g. --opt flash-attn.opt_dim=128; repeatable; part of the cache key")
-    p.add_argument("--build-tag", default=None, metavar="N",
-                   help="give the wheel a PEP 427 build tag (name-ver-N-py3-...whl), to "
-                   "republish a rebuild deliberately; part of the cache key "
-                   + env_help("build_tag", "none"))
+    add_setting(p, "build_tag")
 
 
 def jobs(args: argparse.Namespace) -> int | None:
@@ -153,7 +124,7 @@ def plan_from_args(args: argparse.Namespace, host_file: str | None = None) -> tu
 
 @dataclass(frozen=True)
 class Rendered:
-    """A plan as ``rendered_from_args`` made it, with what it read (quickhit's memo keeps it)."""
+    """A plan as ``rendered_from_args`` made it, with what it read (noop_memo's memo keeps it)."""
 
     recipe: Recipe
     plan: Plan

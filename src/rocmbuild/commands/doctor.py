@@ -15,21 +15,15 @@ def register(sub: common.Subparsers) -> None:
         description="One line per check (ok / warn / fail) with the exact fix. Exit 0 only when "
         "the requested build can run here; 10 otherwise. --json prints the checks and this "
         "host's facts (the file `rocmbuild plan --host` reads).")
-    common.add_arch(p, "gfx targets to test-compile, e.g. gfx942 or gfx90a,gfx942",
-                    "the GPUs found, else gfx90a,gfx942 as a warning")
-    p.add_argument("--variant", default=None, help="with --recipe: the variant to check "
-                   + common.env_help("variant", "the recipe's"))
-    common.add_release(p)
+    for name in ("arch", "variant", "release"):
+        common.add_setting(p, name, "doctor")
     p.add_argument("--recipe", default=None, help="recipe whose disk, memory-per-job, "
                    "host_requires (ROCm SDK and torch ranges) and rocm_components to check "
                    "against")
-    p.add_argument("--hip-compiler", default=None, help="HIP compiler to check "
-                   + common.env_help("hip_compiler", "detected"))
+    common.add_setting(p, "hip_compiler", "doctor")
     p.add_argument("--root", default="/", help="file system root for sysfs, /dev, /etc/group, "
                    "/opt/rocm (fixture trees)")
-    p.add_argument("--index", default=None, help="static index (directory or its http(s) URL) "
-                   "whose per-arch view for this host's GPUs to print "
-                   + common.env_help("index", "none"))
+    common.add_setting(p, "index", "doctor")
     common.add_json(p, "the report and this host")
     p.set_defaults(handler=run)
 

@@ -1,6 +1,6 @@
 """The command line's parser: the top level and the parser of each command (``COMMANDS``), whose
 module registers its own flags. Imported only when a command line is parsed: a cache hit served by
-``rocmbuild.commands.quickhit`` parses nothing."""
+``rocmbuild.commands.noop_memo`` parses nothing."""
 
 from __future__ import annotations
 

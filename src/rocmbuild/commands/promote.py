@@ -16,8 +16,7 @@ def register(sub: common.Subparsers) -> None:
     p.add_argument("--from", dest="from_stage", default="staging",
                    help="source stage [default staging]")
     p.add_argument("--to", dest="to_stage", default="stable", help="target stage [default stable]")
-    p.add_argument("--index", default=None,
-                   help="index directory " + common.env_help("index", "<workdir>/index"))
+    common.add_setting(p, "index", "promote")
     p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
     common.add_json(p)
     p.set_defaults(handler=run)

@@ -19,12 +19,10 @@ def register(sub: common.Subparsers) -> None:
         "existing filename with other bytes is refused, identical bytes are a no-op) or upload "
         "them to an index server with twine.")
     p.add_argument("wheels", nargs="+", metavar="WHEEL", help="wheel files to publish")
-    p.add_argument("--index", default=None, help="index directory, or http(s) upload URL of a "
-                   "server " + common.env_help("index", "<workdir>/index"))
+    common.add_setting(p, "index")
     p.add_argument("--stage", default=None, help="stage of a directory index, e.g. staging "
                    "(served at <index>/<stage>/simple/) [default stable]")
-    p.add_argument("--simple-url", default=None, help="server only: its simple API root, used to "
-                   "check existing files " + common.env_help("simple_url", "<index URL>/simple/"))
+    common.add_setting(p, "simple_url")
     p.add_argument("--dry-run", action="store_true", help="print what would change; write nothing")
     common.add_json(p)
     p.set_defaults(handler=run)

@@ -23,12 +23,8 @@ def register(sub: common.Subparsers) -> None:
                    help="per recipe line (default source, alternatives): the pinned commit or "
                    "version, what upstream has now (branch head, newer tags, the index's newest "
                    "release) and a verdict: current, behind or unknown")
-    p.add_argument("--pypi", default=None, metavar="URL",
-                   help="the simple index (PEP 691 JSON) to read releases from "
-                   + common.env_help("pypi", DEFAULT_PYPI))
-    p.add_argument("--upstream-timeout", type=int, default=None, metavar="SECONDS",
-                   help="limit of each upstream query "
-                   + common.env_help("upstream_timeout", "30"))
+    common.add_setting(p, "pypi")
+    common.add_setting(p, "upstream_timeout")
     common.add_json(p, "the list (--upstream: the drift report)")
     p.set_defaults(handler=run)
 

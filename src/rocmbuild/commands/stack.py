@@ -27,16 +27,8 @@ def register(sub: common.Subparsers) -> None:
                        ("build", "build, check, validate, publish and lock the set")):
         a = acts.add_parser(name, help=what, description=what)
         a.add_argument("stack", help="stack name (stacks/<name>.toml) or path to a .toml file")
-        common.add_arch(a, "comma-separated gfx targets, e.g. gfx942; one lock per arch",
-                        "native")
-        a.add_argument("-j", "--jobs", type=int, default=None, help="parallel compile jobs "
-                       "(MAX_JOBS) of every member " + common.env_help("jobs", "per member"))
-        a.add_argument("--rocm-version", default=None, help="ROCm version of the members' "
-                       "labels " + common.env_help("rocm_version", "as build finds it"))
-        a.add_argument("--rocm-path", default=None,
-                       help="ROCm root " + common.env_help("rocm_path", "HIP_PATH, /opt/rocm"))
-        a.add_argument("--hip-compiler", default=None, help="HIP compiler "
-                       + common.env_help("hip_compiler", "as build finds it"))
+        for setting in ("arch", "jobs", "rocm_version", "rocm_path", "hip_compiler"):
+            common.add_setting(a, setting, "stack")
         common.add_json(a)
         a.set_defaults(handler=run)
         if name == "plan":
@@ -44,14 +36,12 @@ def register(sub: common.Subparsers) -> None:
                            help="plan for a saved host (`rocmbuild doctor --json > host.json` "
                            "there) instead of this machine")
         if name == "build":
-            a.add_argument("--index", default=None, help="the index directory the set is "
-                           "published to " + common.env_help("index", "<workdir>/index"))
+            common.add_setting(a, "index", "stack")
             a.add_argument("--stage", default="stable", help="its stage [default stable]")
             a.add_argument("--index-url", default=None, metavar="URL",
                            help="where the index directory is served (the lock files name "
                            "<URL>/<stage>/files/<wheel>) [default: its file:// URL]")
-            a.add_argument("-w", "--wheel-dir", default=None, help="where the members' wheels "
-                           "go " + common.env_help("wheel_dir", "<workdir>/wheels"))
+            common.add_setting(a, "wheel_dir", "stack")
             a.add_argument("--force", action="store_true",
                            help="rebuild every member even when the cache holds it")
             a.add_argument("--no-kernels", action="store_true",

@@ -26,10 +26,8 @@ def register(sub: common.Subparsers) -> None:
         "stay where they are; a copy goes to <workdir>/broken/ (publish refuses those bytes) and "
         "a cached build's entry is recorded as failed.")
     p.add_argument("wheels", nargs="*", help="wheel files to validate together")
-    common.add_arch(p, "gfx targets the audit requires", "the wheel's rocmbuild.json archs")
-    p.add_argument("--torch-from", default=None, help="site-packages dir holding the torch to "
-                   "validate against " + common.env_help("torch_from", "the torch this Python "
-                                                         "imports"))
+    common.add_setting(p, "arch", "validate")
+    common.add_setting(p, "torch_from")
     p.add_argument("--kernels", action=argparse.BooleanOptionalAction, default=True,
                    help="run the GPU kernel gate (SKIPPED without a GPU) [default on]")
     p.add_argument("--kernel", default="auto", choices=["auto", "flash-attn", "sdpa", "hipattn"],

@@ -20,10 +20,8 @@ def register(sub: common.Subparsers) -> None:
     p.add_argument("wheel", help="a wheel built by rocmbuild")
     p.add_argument("--recipe", default=None, help="the recipe file or name to rebuild from "
                    "[default: the recipe named in the wheel, on the recipe search path]")
-    p.add_argument("--hip-compiler", default=None, help="HIP compiler "
-                   + common.env_help("hip_compiler", "the one the wheel names, then detection"))
-    p.add_argument("--rocm-path", default=None, help="ROCm root "
-                   + common.env_help("rocm_path", "HIP_PATH, then /opt/rocm"))
+    common.add_setting(p, "hip_compiler", "verify")
+    common.add_setting(p, "rocm_path")
     common.add_json(p, "the comparison")
     p.set_defaults(handler=run)
 

@@ -34,9 +34,28 @@ _USERINFO = re.compile(r"(?<=://)[^/\s]+@")
 _CUT = re.compile(r"(?<=://)([^/\s'\"@]*):([^/\s'\"@]*)(?![^/\s'\"]*@)")
 
 
-def redact(text: str) -> str:
-    """``text`` with the user:password of every URL in it replaced by ``***``: the one
-    redactor, for every message, log line and record that may hold a URL."""
+_CONTROLS = re.compile(r"[\s\x00-\x1f\x7f]")
+_HEAD = re.compile(r"\s*[A-Za-z][A-Za-z0-9+.-]*://|\s*/*")
+
+
+def redact(text: str, *, strict: bool = False) -> str:
+    """``text`` with every user:password it may show replaced by ``***``: the one redactor, for
+    every message, log line and record that may hold a URL.
+
+    In a message (the default) that is the userinfo of each ``scheme://`` URL, up to the
+    authority's last ``@``, and a URL cut short before its ``@`` (``https://user:secr...``);
+    other ``@`` are text (``file@1.0.tar.gz``, ``a@b``). ``strict``: ``text`` is one value that
+    may be a URL or a location, however spelled (an ``--index``, a config's URL, a server's
+    reason): besides, everything after its scheme up to its last ``@`` or ``%40`` is hidden
+    with or without a scheme, over-redacting rather than leaking (a path with ``@`` loses the
+    part before it), and control characters and whitespace but spaces are shown as ``?``."""
+    if strict:
+        text = _CONTROLS.sub(lambda m: " " if m.group() == " " else "?", text)
+        head = m.group() if (m := _HEAD.match(text)) else ""
+        rest = text[len(head):]
+        ends = [rest.rfind("@") + 1, rest.lower().rfind("%40") + 3]  # '@', or '@' encoded
+        cut = max(e for e in ends if e > 2 or e == ends[0])
+        text = head + ("***@" + rest[cut:] if cut > 0 else rest)
     if "://" not in text:
         return text
     text = _USERINFO.sub("***@", text)

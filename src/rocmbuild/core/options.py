@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,9 @@ FALSE = ("0", "false", "no", "off", "")
 
 @dataclass(frozen=True)
 class Setting:
-    """One setting: its flag, variable, pyproject key, kind and help."""
+    """One setting: its flag, variable, pyproject key, kind and help. The command line's flags
+    are made from these (``commands.common.add_setting``): the help written here is the only
+    one."""
 
     flag: str
     env: str | None
@@ -46,66 +48,129 @@ class Setting:
     existing directory), ``arch`` (an --arch list), ``version`` (X.Y[.Z]) or ``build-tag``
     (PEP 427: digits, then letters)."""
     doc: str
+    """What the flag does: its help, and the variable's line in ``ENV``."""
+    default: str
+    """The default, as the help says it."""
     choices: tuple[str, ...] = ()
+    short: str | None = None
+    """The one-letter flag besides ``flag`` (``-j``)."""
+    metavar: str | None = None
+    per_command: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Command -> (doc, default) where the flag means or defaults to something else there
+    (``audit --arch`` checks the archs given; it reads no GPU)."""
 
+    @property
+    def flags(self) -> tuple[str, ...]:
+        return (self.short, self.flag) if self.short else (self.flag,)
+
+    def help(self, command: str | None = None) -> str:
+        """The flag's help in ``command``: what it does, then where else the value may come
+        from and its default (``[env ROCMBUILD_JOBS; pyproject [tool.rocmbuild] jobs; default
+        ...]``)."""
+        doc, default = self.per_command.get(command or "", (self.doc, self.default))
+        where = [f"env {self.env}"] if self.env else []
+        if self.config:
+            where.append(f"pyproject [tool.rocmbuild] {self.config}")
+        return f"{doc} [{'; '.join([*where, f'default {default}'])}]"
+
+
+GPU_VENDORS = ("amd", "nvidia")
+"""The GPU vendors a plan may target (--gpu-vendor, a patch's ``when.gpu_vendor``, a wheel's
+provenance); amd is the default."""
 
 BUILD_TAG = r"[0-9]+[A-Za-z_]*"
 """A wheel build tag as rocmbuild accepts it (PEP 427: it must start with a digit)."""
 
+_S = Setting
 SETTINGS: dict[str, Setting] = {
-    "workdir": Setting("--workdir", "ROCMBUILD_WORKDIR", "workdir", "path",
-                       "workspace for sources, logs, wheels, index, reports (default ./build)"),
-    "cache_dir": Setting("--cache-dir", "ROCMBUILD_CACHE_DIR", "cache-dir", "path",
-                         "download, git and wheel cache (default <workdir>/cache)"),
-    "arch": Setting("--arch", "ROCMBUILD_ARCH", "arch", "arch",
-                    "comma-separated gfx targets, e.g. gfx90a,gfx942; native reads /sys/class/kfd"),
-    "jobs": Setting("--jobs", "ROCMBUILD_JOBS", "jobs", "int",
-                    "parallel compile jobs (MAX_JOBS)"),
-    "index": Setting("--index", "ROCMBUILD_INDEX", "index", "str",
-                     "index directory or upload URL (default <workdir>/index)"),
-    "variant": Setting("--variant", "ROCMBUILD_VARIANT", None, "str", "recipe variant"),
-    "release": Setting("--release", "ROCMBUILD_RELEASE", None, "str",
-                       "the recipe's release line to build (default: the newest whose host "
-                       "ranges this host satisfies)"),
-    "source": Setting("--source", "ROCMBUILD_SOURCE", None, "str",
-                      "'default' or a source alternative named in the recipe"),
-    "rocm_version": Setting("--rocm-version", "ROCMBUILD_ROCM_VERSION", None, "version",
-                            "ROCm version for the wheel's local label"),
-    "rocm_path": Setting("--rocm-path", "ROCM_PATH", None, "dir", "ROCm root"),
-    "hip_compiler": Setting("--hip-compiler", "ROCMBUILD_HIP_COMPILER", None, "str",
-                            "HIP compiler (path or name on PATH)"),
-    "gpu_vendor": Setting("--gpu-vendor", "ROCMBUILD_GPU_VENDOR", None, "str",
-                          "amd (default) or nvidia (check HIP-portable Triton code)",
-                          choices=("amd", "nvidia")),
-    "wheel_dir": Setting("--wheel-dir", "ROCMBUILD_WHEEL_DIR", None, "path",
-                         "where built wheels go (default <workdir>/wheels)"),
-    "validate": Setting("--validate", "ROCMBUILD_VALIDATE", None, "bool",
-                        "validate after building"),
-    "build_tag": Setting("--build-tag", "ROCMBUILD_BUILD_TAG", None, "build-tag",
-                         "PEP 427 build tag for a deliberate republish (a number, e.g. 1)"),
-    "torch_from": Setting("--torch-from", "ROCMBUILD_TORCH_FROM", None, "dir",
-                          "site-packages dir holding the torch to validate against"),
-    "compile_cache": Setting("--compile-cache", "ROCMBUILD_COMPILE_CACHE", "compile-cache",
-                             "str", "compiler cache in front of the build's compilers: auto "
-                             "(ccache, else sccache, else none), ccache, sccache or none",
-                             choices=("auto", "ccache", "sccache", "none")),
-    "compile_cache_dir": Setting("--compile-cache-dir", "ROCMBUILD_COMPILE_CACHE_DIR",
-                                 "compile-cache-dir", "path",
-                                 "the compile cache's directory, shareable between workspaces "
-                                 "and nodes (default <cache-dir>/compile/<tool>)"),
-    "simple_url": Setting("--simple-url", "ROCMBUILD_INDEX_SIMPLE_URL", None, "str",
-                          "a server's simple API root (default <index URL>/simple/)"),
-    "pypi": Setting("--pypi", "ROCMBUILD_PYPI", "pypi", "str",
-                    "the PEP 691 simple index `recipes --upstream` reads releases from "
-                    "(default https://pypi.org/simple/; the nightly uses its config's pypi)"),
-    "upstream_timeout": Setting("--upstream-timeout", "ROCMBUILD_UPSTREAM_TIMEOUT",
-                                "upstream-timeout", "int",
-                                "seconds each upstream query of the drift report (git "
-                                "ls-remote, the index) may take (default 30)"),
+    "workdir": _S("--workdir", "ROCMBUILD_WORKDIR", "workdir", "path",
+                  "workspace for sources, logs, wheels, index, reports", "./build"),
+    "cache_dir": _S("--cache-dir", "ROCMBUILD_CACHE_DIR", "cache-dir", "path",
+                    "download, git and wheel cache", "<workdir>/cache"),
+    "arch": _S("--arch", "ROCMBUILD_ARCH", "arch", "arch",
+               "comma-separated gfx targets, e.g. gfx90a,gfx942; 'native' reads the local GPUs "
+               "from /sys/class/kfd", "native", per_command={
+                   "audit": ("gfx targets every HIP .so must carry, e.g. gfx90a,gfx942 (gfx90a "
+                             "also matches gfx90a:xnack+)", "none: list what is there"),
+                   "doctor": ("gfx targets to test-compile, e.g. gfx942 or gfx90a,gfx942",
+                              "the GPUs found, else gfx90a,gfx942 as a warning"),
+                   "stack": ("comma-separated gfx targets, e.g. gfx942; one lock per arch",
+                             "native"),
+                   "validate": ("gfx targets the audit requires",
+                                "the wheel's rocmbuild.json archs")}),
+    "jobs": _S("--jobs", "ROCMBUILD_JOBS", "jobs", "int", "parallel compile jobs (MAX_JOBS)",
+               "min(cpus, usable memory / memory per job)", short="-j", per_command={
+                   "stack": ("parallel compile jobs (MAX_JOBS) of every member", "per member")}),
+    "index": _S("--index", "ROCMBUILD_INDEX", "index", "str",
+                "index directory, or http(s) upload URL of a server", "<workdir>/index",
+                per_command={
+                    "doctor": ("static index (directory or its http(s) URL) whose per-arch view "
+                               "for this host's GPUs to print", "none"),
+                    "promote": ("index directory", "<workdir>/index"),
+                    "stack": ("the index directory the set is published to",
+                              "<workdir>/index")}),
+    "variant": _S("--variant", "ROCMBUILD_VARIANT", None, "str",
+                  "recipe variant, e.g. ck or triton", "the recipe's", per_command={
+                      "doctor": ("with --recipe: the variant to check", "the recipe's")}),
+    "release": _S("--release", "ROCMBUILD_RELEASE", None, "str",
+                  "the recipe's release line ([releases.<name>]), e.g. main; part of the cache "
+                  "key", "the newest line whose host ranges this host satisfies",
+                  metavar="NAME"),
+    "source": _S("--source", "ROCMBUILD_SOURCE", None, "str",
+                 "which source to fetch: 'default' or an alternative named in the recipe, e.g. "
+                 "pypi", "default"),
+    "rocm_version": _S("--rocm-version", "ROCMBUILD_ROCM_VERSION", None, "version",
+                       "ROCm version for the wheel's local label, e.g. 6.2",
+                       "the ROCm torch's HIP, then the ROCm root's, then the recipe's target",
+                       per_command={"stack": ("ROCm version of the members' labels",
+                                              "as build finds it")}),
+    "rocm_path": _S("--rocm-path", "ROCM_PATH", None, "dir", "ROCm root, e.g. /opt/rocm",
+                    "HIP_PATH, then /opt/rocm"),
+    "hip_compiler": _S("--hip-compiler", "ROCMBUILD_HIP_COMPILER", None, "str",
+                       "HIP compiler for recipes that compile HIP (cmake backend, the probe): a "
+                       "path or a name on PATH",
+                       "a ROCm install, then scripts/install-hip-toolchain.sh's", per_command={
+                           "doctor": ("HIP compiler to check", "detected"),
+                           "stack": ("HIP compiler", "as build finds it"),
+                           "verify": ("HIP compiler", "the one the wheel names, then detection")}),
+    "gpu_vendor": _S("--gpu-vendor", "ROCMBUILD_GPU_VENDOR", None, "str",
+                     "GPU vendor the wheel will run on; nvidia only to check HIP-portable "
+                     "(Triton) code on NVIDIA GPUs, selecting patches with when.gpu_vendor",
+                     GPU_VENDORS[0], choices=GPU_VENDORS),
+    "wheel_dir": _S("--wheel-dir", "ROCMBUILD_WHEEL_DIR", None, "path", "where to put the wheel",
+                    "<workdir>/wheels", short="-w", per_command={
+                        "stack": ("where the members' wheels go", "<workdir>/wheels")}),
+    "validate": _S("--validate", "ROCMBUILD_VALIDATE", None, "bool",
+                   "validate the wheel after the build (isolated install, import, torch guard, "
+                   "audit, GPU kernel gate; reports in <workdir>/reports/)",
+                   "off; the variable takes 1/true/yes/on"),
+    "build_tag": _S("--build-tag", "ROCMBUILD_BUILD_TAG", None, "build-tag",
+                    "give the wheel a PEP 427 build tag (name-ver-N-py3-...whl), to republish a "
+                    "rebuild deliberately; part of the cache key", "none", metavar="N"),
+    "torch_from": _S("--torch-from", "ROCMBUILD_TORCH_FROM", None, "dir",
+                     "site-packages dir holding the torch to validate against",
+                     "the torch this Python imports"),
+    "compile_cache": _S("--compile-cache", "ROCMBUILD_COMPILE_CACHE", "compile-cache", "str",
+                        "compiler cache in front of the build's compilers "
+                        "(docs/compile-cache.md): auto takes ccache, else sccache, else none",
+                        "auto", choices=("auto", "ccache", "sccache", "none")),
+    "compile_cache_dir": _S("--compile-cache-dir", "ROCMBUILD_COMPILE_CACHE_DIR",
+                            "compile-cache-dir", "path",
+                            "the compile cache's directory; share it between workspaces and "
+                            "nodes", "<cache-dir>/compile/<tool>", metavar="DIR"),
+    "simple_url": _S("--simple-url", "ROCMBUILD_INDEX_SIMPLE_URL", None, "str",
+                     "server only: its simple API root, used to check existing files",
+                     "<index URL>/simple/"),
+    "pypi": _S("--pypi", "ROCMBUILD_PYPI", "pypi", "str",
+               "the simple index (PEP 691 JSON) to read releases from",
+               "https://pypi.org/simple/", metavar="URL"),
+    "upstream_timeout": _S("--upstream-timeout", "ROCMBUILD_UPSTREAM_TIMEOUT",
+                           "upstream-timeout", "int", "limit of each upstream query", "30",
+                           metavar="SECONDS"),
 }
 
 ENV: dict[str, str] = {
-    **{s.env: f"{s.flag}: {s.doc}" for s in SETTINGS.values() if s.env},
+    **{s.env: f"{s.flag}: {s.doc} (default {s.default})" for s in SETTINGS.values() if s.env},
     "HIP_PATH": "ROCm root, after ROCM_PATH",
     "ROCMBUILD_RECIPE_PATH": "extra recipe directories (os.pathsep-separated), searched first",
     "ROCMBUILD_HIP_FLAGS": "replaces the detected HIP compiler's extra flags (space separated)",

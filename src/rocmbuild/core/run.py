@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from rocmbuild.core import log
 from rocmbuild.core.errors import CommandFailed
@@ -306,16 +307,7 @@ def run(
     args = tuple(str(a) for a in argv)
     started = (*wrap, *args)
     lp = Path(log_path) if log_path else None
-    logf = None
-    if lp is not None:
-        lp.parent.mkdir(parents=True, exist_ok=True)
-        logf = open(lp, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
-        logf.write(f"$ {redact(quote(started))}\n# cwd: {Path(cwd or '.').resolve()}\n")
-        for k, v in env_diff(env).items():
-            logf.write(f"# env: {env_line(k, v)}\n")
-        if withheld := env_withheld(env):
-            logf.write(f"# env withheld: {' '.join(withheld)}\n")
-        logf.flush()
+    logf = _open_log(lp, started, cwd, env)
     log.debug(f"$ {redact(quote(started))}" + (f"  (in {cwd})" if cwd else ""))
     tail: collections.deque[str] = collections.deque(maxlen=CAUSE_LINES)
     lines: list[str] = []
@@ -323,36 +315,7 @@ def run(
     timed_out = False
     _start_guardian()
     try:
-        try:
-            proc = subprocess.Popen(
-                started,
-                cwd=cwd,
-                env=dict(env) if env is not None else None,
-                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-                errors="replace",
-                bufsize=1,
-                start_new_session=True,
-            )
-        except FileNotFoundError as exc:
-            missing = exc.filename is not None and str(exc.filename) != args[0]
-            raise error(
-                f"{args[0]}: " + (f"cannot run in {cwd}: no such directory" if missing
-                                  else "command not found"),
-                hint=hint or ("check that the working directory exists" if missing
-                              else f"install {Path(args[0]).name} or put it on PATH"),
-                returncode=127,
-                log_path=str(lp) if lp else None,
-            ) from exc
-        except OSError as exc:  # not executable, not a program, cwd not a directory, ...
-            raise error(
-                f"{args[0]}: cannot run: {exc.strerror or exc}",
-                hint=hint or f"check that {args[0]} is an executable program",
-                returncode=126,
-                log_path=str(lp) if lp else None,
-            ) from exc
+        proc = _start(started, args[0], cwd, env, stdin is not None, error, hint, lp)
         pgid = proc.pid  # the command leads its own group
         _guard("+", pgid)
         lines_q: queue.SimpleQueue[str | None] = queue.SimpleQueue()
@@ -372,36 +335,9 @@ def run(
                 with contextlib.suppress(BrokenPipeError):
                     proc.stdin.write(stdin)
                     proc.stdin.close()
-            deadline = start + timeout if timeout else None
-            ended = False
-            while True:
-                wait = _POLL if deadline is None else min(
-                    _POLL, max(0.0, deadline - time.monotonic()))
-                try:
-                    line = lines_q.get(timeout=wait)
-                except queue.Empty:
-                    if deadline is not None and time.monotonic() >= deadline:
-                        timed_out = True
-                        outcome = "timeout"
-                        break
-                    if not ended and _exited(proc.pid, block=False):
-                        # It exited, but something it left behind holds the pipe open:
-                        # kill that, then read what is left until the end of the pipe.
-                        ended = True
-                        _kill_group(pgid)
-                    continue
-                if line is None:
-                    outcome = "eof"
-                    break
-                tail.append(line)
-                if capture:
-                    lines.append(line)
-                if logf is not None:
-                    logf.write(redact(line) + "\n")
-                if on_line is not None:
-                    on_line(line)
-                if log.level() >= 2:
-                    log.console.print(line, markup=False, highlight=False)
+            outcome = _pump(proc, lines_q, start + timeout if timeout else None, tail,
+                            lines if capture else None, logf, on_line)
+            timed_out = outcome == "timeout"
         finally:
             # However this ends (the end of output, a timeout, an exception such as a signal
             # turned into KeyboardInterrupt): nothing the command started outlives this call.
@@ -433,24 +369,91 @@ def run(
             logf.close()
     cause = last_cause("\n".join(tail))
     short = list(tail)[-TAIL_LINES:]
-    out = "\n".join(lines) if capture else "\n".join(short)
-    result = Completed(args, rc, duration, out, lp, timed_out, cause)
+    result = Completed(args, rc, duration, "\n".join(lines if capture else short), lp,
+                       timed_out, cause)
     if check and (rc != 0 or timed_out):
         name = Path(args[0]).name
-        where = f"; full log: {lp}" if lp else ""
-        if timed_out:
-            what = f"{name} did not finish within {timeout:g}s and was killed with its children"
-        else:
-            what = f"{name} exited with code {rc} after {duration:.1f}s"
+        what = (f"{name} did not finish within {timeout:g}s and was killed with its children"
+                if timed_out else f"{name} exited with code {rc} after {duration:.1f}s")
         raise error(
-            what + (f": {cause}" if cause else "") + where,
+            what + (f": {cause}" if cause else "") + (f"; full log: {lp}" if lp else ""),
             hint=hint or (f"read {lp}" if lp else None),
             # indented: the tool's own "error: ..." lines are not rocmbuild's error line
             detail="\n".join(f"  {line}" for line in short),
-            returncode=rc,
-            log_path=str(lp) if lp else None,
-        )
+            returncode=rc, log_path=str(lp) if lp else None)
     return result
+
+
+def _open_log(lp: Path | None, started: tuple[str, ...], cwd: str | os.PathLike[str] | None,
+              env: Mapping[str, str] | None) -> TextIO | None:
+    """The command's log file, appended to, after its command line, cwd and environment."""
+    if lp is None:
+        return None
+    lp.parent.mkdir(parents=True, exist_ok=True)
+    logf = open(lp, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
+    logf.write(f"$ {redact(quote(started))}\n# cwd: {Path(cwd or '.').resolve()}\n")
+    for k, v in env_diff(env).items():
+        logf.write(f"# env: {env_line(k, v)}\n")
+    if withheld := env_withheld(env):
+        logf.write(f"# env withheld: {' '.join(withheld)}\n")
+    logf.flush()
+    return logf
+
+
+def _start(started: tuple[str, ...], name: str, cwd: str | os.PathLike[str] | None,
+           env: Mapping[str, str] | None, stdin: bool, error: type[CommandFailed],
+           hint: str | None, lp: Path | None) -> subprocess.Popen[str]:
+    """``started`` in a new session, output in one pipe; ``error`` (127, 126) if it can't run."""
+    try:
+        return subprocess.Popen(
+            started, cwd=cwd, env=dict(env) if env is not None else None,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1,
+            start_new_session=True)
+    except FileNotFoundError as exc:
+        missing = exc.filename is not None and str(exc.filename) != name
+        raise error(
+            f"{name}: " + (f"cannot run in {cwd}: no such directory" if missing
+                           else "command not found"),
+            hint=hint or ("check that the working directory exists" if missing
+                          else f"install {Path(name).name} or put it on PATH"),
+            returncode=127, log_path=str(lp) if lp else None) from exc
+    except OSError as exc:  # not executable, not a program, cwd not a directory, ...
+        raise error(f"{name}: cannot run: {exc.strerror or exc}",
+                    hint=hint or f"check that {name} is an executable program",
+                    returncode=126, log_path=str(lp) if lp else None) from exc
+
+
+def _pump(proc: subprocess.Popen[str], lines_q: queue.SimpleQueue[str | None],
+          deadline: float | None, tail: collections.deque[str], lines: list[str] | None,
+          logf: TextIO | None, on_line: Callable[[str], None] | None) -> str:
+    """Each output line to ``tail``, ``lines``, the log, ``on_line`` and (at -v) the console,
+    until the output ends ("eof") or ``deadline`` passes ("timeout")."""
+    ended = False
+    while True:
+        wait = _POLL if deadline is None else min(_POLL, max(0.0, deadline - time.monotonic()))
+        try:
+            line = lines_q.get(timeout=wait)
+        except queue.Empty:
+            if deadline is not None and time.monotonic() >= deadline:
+                return "timeout"
+            if not ended and _exited(proc.pid, block=False):
+                # It exited, but something it left behind holds the pipe open: kill that
+                # (the command leads its own group), then read what is left until the end.
+                ended = True
+                _kill_group(proc.pid)
+            continue
+        if line is None:
+            return "eof"
+        tail.append(line)
+        if lines is not None:
+            lines.append(line)
+        if logf is not None:
+            logf.write(redact(line) + "\n")
+        if on_line is not None:
+            on_line(line)
+        if log.level() >= 2:
+            log.console.print(line, markup=False, highlight=False)
 
 
 @dataclass(frozen=True)

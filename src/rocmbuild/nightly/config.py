@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rocmbuild.core import fsutil, quantity, untrusted
+from rocmbuild.core import fsutil, log, quantity, untrusted
 from rocmbuild.core.errors import UsageError
 from rocmbuild.nightly import userpath
 from rocmbuild.nightly.model import CELL_ID, Cell
@@ -93,10 +93,9 @@ class NightlyConfig:
     run's manifest, and a cell refuses a config whose bytes changed since (``cell.py``)."""
 
     def __repr__(self) -> str:
-        from rocmbuild.publish.target import redact
-
         return (f"NightlyConfig(path={self.path!s}, cells={len(self.cells)}, "
-                f"index={redact(self.index)!r}, notify_url={'***' if self.notify_url else None})")
+                f"index={log.redact(self.index, strict=True)!r}, "
+                f"notify_url={'***' if self.notify_url else None})")
 
     def cell(self, cell_id: str) -> Cell:
         for c in self.cells:
@@ -400,7 +399,7 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
     """Check the config ``raw`` (None: ``read(path)``; ``path`` names it and its directory is
     the base of relative paths); raise UsageError naming the key on the first problem."""
     from rocmbuild.publish.static_index import check_stage_name
-    from rocmbuild.publish.target import parse_index, redact
+    from rocmbuild.publish.target import parse_index
 
     r = _Reader(path)
     raw = read(path) if raw is None else raw
@@ -490,7 +489,7 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
     pypi = r.text(data, "pypi", "", DEFAULT_PYPI) or DEFAULT_PYPI
     problem = url_problem(pypi)
     if problem:
-        raise r.fail("pypi", f"{redact(pypi)[:100]!r} {problem}",
+        raise r.fail("pypi", f"{log.redact(pypi, strict=True)[:100]!r} {problem}",
                      hint="the simple index's URL, e.g. https://pypi.org/simple/")
     return NightlyConfig(
         path=path.absolute(), cells=cells, index=index, reports=reports, workdir=workdir,

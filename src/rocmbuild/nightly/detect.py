@@ -25,11 +25,12 @@ from rocmbuild.cache import store as cache
 from rocmbuild.core import log, untrusted
 from rocmbuild.core.config import Workspace
 from rocmbuild.core.errors import CommandFailed, FetchError
+from rocmbuild.core.log import redact
 from rocmbuild.host.detect import Host
 from rocmbuild.nightly.model import RUN_ID, Cell, CellPlan, Decision, Pin
 from rocmbuild.pipeline import planning
 from rocmbuild.publish.static_index import StaticIndex
-from rocmbuild.publish.target import parse_index, redact
+from rocmbuild.publish.target import parse_index
 from rocmbuild.recipe import load, readers, render, search
 from rocmbuild.recipe.model import Recipe
 from rocmbuild.recipe.plan import Plan
@@ -71,7 +72,7 @@ class Planned:
 def newest_sdist(project: str, index: str, get: Fetch = http_get) -> Pin:
     """The newest non-prerelease, non-yanked sdist of ``project`` on ``index`` (PEP 691 JSON)."""
     r = upstream.newest_sdist(project, index, get)
-    return Pin("sdist", r.version, url=redact(r.url), sha256=r.sha256)
+    return Pin("sdist", r.version, url=redact(r.url, strict=True), sha256=r.sha256)
 
 
 def resolve(cell: Cell, recipe: Recipe, pypi: str, get: Fetch = http_get) -> Pin:
@@ -80,17 +81,18 @@ def resolve(cell: Cell, recipe: Recipe, pypi: str, get: Fetch = http_get) -> Pin
               else recipe.alternatives.get(cell.source, recipe.source))
     if source.kind == "git":
         if not cell.follow:
-            return Pin("recipe", source.commit, url=redact(source.url))
+            return Pin("recipe", source.commit, url=redact(source.url, strict=True))
         local = readers.local_git_path(source.url, recipe.path.parent)
         url = str(local) if local is not None else source.url
         try:
             commit = ls_remote(url, source.ref or "HEAD")
         except CommandFailed as exc:
             raise FetchError(f"{cell.id}: {exc.message}", hint=exc.hint) from exc
-        return Pin("git", commit, url=redact(source.url))
+        return Pin("git", commit, url=redact(source.url, strict=True))
     if source.kind == "sdist":
         if not cell.follow:
-            return Pin("recipe", source.sha256, url=redact(source.url), sha256=source.sha256)
+            return Pin("recipe", source.sha256, url=redact(source.url, strict=True),
+                       sha256=source.sha256)
         return newest_sdist(sdist_project(source.url), pypi, get)
     return Pin("recipe", source.kind)  # a path source: its tree's digest is in the key
 
@@ -234,7 +236,7 @@ def plan_cells(cells: Sequence[Cell], host: Host, ws: Workspace, index: str, sta
                                tag))
         except FetchError as exc:  # upstream unreachable: this cell fails, the others go on
             # (a bad recipe or flag is the config's fault: it stops the run before any cell)
-            msg = redact(f"{exc.kind}: {exc.message}".splitlines()[0])[:500]
+            msg = redact(f"{exc.kind}: {exc.message}".splitlines()[0], strict=True)[:500]
             log.warn(escape(f"{cell.id}: cannot be planned: {msg}"))
             out.append(Planned(CellPlan(cell, Pin("recipe", ""), "", Decision.BUILD,
                                         (f"cannot be planned: {msg}",)), None, None,

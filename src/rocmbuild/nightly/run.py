@@ -148,7 +148,8 @@ def manifest(cfg: NightlyConfig, rid: str, started: float,
             **({"error": p.error} if p.error else {}),
         })
     return {"run": rid, "started": _iso(started), "config": str(cfg.path),
-            "config_sha256": cfg.sha256, "index": pub.redact(cfg.index), "stage": cfg.stage,
+            "config_sha256": cfg.sha256, "index": log.redact(cfg.index, strict=True),
+            "stage": cfg.stage,
             "promote_to": cfg.promote_to, "cells": cells}
 
 
@@ -368,7 +369,7 @@ def _same_config(cfg: NightlyConfig, data: dict[str, Any], run_dir: Path) -> Non
     (another file, or the same file with its index or channels changed since: said by name;
     any other change is the bytes' sha256, ``cell.same_config``)."""
     now = {"config": ("--config", str(cfg.path)),
-           "index": ("publish.index", pub.redact(cfg.index)),
+           "index": ("publish.index", log.redact(cfg.index, strict=True)),
            "stage": ("publish.stage", cfg.stage),
            "promote_to": ("publish.promote_to", cfg.promote_to)}
     for key, (label, value) in now.items():

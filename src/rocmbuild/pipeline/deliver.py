@@ -1,5 +1,5 @@
 """Serving a cache hit: the one way a cached wheel is handed out, for the pipeline
-(``pipeline.build``) and for the memo's short path (``commands.quickhit``).
+(``pipeline.build``) and for the memo's short path (``commands.noop_memo``).
 
 ``held`` takes the key's locks, looks the key up (``cache.lookup``: entry.json checked, the
 wheel hashed or vouched for by its verified stamp), refuses a wheel that failed validation,

@@ -103,7 +103,7 @@ _FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
         isinstance(a, str) and re.fullmatch(r"[A-Za-z0-9:+_-]+", a) for a in v),
         "a list of gfx targets"),
     "variant": (lambda v: v is None or isinstance(v, str), "a string"),
-    "gpu_vendor": (lambda v: v in (None, "amd", "nvidia"), "amd or nvidia"),
+    "gpu_vendor": (lambda v: v in (None, *options.GPU_VENDORS), " or ".join(options.GPU_VENDORS)),
     "rocm_version": (lambda v: v is None or isinstance(v, str), "a string"),
     "build_tag": (lambda v: v is None or (isinstance(v, str) and re.fullmatch(
         options.BUILD_TAG, v) is not None), "a build tag"),

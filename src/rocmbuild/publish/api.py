@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.core import fsutil
+from rocmbuild.core import fsutil, log
 from rocmbuild.core.errors import PublishError, UsageError
 from rocmbuild.publish import upload as _upload
 from rocmbuild.publish.checks import (
@@ -27,11 +27,11 @@ from rocmbuild.publish.checks import (
     read_wheel_for_publish,
 )
 from rocmbuild.publish.static_index import DEFAULT_STAGE, Change, StaticIndex, check_stage_name
-from rocmbuild.publish.target import IndexTarget, parse_index, parse_server_url, redact
+from rocmbuild.publish.target import IndexTarget, parse_index, parse_server_url
 from rocmbuild.publish.upload import Credentials, UploadResult
 
 __all__ = ["IndexTarget", "PromoteOptions", "PublishOptions", "PublishResult", "is_url",
-           "parse_index", "parse_pin", "promote", "publish", "redact"]
+           "parse_index", "parse_pin", "promote", "publish"]
 
 
 def is_url(index: str) -> bool:
@@ -57,7 +57,8 @@ class PublishOptions:
     never published (``checks.check_publishable``) are let in; the index is marked BUILD-ONLY."""
 
     def __repr__(self) -> str:  # index may carry user:password@
-        return f"PublishOptions(index={redact(self.index)!r}, stage={self.stage!r}, ...)"
+        return (f"PublishOptions(index={log.redact(self.index, strict=True)!r}, "
+                f"stage={self.stage!r}, ...)")
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,8 @@ class PromoteOptions:
     index_from: str = "--index"
 
     def __repr__(self) -> str:
-        return f"PromoteOptions(index={redact(self.index)!r}, project={self.project!r}, ...)"
+        return (f"PromoteOptions(index={log.redact(self.index, strict=True)!r}, "
+                f"project={self.project!r}, ...)")
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.tags import Tag
-from packaging.utils import BuildTag, InvalidWheelFilename, NormalizedName, parse_wheel_filename
+from packaging.utils import BuildTag, NormalizedName
 from packaging.version import Version
 
-from rocmbuild.artifacts.wheel import WheelFormatError, WheelInfo, read_wheel, unpublishable
+from rocmbuild.artifacts.wheel import (
+    WheelFormatError,
+    WheelInfo,
+    parse_wheel_name,
+    read_wheel,
+    unpublishable,
+)
 from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import PublishError, UsageError
 
@@ -58,9 +64,10 @@ class Identity:
     def of_filename(filename: str) -> Identity | None:
         """The identity of a published file name; None when it is not a wheel name."""
         try:
-            return Identity(*parse_wheel_filename(filename))
-        except (InvalidWheelFilename, ValueError):
+            w = parse_wheel_name(filename)
+        except WheelFormatError:
             return None
+        return Identity(w.name, w.version, w.build, w.tags)
 
 
 def read_wheel_for_publish(path: Path) -> WheelInfo:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rocmbuild.artifacts.wheel import WheelFormatError
 from rocmbuild.core import fsutil, untrusted
 from rocmbuild.core.errors import PublishError
 from rocmbuild.publish import pages, views
@@ -88,7 +89,7 @@ def _check_project(data: dict[str, Any]) -> None:
         name = untrusted.text(f.get("filename"), f"{at}.filename", 400)
         try:
             pages.version_of(name)
-        except ValueError:
+        except WheelFormatError:
             raise untrusted.BadJson(f"{at}.filename: not a wheel's file name") from None
         untrusted.text(f.get("url"), f"{at}.url")
         sha = untrusted.obj(f.get("hashes"), f"{at}.hashes").get("sha256")

@@ -16,10 +16,9 @@ import json
 from typing import Any
 from urllib.parse import quote
 
-from packaging.utils import parse_wheel_filename
 from packaging.version import Version
 
-from rocmbuild.artifacts.wheel import WheelInfo
+from rocmbuild.artifacts.wheel import WheelInfo, parse_wheel_name
 
 API_VERSION = "1.1"
 
@@ -66,7 +65,8 @@ def preferred(files: list[FileEntry]) -> list[FileEntry]:
 
 
 def version_of(filename: str) -> Version:
-    return parse_wheel_filename(filename)[1]
+    """The version in a wheel's file name; WheelFormatError when it is none."""
+    return parse_wheel_name(filename).version
 
 
 def project_json(name: str, files: list[FileEntry]) -> dict[str, Any]:

@@ -15,9 +15,9 @@ query or fragment, whitespace or control characters inside the value, and any pa
 ``@`` (it cannot be told from ``user:password@host``). A value is stripped of surrounding
 whitespace first.
 
-``redact(text)`` is the only way a URL is shown: it removes everything that could be a
-``user:password@`` part, for any spelling (it is also applied to values that are refused, so a
-refused value can be printed).
+``core.log.redact(text, strict=True)`` is the only way such a value is shown: it removes
+everything that could be a ``user:password@`` part, for any spelling (it is also applied to
+values that are refused, so a refused value can be printed).
 """
 
 from __future__ import annotations
@@ -28,28 +28,12 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from rocmbuild.core.errors import UsageError
+from rocmbuild.core.log import redact
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 _BAD_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")
 
 FORMS = "a directory, file:///dir, or http(s)://host/path/ (credentials as user:password@host)"
-
-
-def redact(text: str) -> str:
-    """``text`` with anything that may be a ``user:password@`` part replaced by ``***@``.
-
-    The scheme and slashes are kept (when followed by ``//``); everything up to the last ``@``
-    after them is hidden; control characters are shown as ``?``. Over-redacts rather than leaks
-    (a path with ``@`` loses the part before it)."""
-    shown = _BAD_CHARS.sub(lambda m: " " if m.group() == " " else "?", text)
-    m = re.match(r"\s*[A-Za-z][A-Za-z0-9+.-]*://|\s*/*", shown)
-    head = shown[: m.end()] if m else ""
-    rest = shown[len(head) :]
-    ends = [rest.rfind("@") + 1, rest.lower().rfind("%40") + 3]  # '@', or '@' percent-encoded
-    cut = max(e for e in ends if e > 2 or e == ends[0])
-    if cut > 0:
-        rest = "***@" + rest[cut:]
-    return head + rest
 
 
 @dataclass(frozen=True)
@@ -74,7 +58,8 @@ class IndexTarget:
 
 
 def _refuse(where: str, value: str, why: str, hint: str | None = None) -> UsageError:
-    return UsageError(f"{where}: {redact(value)!r}: {why}", hint=hint or f"give {FORMS}")
+    return UsageError(f"{where}: {redact(value, strict=True)!r}: {why}",
+                      hint=hint or f"give {FORMS}")
 
 
 def _server(where: str, raw: str, scheme: str) -> IndexTarget:
@@ -171,7 +156,7 @@ def parse_server_url(value: object, where: str) -> IndexTarget:
     target = parse_index(value, where)
     if not target.is_server:
         raise UsageError(
-            f"{where}: {redact(str(value).strip())!r}: must be an http(s) URL",
+            f"{where}: {redact(str(value).strip(), strict=True)!r}: must be an http(s) URL",
             hint="give the server's simple API root, e.g. https://host/simple/",
         )
     return target

@@ -35,9 +35,9 @@ from rocmbuild.artifacts.wheel import WheelInfo
 from rocmbuild.core import log, untrusted
 from rocmbuild.core.errors import PublishError
 from rocmbuild.publish.checks import Identity
-from rocmbuild.publish.target import IndexTarget, parse_index, redact
+from rocmbuild.publish.target import IndexTarget, parse_index
 
-__all__ = ["Credentials", "UploadResult", "credentials", "redact", "server_files", "upload"]
+__all__ = ["Credentials", "UploadResult", "credentials", "server_files", "upload"]
 
 ATTEMPTS = 3  # a truncated or garbled reply is retried this many times in all
 RETRY_DELAY = 0.5  # seconds, doubled after each attempt
@@ -119,14 +119,15 @@ def _get_once(url: str, creds: Credentials) -> tuple[bytes, str] | None:
         if exc.code >= 500:
             raise _Garbled(f"HTTP {exc.code} {exc.reason}") from None
         raise PublishError(
-            f"{redact(url)}: HTTP {exc.code} {exc.reason}",
+            f"{log.redact(url, strict=True)}: HTTP {exc.code} {exc.reason}",
             hint="check --simple-url and the credentials (ROCMBUILD_INDEX_USER/PASSWORD)",
         ) from None
     except urllib.error.URLError as exc:
         if isinstance(exc.reason, (ConnectionResetError, TimeoutError)):
             raise _Garbled(f"connection lost ({type(exc.reason).__name__})") from None
         raise PublishError(
-            f"{redact(url)}: cannot connect ({redact(str(exc.reason))})",
+            f"{log.redact(url, strict=True)}: cannot connect "
+            f"({log.redact(str(exc.reason), strict=True)})",
             hint="is the index server running? check --index",
         ) from None
     except http.client.IncompleteRead as exc:
@@ -166,12 +167,13 @@ def _get(
         except _Garbled as exc:
             why = str(exc)
             if attempt < ATTEMPTS:
-                log.warn(f"{redact(clean)}: {why}; retrying ({attempt}/{ATTEMPTS - 1})")
+                log.warn(f"{log.redact(clean, strict=True)}: {why}; retrying "
+                         f"({attempt}/{ATTEMPTS - 1})")
                 time.sleep(delay)
                 delay *= 2
     raise PublishError(
-        f"{redact(clean)}: truncated or garbled reply from the index server after {ATTEMPTS} "
-        f"attempts ({why})",
+        f"{log.redact(clean, strict=True)}: truncated or garbled reply from the index server "
+        f"after {ATTEMPTS} attempts ({why})",
         hint="check the server (and any proxy in front of it) and its log; then publish again",
     )
 
@@ -249,8 +251,9 @@ def upload(
     verbose: bool = False,
 ) -> UploadResult:
     """Check immutability against the server, then upload the new wheels with twine."""
-    clean_url = redact(url)
-    simple = redact(simple_url) if simple_url else urljoin(clean_url.rstrip("/") + "/", "simple/")
+    clean_url = log.redact(url, strict=True)
+    simple = (log.redact(simple_url, strict=True) if simple_url
+              else urljoin(clean_url.rstrip("/") + "/", "simple/"))
     unchanged: list[str] = []
     todo: list[WheelInfo] = []
     cache: dict[str, dict[str, tuple[str, str]]] = {}

@@ -52,7 +52,6 @@ WHEN_KEYS = ("variant", "source", "arch", "gpu_vendor", "rocm", "release")
 (any matches). ``rocm`` is the plan's ROCm version (major.minor, as in the local label);
 ``release`` the release line the plan is on (``[releases.<name>]``)."""
 
-GPU_VENDORS = ("amd", "nvidia")
 
 HIPIFY_TOOLS = ("torch", "command", "perl")
 """Values of hipify.tool (documented on ``Hipify.tool``)."""

@@ -36,7 +36,7 @@ MAX_BYTES = 4 << 20
 def files_read(recipe: Recipe, plan: Plan) -> tuple[Path, ...] | None:
     """The files loading ``recipe`` for ``plan`` read: the recipe and its patches; None when it
     has a local source (a path, or a git repository on this machine), whose content only the
-    full render and the fetch stage look at (``rocmbuild.commands.quickhit`` then keeps no
+    full render and the fetch stage look at (``rocmbuild.commands.noop_memo`` then keeps no
     memo), or when the plan depends on other recipes (their files are not tracked by the
     memo)."""
     if plan.depends:

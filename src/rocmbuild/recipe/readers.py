@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from rocmbuild.core.gfx import KNOWN_ARCHS
+from rocmbuild.core.options import GPU_VENDORS
 from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree
-from rocmbuild.recipe.keys import GPU_VENDORS, SOURCE_KINDS, Key, key_of
+from rocmbuild.recipe.keys import SOURCE_KINDS, Key, key_of
 from rocmbuild.recipe.releases import RELEASE_NAME, Release
 from rocmbuild.recipe.tables import OPTION_NAME, Download, Option, Source, Variant
 

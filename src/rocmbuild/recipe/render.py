@@ -171,7 +171,7 @@ def render(recipe: Recipe, target: Target, host: Host,
     source = source_of(recipe, target.source)
     if target.pin is not None:
         source = _pinned(recipe, source, target.pin)
-    if target.gpu_vendor not in ("amd", "nvidia"):
+    if target.gpu_vendor not in options.GPU_VENDORS:
         raise UsageError(
             f"--gpu-vendor: {target.gpu_vendor!r} is not amd or nvidia",
             hint="amd is the default; nvidia only for checking HIP-portable code "

@@ -51,7 +51,7 @@ def _names_a_path(name: str) -> bool:
 def search_inputs(name: str, found: Path) -> tuple[list[Path], list[Path]]:
     """What ``find_recipe(name)`` depended on besides the file ``found``: the candidates it
     looked at before it (absent then) and the directories that had to exist (``--recipes``,
-    and for a name ROCMBUILD_RECIPE_PATH's). ``rocmbuild.commands.quickhit`` checks both again."""
+    and for a name ROCMBUILD_RECIPE_PATH's). ``rocmbuild.commands.noop_memo`` checks both again."""
     if _names_a_path(name):
         return [], list(config.flag_recipe_dirs())
     dirs = config.recipe_dirs()

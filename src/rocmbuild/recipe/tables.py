@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocmbuild.core.options import GPU_VENDORS
 from rocmbuild.recipe.keys import (
     HEX40,
     HEX64,
@@ -92,8 +93,8 @@ class Patch:
     when: tuple[tuple[str, tuple[str, ...]], ...] = toml(
         "when", "conditions",
         "Conditions, all of which must hold (empty: always). Keys: variant, source (an "
-        "alternative's name or default), arch, gpu_vendor (amd or nvidia), rocm (the plan's ROCm "
-        "major.minor), release (a release line's name); each value is a "
+        f"alternative's name or default), arch, gpu_vendor ({' or '.join(GPU_VENDORS)}), rocm (the "
+        "plan's ROCm major.minor), release (a release line's name); each value is a "
         "string or a list of strings, any of which matches.",
         '{ variant = "triton", gpu_vendor = "nvidia" }', default=(), choices=WHEN_KEYS,
         noun="condition",

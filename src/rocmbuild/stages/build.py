@@ -329,26 +329,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
             del env[var]
         stats_log.unlink(missing_ok=True)
         env.update(compilecache.build_env(cc, tree, plan.backend, hip_compiler, stats_log))
-    wrapped: dict[str, str] = {}
-    mapped = maps_prefix(cc)
-    if plan.backend != "cmake":  # setup.py / cpp_extension: CC, CXX, HIP_CLANG_PATH scripts
-        cache = [str(cc.exe)] if cc else []
-        mapper = cuid_argv(tree, cuid=False) if mapped else []
-        wrapped = compilecache.wrappers(env, tree / "_rocmbuild_launch", hip_compiler,
-                                        [*memlog_argv(units), *mapper, *cache],
-                                        [*memlog_argv(units),
-                                         *cuid_argv(tree, prefix_map=mapped), *cache])
-        env.update(wrapped)
-    if plan.rocm.compiler is not None:  # HIP builds through CMake: path-independent CUIDs
-        env[CUID_LAUNCHER] = cuid_launcher(tree, env.get(CUID_LAUNCHER), prefix_map=mapped)
-    # CMake reads the launchers at configure: the cmake backend, and pip builds whose backend
-    # runs CMake (scikit-build-core); not for a language whose compiler is a wrapper above
-    for lang, var in (("C", "CC"), ("CXX", "CXX"), ("HIP", "")):
-        if var not in wrapped:
-            launcher = f"CMAKE_{lang}_COMPILER_LAUNCHER"
-            if var and mapped:  # host compiles: the tree's prefix map (HIP's: above)
-                env[launcher] = cuid_launcher(tree, env.get(launcher), cuid=False)
-            env[launcher] = memlog_launcher(units, env.get(launcher))
+    _launchers(plan, env, tree, cc, hip_compiler, units)
     prefix = _offline_prefix(plan)
     log_path = ctx.log_dir / "build.log"
     if plan.backend == "cmake":
@@ -372,43 +353,12 @@ def run(plan: Plan, ctx: Context) -> StageResult:
             target=lambda: torch.append(torch_facts(ctx.host, ctx.log_dir / "torch.log", python,
                                                     env)), daemon=True)
         prober.start()
-    retried = ""  # set when an OOM kill made the build run again at half the jobs
     try:
-        jobs, i = plan.jobs, 0
-        while i < len(plan.commands):
-            argv = oom.argv_with_jobs(filled(plan.commands[i], python, out_dir, stage_dir),
-                                      plan.jobs, jobs)
-            mark, kills = _log_size(log_path), oom.oom_kills()
-            try:
-                sh(argv, cwd=tree, env=env, log_path=log_path, on_line=shown, wrap=prefix)
-            except CommandFailed as exc:
-                killed = oom.detect(_log_text(log_path, mark), exc.returncode, kills,
-                                    oom.oom_kills(), tree)
-                if killed is None:
-                    raise
-                retried = _oom_retry(plan, jobs, killed, retried, log_path, exc)
-                jobs = oom.half(jobs)
-                env = oom.env_with_jobs(env, plan.jobs, jobs)
-                continue  # the same command again, in the same tree: finished units stay
-            i += 1
+        # set when an OOM kill made the build run again at half the jobs
+        retried = _commands(plan, python, env, tree, (out_dir, stage_dir), log_path, shown,
+                            prefix)
     except CommandFailed as exc:
-        host = _tried_network(log_path) if prefix else None
-        if host is not None:
-            tried = f"tried to reach {redact(host)}" if host else "tried to reach the network"
-            raise BuildError(
-                f"{plan.recipe} ({plan.variant}) failed to build: it {tried}, but the build "
-                f"runs offline (build.offline = true, no network in its namespace): "
-                f"{exc.message}",
-                hint="fetch must get everything the build needs: declare the file as a "
-                "[[downloads]] entry of the recipe (url, sha256, env), or set offline = false "
-                "in [build]",
-                detail=exc.detail,
-            ) from exc
-        raise BuildError(
-            f"{plan.recipe} ({plan.variant}) failed to build: {exc.message}",
-            hint=f"the last lines are above; full log: {log_path}",
-            detail=exc.detail,
-        ) from exc
+        raise _failed(plan, exc, log_path, prefix) from exc
     finally:
         shown.stop()
         if prober is not None:
@@ -438,6 +388,73 @@ def run(plan: Plan, ctx: Context) -> StageResult:
                   tree_bytes=fsutil.disk_bytes(tree),
                   compile_cache=stats),
     )
+
+
+def _launchers(plan: Plan, env: dict[str, str], tree: Path,
+               cc: compilecache.CompileCache | None, hip_compiler: str | None, units: Path) -> None:
+    """Put the compile cache (``cc``), the CUID and prefix-map launchers and the unit memory
+    log in front of the build's compilers, in ``env``."""
+    wrapped: dict[str, str] = {}
+    mapped = maps_prefix(cc)
+    if plan.backend != "cmake":  # setup.py / cpp_extension: CC, CXX, HIP_CLANG_PATH scripts
+        cache = [str(cc.exe)] if cc else []
+        mapper = cuid_argv(tree, cuid=False) if mapped else []
+        wrapped = compilecache.wrappers(env, tree / "_rocmbuild_launch", hip_compiler,
+                                        [*memlog_argv(units), *mapper, *cache],
+                                        [*memlog_argv(units),
+                                         *cuid_argv(tree, prefix_map=mapped), *cache])
+        env.update(wrapped)
+    if plan.rocm.compiler is not None:  # HIP builds through CMake: path-independent CUIDs
+        env[CUID_LAUNCHER] = cuid_launcher(tree, env.get(CUID_LAUNCHER), prefix_map=mapped)
+    # CMake reads the launchers at configure: the cmake backend, and pip builds whose backend
+    # runs CMake (scikit-build-core); not for a language whose compiler is a wrapper above
+    for lang, var in (("C", "CC"), ("CXX", "CXX"), ("HIP", "")):
+        if var not in wrapped:
+            launcher = f"CMAKE_{lang}_COMPILER_LAUNCHER"
+            if var and mapped:  # host compiles: the tree's prefix map (HIP's: above)
+                env[launcher] = cuid_launcher(tree, env.get(launcher), cuid=False)
+            env[launcher] = memlog_launcher(units, env.get(launcher))
+
+
+def _commands(plan: Plan, python: str, env: dict[str, str], tree: Path, dirs: tuple[Path, Path],
+              log_path: Path, shown: progress.Display, prefix: Sequence[str]) -> str:
+    """Run the plan's commands in ``tree``; after an OOM kill, the same command again at half
+    the jobs (``env`` then says so). The retry's note, "" when none was needed."""
+    retried = ""
+    jobs, i = plan.jobs, 0
+    while i < len(plan.commands):
+        argv = oom.argv_with_jobs(filled(plan.commands[i], python, *dirs), plan.jobs, jobs)
+        mark, kills = _log_size(log_path), oom.oom_kills()
+        try:
+            sh(argv, cwd=tree, env=env, log_path=log_path, on_line=shown, wrap=prefix)
+        except CommandFailed as exc:
+            killed = oom.detect(_log_text(log_path, mark), exc.returncode, kills,
+                                oom.oom_kills(), tree)
+            if killed is None:
+                raise
+            retried = _oom_retry(plan, jobs, killed, retried, log_path, exc)
+            jobs = oom.half(jobs)
+            env.update(oom.env_with_jobs(env, plan.jobs, jobs))  # the same keys, new values
+            continue  # the same command again, in the same tree: finished units stay
+        i += 1
+    return retried
+
+
+def _failed(plan: Plan, exc: CommandFailed, log_path: Path, prefix: Sequence[str]
+            ) -> BuildError:
+    """The build's error for a command that failed: an offline build that tried to reach the
+    network says so."""
+    host = _tried_network(log_path) if prefix else None
+    if host is not None:
+        tried = f"tried to reach {redact(host)}" if host else "tried to reach the network"
+        return BuildError(
+            f"{plan.recipe} ({plan.variant}) failed to build: it {tried}, but the build runs "
+            f"offline (build.offline = true, no network in its namespace): {exc.message}",
+            hint="fetch must get everything the build needs: declare the file as a "
+            "[[downloads]] entry of the recipe (url, sha256, env), or set offline = false in "
+            "[build]", detail=exc.detail)
+    return BuildError(f"{plan.recipe} ({plan.variant}) failed to build: {exc.message}",
+                      hint=f"the last lines are above; full log: {log_path}", detail=exc.detail)
 
 
 def _log_size(log_path: Path) -> int:

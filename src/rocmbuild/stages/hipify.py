@@ -8,7 +8,7 @@ recipe's own command (``build.hipify``, e.g. PyTorch's tools/amd_build/build_amd
 Whatever the tool, the stage snapshots the C/C++/CUDA files and CMakeLists.txt of the project
 before and after and records what changed. Every changed file is then scanned for CUDA API names
 the tool left (it had no HIP name for them), and the preprocessor tells which of those uses the
-build compiles (buildtools/livecode.py): those are logged, and with ``strict`` they fail the
+build compiles (buildtools/preprocessed.py): those are logged, and with ``strict`` they fail the
 build, one line each with the original file, line and symbol; uses in ``#if`` blocks that are
 off, and in ``#if`` conditions, are warnings. The report goes into the wheel's
 provenance (``ctx.artifacts.hipify``, written by the tag stage).
@@ -32,7 +32,7 @@ from rich.markup import escape
 
 from rocmbuild.artifacts.buildfacts import HipifyReport, Unmapped
 from rocmbuild.artifacts.results import Artifacts, StageResult, Status
-from rocmbuild.buildtools import livecode
+from rocmbuild.buildtools import preprocessed
 from rocmbuild.core import hostenv, log, untrusted
 from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import BuildError, CommandFailed, ToolchainError
@@ -131,7 +131,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
     # strict: which of them the build compiles (the preprocessor over the translated units;
     # without strict nothing depends on it, and a large tree is not preprocessed for a log)
     live = _judge(plan, step, ctx, tree, prefix, sorted({rel for _, rel, _ in found}),
-                  scan, log_path) if found and step.strict else livecode.Live()
+                  scan, log_path) if found and step.strict else preprocessed.Live()
     split: tuple[list[Unmapped], list[Unmapped]] = ([], [])
     for u, rel, at in found:
         split[0 if live.compiled(prefix + rel, at) else 1].append(
@@ -369,15 +369,15 @@ def _order(u: Unmapped) -> tuple[str, int, str]:
 
 
 def _judge(plan: Plan, step: Hipify, ctx: Context, tree: Path, prefix: str, files: list[str],
-           scan: list[str], log_path: Path) -> livecode.Live:
+           scan: list[str], log_path: Path) -> preprocessed.Live:
     """What the build compiles of ``files`` (relative to project_dir), by the preprocessor
     over the translated units among ``scan``, with the recipe's defines and include dirs."""
     hipc = ctx.host.compiler
     dirs = ["", prefix.rstrip("/"), *(prefix + d for d in step.header_include_dirs),
             *step.include_dirs]
-    return livecode.judge(
+    return preprocessed.judge(
         tree, [prefix + f for f in files],
-        [prefix + u for u in scan if u.endswith(livecode.UNIT_SUFFIXES)],
+        [prefix + u for u in scan if u.endswith(preprocessed.UNIT_SUFFIXES)],
         compiler=hipc.path if hipc is not None else None,
         flags=hipc.flags if hipc is not None else (), archs=plan.archs, defines=step.defines,
         include_dirs=[d for d in dict.fromkeys(dirs) if d], scratch=ctx.log_dir,

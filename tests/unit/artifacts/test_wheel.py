@@ -149,3 +149,21 @@ def test_name_parts_keep_their_spelling() -> None:
     )
     with pytest.raises(WheelFormatError, match="not a wheel filename"):
         parse_wheel_name("flash_attn-2.8.3.tar.gz")
+
+
+def test_one_parser_serves_every_reader_of_a_wheel_name() -> None:
+    """parse_wheel_name also gives packaging's reading (normalized name, build tag, tags), which
+    the publish checks and pages take from it; its error names ``where`` when given."""
+    from rocmbuild.publish import pages
+    from rocmbuild.publish.checks import Identity
+
+    n = parse_wheel_name(NAME)
+    assert (n.name, n.build) == ("flash-attn", (1, ""))
+    assert n.tags == frozenset({Tag("cp311", "cp311", "linux_x86_64")})
+    assert pages.version_of(NAME) == n.version
+    assert Identity.of_filename(NAME) == Identity(n.name, n.version, n.build, n.tags)
+    assert Identity.of_filename("index.html") is None
+    with pytest.raises(WheelFormatError, match=r"^/srv/x\.whl: not a wheel filename"):
+        parse_wheel_name("x.whl", Path("/srv/x.whl"))
+    with pytest.raises(WheelFormatError, match="not a wheel filename"):
+        pages.version_of("flash_attn-2.8.3+x-1-.whl")

@@ -139,6 +139,45 @@ def test_redact_hides_cut_and_quoted_credentials(text: str, shown: str) -> None:
     assert redact(text) == shown
 
 
+def test_strict_redact_strips_userinfo() -> None:
+    """A value that may be a URL or a location (an --index, a config's URL): publish's and the
+    nightly's redaction, formerly publish.target.redact."""
+    from rocmbuild.core.log import redact
+
+    def strict(text: str) -> str:
+        return redact(text, strict=True)
+
+    assert strict("https://bob:pw@host:8443/x/?a=1") == "https://***@host:8443/x/?a=1"
+    assert strict("http://host/simple/") == "http://host/simple/"
+    for raw, shown in [
+        ("HTTP://u:pw@h/", "HTTP://***@h/"),
+        ("https:/u:pw@h/", "***@h/"),
+        ("//u:pw@h/", "//***@h/"),
+        ("u:pw@host:/srv", "***@host:/srv"),
+        ("https://u:p/w@h/", "https://***@h/"),
+        ("https://u:p@w@h/", "https://***@h/"),
+        ("file:///tmp/u%3Apw%40h", "file://***@h"),
+        ("pw@", "***@"),
+        ("@h", "***@h"),
+        ("/srv/wheels", "/srv/wheels"),
+    ]:
+        assert strict(raw) == shown, raw
+
+
+def test_one_redactor_for_both_kinds() -> None:
+    """Messages keep an @ outside a URL's userinfo; a strict value loses all it may hide, and
+    gets the message rules besides (a value cut short before its @)."""
+    from rocmbuild.core.log import redact
+
+    message = "fetch https://u:pw@h/x.tar.gz, then file@1.0.tar.gz from a@b"
+    assert redact(message) == "fetch https://***@h/x.tar.gz, then file@1.0.tar.gz from a@b"
+    assert redact(message, strict=True) == "***@b"
+    assert redact("u:pw@host:/srv") == "u:pw@host:/srv"
+    assert redact("u:pw@host:/srv", strict=True) == "***@host:/srv"
+    assert redact("https://user:hunter2hunt...", strict=True) == "https://***"
+    assert redact("https://h/a\x1bb", strict=True) == "https://h/a?b"
+
+
 def test_every_printed_line_is_redacted(capsys: pytest.CaptureFixture[str]) -> None:
     """The one output path redacts, whatever a message echoes (a key, a table name, a value of
     the wrong type): log.printable, both the rich console and the plain fast path."""

@@ -73,6 +73,6 @@ def test_importing_the_pipeline_imports_no_stage() -> None:
 
 def test_the_hit_module_imports_only_core_and_cache() -> None:
     """What the memo's short path imports through ``pipeline.deliver`` (no recipe model, plan,
-    stage or ``pipeline.build``; test_quickhit checks the whole process)."""
+    stage or ``pipeline.build``; test_noop_memo checks the whole process)."""
     assert {m.split(".")[1] for m in _top_imports("rocmbuild.pipeline.deliver")} == {
         "core", "cache"}

@@ -16,10 +16,10 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from rocmbuild.artifacts.results import Status
+from rocmbuild.core.log import redact
 from rocmbuild.nightly.model import RunReport
 from rocmbuild.nightly.report.fmt import GOOD, one_line
 from rocmbuild.nightly.report.history import PAGE, REPORT, SUMMARY
-from rocmbuild.publish.target import redact
 
 NOTIFY_TIMEOUT_S = 10.0
 
@@ -84,12 +84,12 @@ def post_json(url: str, payload: dict[str, Any], timeout: float = NOTIFY_TIMEOUT
         return None
     except urllib.error.HTTPError as exc:
         exc.close()
-        return f"{what}: HTTP {exc.code} {one_line(redact(str(exc.reason)), 80)}"
+        return f"{what}: HTTP {exc.code} {one_line(redact(str(exc.reason), strict=True), 80)}"
     except urllib.error.URLError as exc:
         reason = exc.reason
         why = (reason.strerror if isinstance(reason, OSError) and reason.strerror
                else str(reason))
-        return f"{what}: {one_line(redact(why), 80)}"
+        return f"{what}: {one_line(redact(why, strict=True), 80)}"
     except TimeoutError:
         return f"{what}: no answer in {timeout:g} s"
     except OSError as exc:

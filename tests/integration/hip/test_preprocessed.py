@@ -1,4 +1,4 @@
-"""buildtools/livecode with the real preprocessor (issue 24): clang from the HIP toolchain this
+"""buildtools/preprocessed with the real preprocessor (issue 24): clang from the HIP toolchain this
 project installs decides which groups are on, host and device passes; no GPU is needed to
 preprocess."""
 
@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rocmbuild.buildtools import livecode
+from rocmbuild.buildtools import preprocessed
 from rocmbuild.host.compiler import HipCompiler
-from tests.unit.buildtools.test_livecode import TEXT
+from tests.unit.buildtools.test_preprocessed import TEXT
 
 
-def _judge(tmp_path: Path, hipc: HipCompiler, defines: tuple[str, ...] = ()) -> livecode.Live:
+def _judge(tmp_path: Path, hipc: HipCompiler, defines: tuple[str, ...] = ()) -> preprocessed.Live:
     (tmp_path / "t").mkdir(exist_ok=True)
     (tmp_path / "t/g.h").write_text(TEXT)
     (tmp_path / "t/k.hip").write_text('#include "g.h"\n#include "g.h"\n')
-    return livecode.judge(tmp_path / "t", ["g.h"], ["k.hip"], compiler=hipc.path,
+    return preprocessed.judge(tmp_path / "t", ["g.h"], ["k.hip"], compiler=hipc.path,
                           flags=hipc.flags, archs=("gfx942",), defines=defines,
                           include_dirs=[""], scratch=tmp_path / "s", log_path=tmp_path / "l")
 
@@ -38,7 +38,7 @@ def test_a_unit_that_does_not_preprocess_judges_nothing(tmp_path: Path,
                                                         hipc: HipCompiler) -> None:
     (tmp_path / "t").mkdir()
     (tmp_path / "t/k.hip").write_text('#include "nowhere.h"\n#if 0\nint x;\n#endif\n')
-    live = livecode.judge(tmp_path / "t", ["k.hip"], ["k.hip"], compiler=hipc.path,
+    live = preprocessed.judge(tmp_path / "t", ["k.hip"], ["k.hip"], compiler=hipc.path,
                           flags=hipc.flags, archs=("gfx942",), defines=(), include_dirs=[],
                           scratch=tmp_path / "s", log_path=tmp_path / "l")
     assert live.unknown == ("k.hip could not be preprocessed here (fatal error: 'nowhere.h' "

@@ -74,8 +74,9 @@ keeps them out of ``options.ENV``): left out of the inputs, so that a new shell 
 _NEVER = frozenset({"-h", "--help", "--version", "--force", "--json", "--validate"})
 """Flags after which no memo exists (``build`` writes none for them): not looked for."""
 
-_VALUE_FLAGS = {"--workdir": "workdir", "--cache-dir": "cache_dir", "--wheel-dir": "wheel_dir",
-                "-w": "wheel_dir", "--rocm-path": "rocm_path", "--hip-compiler": "hip_compiler"}
+_VALUE_FLAGS = {flag: name for name in ("workdir", "cache_dir", "wheel_dir", "rocm_path",
+                                         "hip_compiler") for flag in options.SETTINGS[name].flags}
+"""The flags that locate what a hit reads, as core.options declares them (-w and --wheel-dir)."""
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 

@@ -1,6 +1,6 @@
-"""quickhit's pure parts: which variables the inputs leave out, how it reads the locating flags
+"""noop_memo's pure parts: which variables the inputs leave out, how it reads the locating flags
 from a command line, and what a memo must look like (the real short path runs in
-tests/integration/test_quickhit.py)."""
+tests/integration/test_noop_memo.py)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 import rocmbuild
-from rocmbuild.commands import quickhit
+from rocmbuild.commands import noop_memo
 from rocmbuild.core import hostenv, options
 
 
 def test_left_out_variables_are_never_read_or_passed_to_builds() -> None:
-    assert not quickhit.VOLATILE_ENV & set(options.ENV)
-    assert not quickhit.VOLATILE_ENV & set(hostenv.PASS_ENV)
+    assert not noop_memo.VOLATILE_ENV & set(options.ENV)
+    assert not noop_memo.VOLATILE_ENV & set(hostenv.PASS_ENV)
 
 
 @pytest.mark.parametrize(("argv", "want"), [
@@ -32,12 +32,12 @@ def test_left_out_variables_are_never_read_or_passed_to_builds() -> None:
     (["demo", "--workdir"], None),  # no value: argparse reports it
 ])
 def test_locating_flags(argv: list[str], want: dict[str, str] | None) -> None:
-    assert quickhit._flags(argv) == want
+    assert noop_memo._flags(argv) == want
 
 
 def _memo(**change: object) -> dict[str, object]:
     memo: dict[str, object] = {
-        "schema": quickhit.SCHEMA, "cache_key": "a" * 64, "host": "b" * 64,
+        "schema": noop_memo.SCHEMA, "cache_key": "a" * 64, "host": "b" * 64,
         "wheel_dir": "/w/wheels", "level": 1, "github": False, "want_compiler": True,
         "want_components": False, "dists": ["torch"], "files": [["/r/demo.toml", "c" * 64]],
         "absent": [], "dirs": ["/r"], "seal": "d" * 64,
@@ -55,23 +55,23 @@ def _memo(**change: object) -> dict[str, object]:
     {"extra": 1},
 ])
 def test_a_memo_with_a_bad_value_is_refused(change: dict[str, object]) -> None:
-    assert quickhit._valid(_memo())
-    assert not quickhit._valid(json.loads(json.dumps(_memo(**change))))
+    assert noop_memo._valid(_memo())
+    assert not noop_memo._valid(json.loads(json.dumps(_memo(**change))))
 
 
 def test_the_code_stamp_covers_every_module_of_the_package() -> None:
     """A memo written by other code must be a miss: every module rocmbuild runs is stamped."""
     pkg = Path(rocmbuild.__file__).parent
-    stamped = {Path(p).relative_to(pkg).as_posix() for p, _, _ in quickhit._code()}
+    stamped = {Path(p).relative_to(pkg).as_posix() for p, _, _ in noop_memo._code()}
     assert stamped == {p.relative_to(pkg).as_posix() for p in pkg.rglob("*.py")
                        if "__pycache__" not in p.parts}
-    assert {"cli.py", "recipe/render.py", "commands/quickhit.py"} <= stamped
+    assert {"cli.py", "recipe/render.py", "commands/noop_memo.py"} <= stamped
 
 
 def _written(tmp_path: Path, digest: str = "e" * 64, **change: object) -> Path:
     """A memo as ``remember`` seals it for the inputs ``digest``, then ``change``d."""
     body = {k: v for k, v in _memo().items() if k != "seal"}
-    memo = {**body, "seal": quickhit.seal(digest, body), **change}
+    memo = {**body, "seal": noop_memo.seal(digest, body), **change}
     path = tmp_path / f"{digest}.json"
     path.write_text(json.dumps(memo))
     return path
@@ -79,15 +79,15 @@ def _written(tmp_path: Path, digest: str = "e" * 64, **change: object) -> Path:
 
 def test_a_sealed_memo_is_read_back_for_its_own_inputs(tmp_path: Path) -> None:
     path = _written(tmp_path)
-    got = quickhit._read(path, "e" * 64)
+    got = noop_memo._read(path, "e" * 64)
     assert got is not None and got["cache_key"] == "a" * 64 and "seal" not in got
 
 
 def test_a_memo_whose_cache_key_was_swapped_does_not_match_its_seal(tmp_path: Path) -> None:
     """Another valid key (another entry of the cache, e.g. another arch's build): a miss."""
-    assert quickhit._read(_written(tmp_path, cache_key="f" * 64), "e" * 64) is None
-    assert quickhit._read(_written(tmp_path, host="f" * 64), "e" * 64) is None
-    assert quickhit._read(_written(tmp_path, files=[["/r/other.toml", "c" * 64]]),
+    assert noop_memo._read(_written(tmp_path, cache_key="f" * 64), "e" * 64) is None
+    assert noop_memo._read(_written(tmp_path, host="f" * 64), "e" * 64) is None
+    assert noop_memo._read(_written(tmp_path, files=[["/r/other.toml", "c" * 64]]),
                           "e" * 64) is None
 
 
@@ -95,7 +95,7 @@ def test_a_memo_copied_to_another_command_lines_name_is_a_miss(tmp_path: Path) -
     path = _written(tmp_path)
     other = tmp_path / f"{'9' * 64}.json"
     other.write_bytes(path.read_bytes())
-    assert quickhit._read(other, "9" * 64) is None
+    assert noop_memo._read(other, "9" * 64) is None
 
 
 @pytest.mark.parametrize("shape", ["fifo", "symlink", "deep", "random", "directory", "nan"])
@@ -116,4 +116,4 @@ def test_a_memo_that_is_not_a_memo_file_is_a_miss_at_once(tmp_path: Path, shape:
         path.mkdir()
     else:
         path.write_text(good.read_text().replace('"level": 1', '"level": NaN'))
-    assert quickhit._read(path, "e" * 64) is None
+    assert noop_memo._read(path, "e" * 64) is None

@@ -158,7 +158,7 @@ def judge(tree: Path, files: Sequence[str], units: Sequence[str], *, compiler: s
     if compiler is None:
         return Live(found, top, conditions, unknown="no HIP compiler found to preprocess with")
     scratch.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="livecode-", dir=scratch))
+    work = Path(tempfile.mkdtemp(prefix="preprocessed-", dir=scratch))
     try:
         mirror = work / "tree"
         _mirror(tree, mirror, skip)

@@ -1,4 +1,4 @@
-"""The no-op rebuild's short path (rocmbuild.commands.quickhit) on real builds: the real CLI
+"""The no-op rebuild's short path (rocmbuild.commands.noop_memo) on real builds: the real CLI
 in a child, a real sdist served by an http.server on 127.0.0.1 started here, real `pip wheel`
 builds, a real patch. Nothing is faked. What is proved: a repeated command line is served by the
 memo (without importing the recipe model) and prints what the full path prints; every input the
@@ -271,7 +271,7 @@ def test_served_hits_import_little(tmp_path: Path, served: dict[str, bytes]) -> 
     assert _build(tmp_path)[0] == 0
     res = rocmbuild("demo", "--arch", "gfx942", env=_env(tmp_path), cwd=tmp_path)
     names = _imports(res.stderr)
-    assert res.returncode == 0 and "rocmbuild.commands.quickhit" in names, res.stderr
+    assert res.returncode == 0 and "rocmbuild.commands.noop_memo" in names, res.stderr
     for heavy in ("argparse", "tomllib", "rocmbuild.recipe.model", "rocmbuild.recipe.tables",
                   "rocmbuild.recipe.keys", "rocmbuild.recipe.plan",
                   "rocmbuild.pipeline.build", "rocmbuild.commands.parser", "rocmbuild.stages"):
