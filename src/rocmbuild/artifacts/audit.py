@@ -32,7 +32,7 @@ from rocmbuild.artifacts.elf import (
     needed_libraries,
     scan,
 )
-from rocmbuild.artifacts.wheel import SHARED_LIB
+from rocmbuild.artifacts.wheel import SHARED_LIB, WheelFormatError, parse_wheel_name
 from rocmbuild.core.errors import AuditError, UsageError
 
 _EXTRACT_ABOVE = 32 * 1024 * 1024  # larger wheel members go through a temp file + mmap
@@ -127,7 +127,10 @@ _LABEL_ROCM = re.compile(r"\+(?:[^-]*\.)?rocm(\d+)((?:\.\d+)*)")
 def hip_label_warnings(wheel_name: str, objects: Sequence[SharedObjectAudit]) -> list[str]:
     """A shared object linking ``libamdhip64.so.N`` whose N is not the major of the wheel's
     ``+rocmX.Y`` label: the label does not say what the wheel was linked against."""
-    m = _LABEL_ROCM.search(wheel_name.split("-")[1] if wheel_name.count("-") >= 2 else "")
+    try:
+        m = _LABEL_ROCM.search(parse_wheel_name(wheel_name).raw_version)
+    except WheelFormatError:  # a .so or a HIP object audited on its own: no label
+        return []
     if m is None:
         return []
     out = []

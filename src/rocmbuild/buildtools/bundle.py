@@ -211,7 +211,7 @@ def bundle_wheel(src: Path, out_dir: Path, runtime: RocmRuntime, rocm_root: Path
         tmp = Path(tmp_name)
         infos = [i for i in zin.infolist() if not i.is_dir()]
         elf = [i for i in infos if _is_elf(zin, i)]
-        dist = src.name.split("-", 1)[0]
+        dist = parse_wheel_name(src.name).distribution
         pkg = _package_dir(src, [i.filename for i in elf], [i.filename for i in infos], dist)
         lib_dir = f"{pkg}/lib"
         in_wheel = {PurePosixPath(i.filename).name for i in infos}

@@ -76,7 +76,7 @@ def read_wheel_for_publish(path: Path) -> WheelInfo:
         info = read_wheel(path)
     except WheelFormatError as exc:
         raise PublishError(exc.message, hint=exc.hint) from None
-    dist = info.filename.split("-", 1)[0]
+    dist = parse_wheel_name(info.filename).distribution
     for name in (dist, info.display_name):
         if not valid_project_name(name):
             raise PublishError(

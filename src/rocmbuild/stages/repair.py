@@ -26,6 +26,7 @@ from pathlib import Path
 from rich.markup import escape
 
 from rocmbuild.artifacts.results import Artifacts, StageResult, Status
+from rocmbuild.artifacts.wheel import parse_wheel_name
 from rocmbuild.core import log
 from rocmbuild.core.run import last_cause
 from rocmbuild.core.run import run as sh
@@ -100,7 +101,7 @@ def run(plan: Plan, ctx: Context) -> StageResult:
                  f"{escape(why)}")
         return StageResult(Status.WARNING, time.monotonic() - start,
                            f"kept linux_x86_64: {why}", log_path)
-    platform = fixed.name.rsplit("-", 1)[1].removesuffix(".whl")
+    platform = parse_wheel_name(fixed.name).rest.rsplit("-", 1)[1]
     with zipfile.ZipFile(fixed) as zf:
         grafted = sorted(Path(n).name for n in zf.namelist()
                          if Path(n).parent.name.endswith(".libs"))

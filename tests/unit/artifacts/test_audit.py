@@ -216,3 +216,15 @@ def test_in_a_wheel_nothing_loads_a_relocatable_object(tmp_path):
         f"{w.name}: pkg/_D.so is an executable, not a shared object: nothing can load it from "
         "an installed wheel"]
     assert res.to_json()["objects"][0]["kind"] == "relocatable object"
+
+
+def test_hip_label_warnings_read_the_label_through_the_wheel_name_parser() -> None:
+    """A library linking libamdhip64.so.7 in a wheel labelled rocm6.2 is named; the same library
+    under a rocm7 label, or a file that is not a wheel (a .so audited alone), gives nothing."""
+    so = audit.SharedObjectAudit("pkg/_C.so", ["gfx942"], [], True, True,
+                           needed=["libamdhip64.so.7", "libc.so.6"])
+    got = audit.hip_label_warnings("pkg-1.0+rocm6.2.gfx942-cp311-cp311-linux_x86_64.whl", [so])
+    assert got == ["pkg-1.0+rocm6.2.gfx942-cp311-cp311-linux_x86_64.whl: pkg/_C.so links "
+                   "libamdhip64.so.7 (ROCm 7) but the label says rocm6.2"]
+    assert audit.hip_label_warnings("pkg-1.0+rocm7.2-cp311-cp311-linux_x86_64.whl", [so]) == []
+    assert audit.hip_label_warnings("lib-1-2-3.so", [so]) == []
