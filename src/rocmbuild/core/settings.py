@@ -203,6 +203,9 @@ class TomlKind:
     read_error: Callable[[Path, Exception], RocmbuildError] | None = None
     """Its own refusal of a file that cannot be read (nightly's ``--config``); None: the
     kind's ``shown: larger than ...`` / ``shown: cannot read: ...``."""
+    missing_ok: bool = False
+    """A missing file is no refusal: ``read_bytes`` lets its FileNotFoundError through (no
+    pyproject.toml is no ``[tool.rocmbuild]``)."""
     wanted: Callable[[bytes], bool] | None = None
     """Whether the bytes are to be parsed at all (a pyproject.toml that never names
     rocmbuild is not: ``table`` is then None)."""
@@ -219,6 +222,8 @@ def read_bytes(path: Path, kind: TomlKind, shown: str | Path | None = None) -> b
     try:
         return fsutil.read_capped(path, kind.limit)
     except (fsutil.TooLarge, OSError) as exc:
+        if kind.missing_ok and isinstance(exc, FileNotFoundError):
+            raise
         if kind.read_error is not None:
             raise kind.read_error(path, exc) from None
         if isinstance(exc, fsutil.TooLarge):

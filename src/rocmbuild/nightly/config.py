@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rocmbuild.core import fsutil, quantity, untrusted
+from rocmbuild.core import fsutil, quantity, settings
 from rocmbuild.core.errors import UsageError
 from rocmbuild.nightly import userpath
 from rocmbuild.nightly.model import CELL_ID, Cell
@@ -340,48 +340,48 @@ def _stack_cells(r: _Reader, name: str, where: str, base: Path, archs: list[str]
     return out
 
 
-def read(path: Path) -> bytes:
-    """The config's bytes, read once (``fsutil.read_capped``: a regular file, not through a
-    symlink, never blocking on a FIFO); everything after works on them, never the path."""
-    hint = "give the path of a nightly.toml file (docs/nightly.md has a sample)"
-    try:
-        return fsutil.read_capped(path, MAX_BYTES)
-    except fsutil.NotRegular as exc:
+def _unreadable(path: Path, exc: Exception) -> UsageError:
+    """``--config``'s refusal of a file that cannot be read (``settings.read_bytes``)."""
+    if isinstance(exc, fsutil.TooLarge):
+        return UsageError(f"--config: {path}: {exc}", hint="is it a nightly.toml?")
+    if isinstance(exc, fsutil.NotRegular):
         try:
             pipe = stat.S_ISFIFO(os.stat(path).st_mode)  # stat never blocks on a FIFO
         except OSError:
             pipe = False
         if pipe:
-            raise UsageError(f"--config: {path}: is a pipe, not a regular file",
-                             hint="write the config to a file first and give its path "
-                             "(process substitution <(...) gives a pipe, which is refused)"
-                             ) from None
-        raise UsageError(f"--config: {path}: {exc.strerror}",
-                         hint="give the path of the nightly.toml file itself (not a link to "
-                         "it, a directory or a device)") from None
-    except fsutil.TooLarge as exc:
-        raise UsageError(f"--config: {path}: {exc}", hint="is it a nightly.toml?") from None
-    except OSError as exc:
-        raise UsageError(f"--config: cannot read {path}: {exc.strerror or exc}",
-                         hint=hint) from None
+            return UsageError(f"--config: {path}: is a pipe, not a regular file",
+                              hint="write the config to a file first and give its path "
+                              "(process substitution <(...) gives a pipe, which is refused)")
+        return UsageError(f"--config: {path}: {exc.strerror}",
+                          hint="give the path of the nightly.toml file itself (not a link to "
+                          "it, a directory or a device)")
+    strerror = exc.strerror if isinstance(exc, OSError) else None
+    return UsageError(f"--config: cannot read {path}: {strerror or exc}",
+                      hint="give the path of a nightly.toml file (docs/nightly.md has a sample)")
 
 
 SECRET_KEYS = ("publish.index", "notify.url")  # may carry user:password@; never shown
 
+TOML = settings.TomlKind(
+    "a nightly config", MAX_BYTES, settings.first_line,
+    {"syntax": "check the line it names (docs/nightly.md has a sample)",
+     "control": "a nightly config holds printable text only: retype the key or value without "
+                "it"},
+    file_key="(file)", secret_ok=SECRET_KEYS, read_error=_unreadable,
+    secret=lambda url: f"{url!r} holds a user name or password, which only "
+    f"{' and '.join(SECRET_KEYS)} may")
+"""How nightly.toml is read (``settings.read_toml``); the first problem is the error."""
+
+
+def read(path: Path) -> bytes:
+    """The config's bytes, read once (``settings.read_bytes``: a regular file, not through a
+    symlink, never blocking on a FIFO); everything after works on them, never the path."""
+    return settings.read_bytes(path, TOML)
+
 
 def _parse(path: Path, raw: bytes) -> dict[str, Any]:
-    try:
-        data = untrusted.loads_toml(raw)
-    except untrusted.BadToml as exc:
-        raise _Reader(path).fail("(file)", str(exc), "check the line it names (docs/nightly.md "
-                                 "has a sample)") from None
-    for key, url in untrusted.credentials(data, "", SECRET_KEYS)[:1]:
-        raise _Reader(path).fail(key, f"{url!r} holds a user name or password, which only "
-                                 f"{' and '.join(SECRET_KEYS)} may", untrusted.CREDENTIALS_HINT)
-    for key, what in untrusted.controls(data, "")[:1]:
-        raise _Reader(path).fail(key, what, hint="a nightly config holds printable text only: "
-                                 "retype the key or value without it")
-    return data
+    return settings.read_toml(path, TOML, raw, shown=path.name) or {}
 
 
 def workdir_of(path: Path, raw: bytes) -> Path:
