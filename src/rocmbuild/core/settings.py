@@ -60,8 +60,8 @@ def join(at: str, key: str) -> str:
 
 
 class Reader:
-    """The problems of one file, collected: ``shown`` names the file in every line (``nightly.toml``,
-    ``--host node.json``)."""
+    """The problems of one file, collected: ``shown`` names the file in every line
+    (``nightly.toml``, ``--host node.json``)."""
 
     def __init__(self, shown: str, hint: str = "") -> None:
         self.shown = shown
@@ -76,7 +76,7 @@ class Reader:
         self.problems.append(Problem(key, what, self.hint if hint is None else hint))
 
     def line(self, p: Problem) -> str:
-        return f"{self.shown}: {p.key}: {p.what}"
+        return f"{self.shown}: {p.key}: {p.what}" if self.shown else f"{p.key}: {p.what}"
 
     def lines(self) -> list[str]:
         return [self.line(p) for p in self.problems]
@@ -126,15 +126,20 @@ _SETTING = "rocmbuild.setting"
 @dataclass(frozen=True)
 class _Declared:
     key: str | None
-    check: Callable[[Any, Mapping[str, Any]], Any]
+    check: Check
     hint: str
 
 
-def setting(default: Any, check: Callable[[Any, Mapping[str, Any]], Any], *,
+Check = Callable[[Any, Mapping[str, Any], Path], Any]
+"""A field's check: (the raw value, the whole table, where relative paths start) -> the
+field's value, or ``Bad``."""
+
+
+def setting(default: Any, check: Check, *,
             key: str | None = None, hint: str = "") -> Any:
     """A dataclass field read from a table by ``model``: ``key`` (default: the field's name),
-    ``check(value, table)`` -> the field's value or ``Bad``; ``default`` when the key is absent
-    (``check`` is not called then)."""
+    ``check(value, table, base)`` -> the field's value or ``Bad``; ``default`` when the key is
+    absent (``check`` is not called then)."""
     return dataclasses.field(default=default,
                              metadata={_SETTING: _Declared(key, check, hint)})
 
@@ -149,25 +154,25 @@ def keys(cls: type[Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def model(cls: type[T], table: Mapping[str, Any], at: str, r: Reader,
-          unknown: bool = True) -> T:
+def model(cls: type[T], table: Mapping[str, Any], at: str, r: Reader, base: Path = Path(),
+          unknown: bool = True, order: tuple[str, ...] = ()) -> T:
     """``cls`` (a frozen dataclass of ``setting`` fields) from ``table`` at the dotted key
-    ``at``: each declared key checked in the fields' order, each problem kept in ``r`` (a
-    field with a problem keeps its default); with ``unknown``, keys not declared are problems
-    too. The caller raises ``r``'s problems when it has read what it reads."""
+    ``at`` (``base``: where its relative paths start): each declared key checked (the keys in
+    ``order`` first, in that order, then the others in the fields' order), each problem kept
+    in ``r`` (a field with a problem keeps its default); with ``unknown``, keys not declared
+    are problems too. The caller raises ``r``'s problems when it has read what it reads."""
+    declared = {(d.key or f.name): (f.name, d) for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+                if (d := f.metadata.get(_SETTING)) is not None}
     values: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        d: _Declared | None = f.metadata.get(_SETTING)
-        if d is None:
-            continue
-        key = d.key or f.name
+    for key in (*order, *(k for k in declared if k not in order)):
+        name, d = declared[key]
         if key in table:
             try:
-                values[f.name] = d.check(table[key], table)
+                values[name] = d.check(table[key], table, base)
             except Bad as exc:
                 r.bad(join(at, key), exc.what, d.hint if exc.hint is None else exc.hint)
     if unknown:
-        r.known(table, keys(cls), at)
+        r.known(table, declared, at)
     return cls(**values)
 
 
