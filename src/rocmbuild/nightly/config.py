@@ -106,32 +106,33 @@ class NightlyConfig:
                          hint="cells: " + ", ".join(c.id for c in self.cells[:20]))
 
 
-class _Reader:
+class _Reader(settings.Reader):
+    """nightly.toml's problems (``settings.Reader``): a key of the wrong type, an unknown key or
+    a bad list is kept and the reading goes on; a problem the rest cannot be read past raises
+    (``fail``), and the error is always the first problem found."""
+
     def __init__(self, path: Path) -> None:
+        super().__init__(path.name)
         self.path = path
         self.name = path.name
-
-    def fail(self, key: str, what: str, hint: str) -> UsageError:
-        return UsageError(f"{self.name}: {key}: {what}", hint=hint)
 
     def table(self, data: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
         v = data.get(key, {})
         if not isinstance(v, dict):
-            raise self.fail(_join(where, key), f"expected a table, got {_kind(v)}",
-                            hint=f"write [{_join(where, key)}] with its keys under it")
-        self.known(v, key, _join(where, key))
+            self.bad(_join(where, key), f"expected a table, got {_kind(v)}",
+                     hint=f"write [{_join(where, key)}] with its keys under it")
+            return {}
+        self.known_keys(v, key, _join(where, key))
         return v
 
-    def known(self, data: Mapping[str, Any], section: str, where: str) -> None:
+    def known_keys(self, data: Mapping[str, Any], section: str, where: str) -> None:
         allowed = _KEYS[section]
         if section == "executor":
             from rocmbuild.nightly.slurm.settings import SETTING_KEYS
 
             allowed = (*allowed, *SETTING_KEYS)
-        for k in data:
-            if k not in allowed:
-                raise self.fail(_join(where, k), "unknown key",
-                                hint="known keys: " + ", ".join(allowed) + " (docs/nightly.md)")
+        self.known(data, allowed, where,
+                   hint="known keys: " + ", ".join(allowed) + " (docs/nightly.md)")
 
     def text(self, data: Mapping[str, Any], key: str, where: str, default: str | None = None,
              secret: bool = False) -> str | None:
@@ -142,8 +143,9 @@ class _Reader:
                                 "key out")
             return v
         shown = "a value" if secret else repr(v)
-        raise self.fail(_join(where, key), f"expected a string, got {shown} ({_kind(v)})",
-                        hint="quote it: key = \"...\"")
+        self.bad(_join(where, key), f"expected a string, got {shown} ({_kind(v)})",
+                 hint="quote it: key = \"...\"")
+        return default
 
     def strings(self, data: Mapping[str, Any], key: str, where: str,
                 default: list[str] | None = None) -> list[str]:
@@ -155,10 +157,12 @@ class _Reader:
             v = [v]
         if not isinstance(v, list) or not v or not all(isinstance(s, str) and s.strip()
                                                         for s in v):
-            raise self.fail(full, f"expected a non-empty list of strings, got {v!r}",
-                            hint=f'e.g. {key} = ["{(default or ["..."])[0]}"]')
+            self.bad(full, f"expected a non-empty list of strings, got {v!r}",
+                     hint=f'e.g. {key} = ["{(default or ["..."])[0]}"]')
+            return []
         if len(set(v)) != len(v):
-            raise self.fail(full, f"lists a value twice: {v!r}", hint="list each value once")
+            self.bad(full, f"lists a value twice: {v!r}", hint="list each value once")
+            return []
         return v
 
     def path_key(self, data: Mapping[str, Any], key: str, where: str, base: Path,
@@ -230,7 +234,7 @@ def _matrix(r: _Reader, entries: object, base: Path) -> tuple[Cell, ...]:
         if not isinstance(entry, dict):
             raise r.fail(where, f"expected a table, got {_kind(entry)}",
                          hint="write each entry as [[matrix]]")
-        r.known(entry, "matrix", where)
+        r.known_keys(entry, "matrix", where)
         stacks = r.strings(entry, "stacks", where, []) if "stacks" in entry else []
         recipes = r.strings(entry, "recipes", where) if "recipes" in entry or not stacks else []
         variants: list[str | None] = list(r.strings(entry, "variants", where, ["default"]))
@@ -405,7 +409,7 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
     r = _Reader(path)
     raw = read(path) if raw is None else raw
     data = _parse(path, raw)
-    r.known(data, "", "")
+    r.known_keys(data, "", "")
     base = path.absolute().parent
     cells = _matrix(r, data.get("matrix"), base)
 
@@ -414,6 +418,7 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
     if index is None:
         raise r.fail("publish.index", "missing",
                      hint='where to publish: a directory (index = "/srv/wheels") or a server URL')
+    r.stop()  # what is found so far comes first
     try:
         target = parse_index(index, f"{path.name}: publish.index")
     except UsageError as exc:
@@ -422,6 +427,7 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
         index = str(target.path if target.path.is_absolute() else base / target.path)
     stage = r.text(pub, "stage", "publish", "staging") or "staging"
     promote_to = r.text(pub, "promote_to", "publish", DEFAULT_STAGE) or DEFAULT_STAGE
+    r.stop()
     for key, name in (("stage", stage), ("promote_to", promote_to)):
         check_stage_name(name, f"{path.name}: publish.{key}")  # the publisher's own check
     if stage == promote_to:
@@ -461,7 +467,7 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
     from rocmbuild.nightly.slurm.settings import settings_from_table
 
     slurm = settings_from_table({k: v for k, v in ex.items() if k != "kind"},
-                                f"{path.name}: executor", base)
+                                f"{path.name}: executor", base, r)
     executor = ExecutorConfig(kind=kind, slurm=slurm)
     if kind == "slurm" and slurm.shared_dir is not None \
             and not reports.resolve().is_relative_to(slurm.shared_dir.resolve()):
@@ -492,6 +498,7 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
     if problem:
         raise r.fail("pypi", f"{redact(pypi)[:100]!r} {problem}",
                      hint="the simple index's URL, e.g. https://pypi.org/simple/")
+    r.stop()
     return NightlyConfig(
         path=path.absolute(), cells=cells, index=index, reports=reports, workdir=workdir,
         cache_dir=cache, stage=stage,

@@ -167,16 +167,19 @@ def own_option(arg: str) -> str | None:
     return "-" if arg == "-" else None
 
 
-def settings_from_table(table: Mapping[str, Any], where: str, base: Path) -> SlurmSettings:
+def settings_from_table(table: Mapping[str, Any], where: str, base: Path,
+                        r: settings.Reader | None = None) -> SlurmSettings:
     """SlurmSettings from nightly.toml's ``[executor]`` table (``where`` names it in errors,
     e.g. ``nightly.toml: executor``; a relative ``shared_dir`` is taken from ``base``, the
-    config file's directory): ``settings.model``, every problem collected, the first raised as
-    a UsageError. Keys not in SETTING_KEYS are left to the caller."""
+    config file's directory): ``settings.model``, every problem collected. Without ``r`` the
+    first is raised as a UsageError; with it (the config's reader) they join the config's, and
+    the caller raises. Keys not in SETTING_KEYS are left to the caller."""
     shown, _, at = where.rpartition(": ")
-    r = settings.Reader(shown)
-    s = settings.model(SlurmSettings, table, at, r, base, unknown=False,
-                       order=_CHECKED)
-    r.stop()
+    own = r is None
+    r = settings.Reader(shown) if r is None else r
+    s = settings.model(SlurmSettings, table, at, r, base, unknown=False, order=_CHECKED)
+    if own:
+        r.stop()
     return s
 
 
