@@ -111,18 +111,13 @@ class _Reader(settings.Reader):
     a bad list is kept and the reading goes on; a problem the rest cannot be read past raises
     (``fail``), and the error is always the first problem found."""
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(path.name)
-        self.path = path
-        self.name = path.name
-
     def table(self, data: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
         v = data.get(key, {})
         if not isinstance(v, dict):
-            self.bad(_join(where, key), f"expected a table, got {_kind(v)}",
-                     hint=f"write [{_join(where, key)}] with its keys under it")
+            self.bad(settings.join(where, key), f"expected a table, got {_kind(v)}",
+                     hint=f"write [{settings.join(where, key)}] with its keys under it")
             return {}
-        self.known_keys(v, key, _join(where, key))
+        self.known_keys(v, key, settings.join(where, key))
         return v
 
     def known_keys(self, data: Mapping[str, Any], section: str, where: str) -> None:
@@ -139,18 +134,18 @@ class _Reader(settings.Reader):
         v = data.get(key, default)
         if v is None or isinstance(v, str):
             if isinstance(v, str) and not v.strip():
-                raise self.fail(_join(where, key), "is empty", hint="give a value or leave the "
+                raise self.fail(settings.join(where, key), "is empty", hint="give a value or leave the "
                                 "key out")
             return v
         shown = "a value" if secret else repr(v)
-        self.bad(_join(where, key), f"expected a string, got {shown} ({_kind(v)})",
+        self.bad(settings.join(where, key), f"expected a string, got {shown} ({_kind(v)})",
                  hint="quote it: key = \"...\"")
         return default
 
     def strings(self, data: Mapping[str, Any], key: str, where: str,
                 default: list[str] | None = None) -> list[str]:
         v = data.get(key, default)
-        full = _join(where, key)
+        full = settings.join(where, key)
         if v is None:
             raise self.fail(full, "missing", hint=f'e.g. {key} = ["..."]')
         if isinstance(v, str):
@@ -170,7 +165,7 @@ class _Reader(settings.Reader):
         """A path key (``userpath.checked``); with ``directory``, a file standing where it or
         one of its parents should be a directory is refused too."""
         text = self.text(data, key, where, default)
-        return None if text is None else self.checked_path(_join(where, key), text, base,
+        return None if text is None else self.checked_path(settings.join(where, key), text, base,
                                                            directory)
 
     def checked_path(self, key: str, text: str, base: Path, directory: bool = False) -> Path:
@@ -184,10 +179,6 @@ class _Reader(settings.Reader):
             raise self.fail(key, f"{blocker} is a file, not a directory",
                             hint="name a directory (or move the file away)")
         return p
-
-
-def _join(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
 
 
 def _kind(v: object) -> str:
@@ -360,8 +351,7 @@ def _unreadable(path: Path, exc: Exception) -> UsageError:
         return UsageError(f"--config: {path}: {exc.strerror}",
                           hint="give the path of the nightly.toml file itself (not a link to "
                           "it, a directory or a device)")
-    strerror = exc.strerror if isinstance(exc, OSError) else None
-    return UsageError(f"--config: cannot read {path}: {strerror or exc}",
+    return UsageError(f"--config: cannot read {path}: {getattr(exc, 'strerror', '') or exc}",
                       hint="give the path of a nightly.toml file (docs/nightly.md has a sample)")
 
 
@@ -387,7 +377,6 @@ def read(path: Path) -> bytes:
 def _parse(path: Path, raw: bytes) -> dict[str, Any]:
     return settings.read_toml(path, TOML, raw, shown=path.name) or {}
 
-
 def workdir_of(path: Path, raw: bytes) -> Path:
     """The workspace the config (``raw``, read from ``path``) names, read before the full check
     (the command takes the lock first); ``load`` reports whatever is wrong with it."""
@@ -406,7 +395,7 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
     from rocmbuild.publish.static_index import check_stage_name
     from rocmbuild.publish.target import parse_index, redact
 
-    r = _Reader(path)
+    r = _Reader(path.name)
     raw = read(path) if raw is None else raw
     data = _parse(path, raw)
     r.known_keys(data, "", "")
