@@ -134,8 +134,8 @@ class _Reader(settings.Reader):
         v = data.get(key, default)
         if v is None or isinstance(v, str):
             if isinstance(v, str) and not v.strip():
-                raise self.fail(settings.join(where, key), "is empty", hint="give a value or leave the "
-                                "key out")
+                raise self.fail(settings.join(where, key), "is empty",
+                                hint="give a value or leave the key out")
             return v
         shown = "a value" if secret else repr(v)
         self.bad(settings.join(where, key), f"expected a string, got {shown} ({_kind(v)})",
