@@ -131,8 +131,10 @@ class SlurmSettings:
     per GPU node."""
 
 
-SETTING_KEYS = settings.keys(SlurmSettings)
-"""The keys of nightly.toml's ``[executor]`` table that ``settings_from_table`` reads."""
+SETTING_KEYS = ("partition", "gpu_partition", "gpu_gres", "gpu_mem", "account", "sbatch_args",
+                "time", "shared_dir", "poll", "job_name")
+"""The keys of nightly.toml's ``[executor]`` table that ``settings_from_table`` reads
+(``settings.keys(SlurmSettings)``, in the order the unknown-key hint lists them)."""
 _CHECKED = ("gpu_gres", "gpu_mem", "sbatch_args", "shared_dir", "time", "poll", "partition",
             "gpu_partition", "account", "job_name")
 """The order the keys are checked in (the first problem is the error)."""
