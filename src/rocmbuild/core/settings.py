@@ -128,6 +128,7 @@ class _Declared:
     key: str | None
     check: Check
     hint: str
+    required: bool | Callable[[Mapping[str, Any]], bool]
 
 
 Check = Callable[[Any, Mapping[str, Any], Path], Any]
@@ -135,13 +136,14 @@ Check = Callable[[Any, Mapping[str, Any], Path], Any]
 field's value, or ``Bad``."""
 
 
-def setting(default: Any, check: Check, *,
-            key: str | None = None, hint: str = "") -> Any:
+def setting(default: Any, check: Check, *, key: str | None = None, hint: str = "",
+            required: bool | Callable[[Mapping[str, Any]], bool] = False) -> Any:
     """A dataclass field read from a table by ``model``: ``key`` (default: the field's name),
     ``check(value, table, base)`` -> the field's value or ``Bad``; ``default`` when the key is
-    absent (``check`` is not called then)."""
+    absent (``check`` is not called then), unless ``required`` (or ``required(table)``) makes
+    its absence a ``missing`` problem."""
     return dataclasses.field(default=default,
-                             metadata={_SETTING: _Declared(key, check, hint)})
+                             metadata={_SETTING: _Declared(key, check, hint, required)})
 
 
 def keys(cls: type[Any]) -> tuple[str, ...]:
@@ -171,6 +173,8 @@ def model(cls: type[T], table: Mapping[str, Any], at: str, r: Reader, base: Path
                 values[name] = d.check(table[key], table, base)
             except Bad as exc:
                 r.bad(join(at, key), exc.what, d.hint if exc.hint is None else exc.hint)
+        elif d.required is True or (callable(d.required) and d.required(table)):
+            r.bad(join(at, key), "missing", d.hint)
     if unknown:
         r.known(table, declared, at)
     return cls(**values)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import math
 import os
 import re
 import stat
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from rocmbuild.core import fsutil, quantity, settings
 from rocmbuild.core.errors import UsageError
-from rocmbuild.nightly import userpath
+from rocmbuild.nightly import matrix, userpath
 from rocmbuild.nightly.model import CELL_ID, Cell
 
 if TYPE_CHECKING:
@@ -34,21 +33,19 @@ DEFAULT_STAGE = "stable"
 MAX_BYTES = 1 << 20  # a config file is small
 MAX_CELLS = 1000
 DEFAULT_PYPI = "https://pypi.org/simple/"
-DEFAULT_TIMEOUT_S = 6 * 3600
+DEFAULT_TIMEOUT_S = matrix.DEFAULT_TIMEOUT_S
 DEFAULT_HISTORY = 30
 
 _KEYS: dict[str, tuple[str, ...]] = {
     "": ("matrix", "publish", "reports", "retention", "executor", "notify", "workdir",
          "cache_dir", "pypi"),
-    "matrix": ("recipes", "variants", "sources", "archs", "follow", "timeout", "options",
-               "stacks"),
+    "matrix": matrix.KEYS,
     "publish": ("index", "stage", "promote_to"),
     "reports": ("dir", "history"),
     "retention": ("max_size", "keep_days"),
     "executor": ("kind",),  # and slurm.SETTING_KEYS (read when a config is checked)
     "notify": ("url",),
 }
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 @dataclass(frozen=True)
@@ -142,24 +139,6 @@ class _Reader(settings.Reader):
                  hint="quote it: key = \"...\"")
         return default
 
-    def strings(self, data: Mapping[str, Any], key: str, where: str,
-                default: list[str] | None = None) -> list[str]:
-        v = data.get(key, default)
-        full = settings.join(where, key)
-        if v is None:
-            raise self.fail(full, "missing", hint=f'e.g. {key} = ["..."]')
-        if isinstance(v, str):
-            v = [v]
-        if not isinstance(v, list) or not v or not all(isinstance(s, str) and s.strip()
-                                                        for s in v):
-            self.bad(full, f"expected a non-empty list of strings, got {v!r}",
-                     hint=f'e.g. {key} = ["{(default or ["..."])[0]}"]')
-            return []
-        if len(set(v)) != len(v):
-            self.bad(full, f"lists a value twice: {v!r}", hint="list each value once")
-            return []
-        return v
-
     def path_key(self, data: Mapping[str, Any], key: str, where: str, base: Path,
                  default: str | None = None, directory: bool = True) -> Path | None:
         """A path key (``userpath.checked``); with ``directory``, a file standing where it or
@@ -226,45 +205,11 @@ def _matrix(r: _Reader, entries: object, base: Path) -> tuple[Cell, ...]:
             raise r.fail(where, f"expected a table, got {_kind(entry)}",
                          hint="write each entry as [[matrix]]")
         r.known_keys(entry, "matrix", where)
-        stacks = r.strings(entry, "stacks", where, []) if "stacks" in entry else []
-        recipes = r.strings(entry, "recipes", where) if "recipes" in entry or not stacks else []
-        variants: list[str | None] = list(r.strings(entry, "variants", where, ["default"]))
-        sources = r.strings(entry, "sources", where, ["default"])
-        archs = r.strings(entry, "archs", where)
-        for a in archs:
-            if not re.fullmatch(r"gfx[0-9a-z]+(:[a-z+-]+)*(,gfx[0-9a-z]+(:[a-z+-]+)*)*", a):
-                raise r.fail(f"{where}.archs", f"{a!r} is not a gfx target list",
-                             hint='one string per cell, e.g. archs = ["gfx942", '
-                             '"gfx90a,gfx942"] (no "native": a nightly must say what it '
-                             "builds)")
-        arch_sets: dict[frozenset[str], str] = {}
-        for a in archs:
-            spelled = arch_sets.setdefault(frozenset(a.split(",")), a)
-            if spelled != a:
-                raise r.fail(f"{where}.archs", f"{spelled!r} and {a!r} are the same targets",
-                             hint="list each set of targets once (the order within one does "
-                             "not make another build)")
-        follow = entry.get("follow", False)
-        if not isinstance(follow, bool):
-            raise r.fail(f"{where}.follow", f"expected true or false, got {follow!r}",
-                         hint="follow = true builds what upstream has now; false the recipe's "
-                         "pin")
-        timeout_s = DEFAULT_TIMEOUT_S
-        if "timeout" in entry:
-            try:
-                timeout_s = math.ceil(quantity.duration(entry["timeout"]))
-            except quantity.BadQuantity as exc:
-                raise r.fail(f"{where}.timeout", str(exc),
-                             hint='e.g. timeout = "2h" (s, m, h, d; a bare number is seconds; '
-                             "at most a year)") from None
-        opts = entry.get("options", {})
-        if not isinstance(opts, dict) or not all(
-                isinstance(k, str) and _NAME.fullmatch(k) and isinstance(v, str | int | bool)
-                for k, v in opts.items()):
-            raise r.fail(f"{where}.options", "expected a table of name = value",
-                         hint='e.g. options = { dropout = "off" }')
-        options = tuple(sorted((k, str(v).lower() if isinstance(v, bool) else str(v))
-                               for k, v in opts.items()))
+        e = settings.model(matrix.Entry, entry, where, r, base, unknown=False,
+                           order=matrix.CHECKED)
+        recipes, stacks, archs = e.recipes, e.stacks, e.archs
+        variants, sources, options = e.variants, e.sources, e.options
+        follow, timeout_s = e.follow, e.timeout_s
         for recipe, variant, source, arch in itertools.product(recipes, variants, sources,
                                                                archs):
             if recipe.endswith(".toml"):
@@ -300,7 +245,7 @@ def _add(r: _Reader, cells: dict[str, Cell], where: str, cell: Cell) -> None:
                      hint="split the matrix over several configs")
 
 
-def _stack_cells(r: _Reader, name: str, where: str, base: Path, archs: list[str]
+def _stack_cells(r: _Reader, name: str, where: str, base: Path, archs: tuple[str, ...]
                  ) -> list[Cell]:
     """The cells of stack ``name`` (a stack name or a .toml path, docs/stacks.md): one per
     member and arch set, in the group ``<stack>.<archs>``, promoted only all together."""
