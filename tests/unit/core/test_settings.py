@@ -105,3 +105,21 @@ def test_read_toml_table_and_wanted(tmp_path: Path) -> None:
         settings.read_toml(_file(tmp_path, "tool = { me = 1 }\n"), kind)
     with pytest.raises(FileNotFoundError):
         settings.read_toml(tmp_path / "absent.toml", kind)
+
+
+@dataclass(frozen=True)
+class _Needs:
+    name: str = settings.setting("", lambda v, t, b: str(v), hint='e.g. name = "x"',
+                                 required=lambda table: "alias" not in table)
+    """Required unless an alias is given."""
+    size: int = settings.setting(0, _count, required=True, hint="e.g. size = 2")
+    """Always required."""
+
+
+def test_model_required_keys() -> None:
+    r = settings.Reader("f.toml")
+    settings.model(_Needs, {"alias": 1}, "t", r, unknown=False)
+    assert r.lines() == ["f.toml: t.size: missing"] and r.problems[0].hint == "e.g. size = 2"
+    r = settings.Reader("f.toml")
+    settings.model(_Needs, {}, "t", r, unknown=False)
+    assert r.lines() == ["f.toml: t.name: missing", "f.toml: t.size: missing"]
