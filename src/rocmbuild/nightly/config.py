@@ -12,10 +12,10 @@ import itertools
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rocmbuild.core import fsutil, quantity, settings
 from rocmbuild.core.errors import UsageError
@@ -101,6 +101,54 @@ class NightlyConfig:
                 return c
         raise UsageError(f"--only/--cell: no cell {cell_id!r} in {self.path.name}",
                          hint="cells: " + ", ".join(c.id for c in self.cells[:20]))
+
+
+T = TypeVar("T")
+
+
+def _quantity(parse: Callable[[object], T]) -> settings.Check:
+    """A check of one ``quantity`` parser (its BadQuantity: the problem)."""
+    def check(v: Any, table: Mapping[str, Any], base: Path) -> T:
+        try:
+            return parse(v)
+        except quantity.BadQuantity as exc:
+            raise settings.Bad(str(exc)) from None
+    return check
+
+
+@dataclass(frozen=True)
+class Retention:
+    """``[retention]``: ``rocmbuild cache prune`` after each run; nothing set keeps all."""
+
+    max_size: int | None = settings.setting(
+        None, _quantity(quantity.size),
+        hint='e.g. max_size = "200G" (K, M, G, T: binary units)')
+    """The cache's size limit (K, M, G, T: binary units)."""
+    keep_days: float | None = settings.setting(
+        None, _quantity(quantity.days), hint="e.g. keep_days = 14 (0 or more; 0.5 is half a day)")
+    """Entries not used for this many days go."""
+
+
+def _webhook(v: Any, table: Mapping[str, Any], base: Path) -> str:
+    if not isinstance(v, str):  # the value is never shown: a webhook URL carries a token
+        raise settings.Bad(f"expected a string, got a value ({_kind(v)})",
+                           'quote it: key = "..."')
+    if not v.strip():
+        raise settings.Bad("is empty", "give a value or leave the key out")
+    problem = url_problem(v.strip())
+    if problem:
+        raise settings.Bad(f"the webhook URL {problem}")
+    return v
+
+
+@dataclass(frozen=True)
+class Notify:
+    """``[notify]``."""
+
+    url: str | None = settings.setting(
+        None, _webhook, hint="the webhook's URL, e.g. https://hooks.example.com/...; it is a "
+        "secret and never printed")
+    """A webhook POSTed the run's summary (a secret: never printed, logged or reported)."""
 
 
 class _Reader(settings.Reader):
@@ -378,20 +426,8 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
         raise r.fail("reports.history", str(exc), hint="e.g. history = 30 (1 to 10000)"
                      ) from None
 
-    ret = r.table(data, "retention", "")
-    max_size = keep_days = None
-    try:
-        if "max_size" in ret:
-            max_size = quantity.size(ret["max_size"])
-    except quantity.BadQuantity as exc:
-        raise r.fail("retention.max_size", str(exc),
-                     hint='e.g. max_size = "200G" (K, M, G, T: binary units)') from None
-    try:
-        if "keep_days" in ret:
-            keep_days = quantity.days(ret["keep_days"])
-    except quantity.BadQuantity as exc:
-        raise r.fail("retention.keep_days", str(exc), hint="e.g. keep_days = 14 (0 or more; "
-                     "0.5 is half a day)") from None
+    ret = settings.model(Retention, r.table(data, "retention", ""), "retention", r,
+                         unknown=False)
 
     ex = r.table(data, "executor", "")
     kind = r.text(ex, "kind", "executor", "local") or "local"
@@ -416,13 +452,7 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
                              f"below the job's time ({time_s}s)",
                              hint="give the matrix entry a shorter timeout or the job more time")
 
-    notify = r.table(data, "notify", "")
-    url = r.text(notify, "url", "notify", secret=True)
-    problem = None if url is None else url_problem(url.strip())
-    if problem:
-        raise r.fail("notify.url", f"the webhook URL {problem}",
-                     hint="the webhook's URL, e.g. https://hooks.example.com/...; it is a "
-                     "secret and never printed")
+    url = settings.model(Notify, r.table(data, "notify", ""), "notify", r, unknown=False).url
 
     workdir = r.path_key(data, "workdir", "", base, "build")
     assert workdir is not None
@@ -436,6 +466,6 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
     return NightlyConfig(
         path=path.absolute(), cells=cells, index=index, reports=reports, workdir=workdir,
         cache_dir=cache, stage=stage,
-        promote_to=promote_to, history=history, max_size=max_size, keep_days=keep_days,
+        promote_to=promote_to, history=history, max_size=ret.max_size, keep_days=ret.keep_days,
         executor=executor, notify_url=url, pypi=pypi.rstrip("/") + "/",
         sha256=hashlib.sha256(raw).hexdigest())
