@@ -344,61 +344,59 @@ def project_config(cwd: Path | None = None) -> dict[str, Any]:
 
 
 def _read_config(path: Path) -> dict[str, Any]:
-    """``[tool.rocmbuild]`` of ``path``, checked. A file that never names rocmbuild has no such
-    table and is not parsed (a project's pyproject.toml is its own business, and parsing it cost
-    every command, a cache hit included, the TOML parser's import); a ``\\u`` escape could spell
-    the name in a quoted key, so a file with one is parsed."""
-    from rocmbuild.core import fsutil
+    """``[tool.rocmbuild]`` of ``path``, checked (``settings.read_toml``; every problem is
+    collected by a ``settings.Reader``, the first is the error). A file that never names
+    rocmbuild has no such table and is not parsed (a project's pyproject.toml is its own
+    business, and parsing it cost every command, a cache hit included, the TOML parser's
+    import); a ``\\u`` escape could spell the name in a quoted key, so a file with one is
+    parsed."""
+    from rocmbuild.core import settings
 
+    kind = settings.TomlKind(
+        "pyproject.toml", CONFIG_MAX_BYTES, settings.first_line,
+        {"large": "a pyproject.toml is a few kilobytes; fix or remove the file",
+         "unreadable": "pyproject.toml must be a regular file (not a FIFO, directory or "
+                       "symbolic link); fix or remove it",
+         "syntax": "fix the file's syntax, or remove it",
+         "control": "[tool.rocmbuild] holds printable text only: retype the key or value "
+                    "without it"},
+        table="tool.rocmbuild", missing_ok=True,
+        wanted=lambda raw: b"rocmbuild" in raw or b"\\u" in raw or b"\\U" in raw)
     try:
-        raw = fsutil.read_capped(path, CONFIG_MAX_BYTES)  # a FIFO is refused, never waited on
+        table = settings.read_toml(path, kind)  # a FIFO is refused, never waited on
     except FileNotFoundError:
         return {}
-    except fsutil.TooLarge:
-        raise UsageError(f"{path}: larger than {CONFIG_MAX_BYTES} bytes",
-                         hint="a pyproject.toml is a few kilobytes; fix or remove the file"
-                         ) from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}",
-                         hint="pyproject.toml must be a regular file (not a FIFO, directory or "
-                         "symbolic link); fix or remove it") from None
-    if b"rocmbuild" not in raw and b"\\u" not in raw and b"\\U" not in raw:
-        return {}
-    from rocmbuild.core import untrusted
-
-    try:
-        data = untrusted.loads_toml(raw)
-    except untrusted.BadToml as exc:
-        raise UsageError(f"{path}: {exc}", hint="fix the file's syntax, or remove it") from None
-    tool = data.get("tool")
-    table = tool.get("rocmbuild") if isinstance(tool, dict) else None
     if table is None:
         return {}
-    if not isinstance(table, dict):
-        raise UsageError(f"{path}: tool.rocmbuild: expected a table", hint="[tool.rocmbuild]")
-    for key, url in untrusted.credentials(table, "tool.rocmbuild")[:1]:
-        raise UsageError(f"{path}: {key}: {url!r} holds a user name or password",
-                         hint=untrusted.CREDENTIALS_HINT)
-    for key, what in untrusted.controls(table, "tool.rocmbuild")[:1]:
-        raise UsageError(f"{path}: {key}: {what}", hint="[tool.rocmbuild] holds printable text "
-                         "only: retype the key or value without it")
     keys = {s.config: s for s in SETTINGS.values() if s.config}
-    out: dict[str, Any] = {}
+    r = settings.Reader(str(path))
     for key, value in table.items():
         setting = keys.get(key)
         if setting is None:
-            raise UsageError(f"{path}: tool.rocmbuild.{key}: unknown key",
-                             hint="known keys: " + ", ".join(sorted(keys)))
-        ok = (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_INT
-              if setting.kind == "int" else isinstance(value, str) and value.strip() != "")
-        if not ok:
-            want = (f"an integer >= 1 (at most {MAX_INT:.0e})" if setting.kind == "int"
-                    else "a non-empty string")
-            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
-            raise UsageError(f"{path}: tool.rocmbuild.{key}: expected {want}, got {shown}",
-                             hint=f"{key} = " + ("8" if setting.kind == "int" else '"..."'))
-        out[key] = value
-    return out
+            r.bad(f"tool.rocmbuild.{key}", "unknown key",
+                  hint="known keys: " + ", ".join(sorted(keys)))
+            continue
+        try:
+            _config_value(setting, value)
+        except settings.Bad as exc:
+            r.bad(f"tool.rocmbuild.{key}", exc.what,
+                  hint=f"{key} = " + ("8" if setting.kind == "int" else '"..."'))
+    r.stop()
+    return dict(table)
+
+
+def _config_value(setting: Setting, value: Any) -> Any:
+    """One ``[tool.rocmbuild]`` value of ``setting``, or ``settings.Bad``."""
+    from rocmbuild.core import settings
+
+    ok = (isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_INT
+          if setting.kind == "int" else isinstance(value, str) and value.strip() != "")
+    if not ok:
+        want = (f"an integer >= 1 (at most {MAX_INT:.0e})" if setting.kind == "int"
+                else "a non-empty string")
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
+        raise settings.Bad(f"expected {want}, got {shown}")
+    return value
 
 
 def resolve(name: str, flag_value: Any, default: Any = None) -> Any:

@@ -24,6 +24,7 @@ from rocmbuild.core.jobs import MAX_JOBS
 from rocmbuild.host import cgroups, gpus, toolchain
 
 if TYPE_CHECKING:
+    from rocmbuild.core import settings
     from rocmbuild.host import compiler  # imported where used: it runs clang, a hit may not need it
 
 HOST_SCHEMA = "rocmbuild-host/1"
@@ -162,135 +163,148 @@ HIP_VERSION = re.compile(r"\d{1,9}(\.\d{1,9}){1,3}(-[A-Za-z0-9.]{1,64})?")
 """A HIP version with its build suffix (``7.2.26015-0a1b2c3d4``)."""
 
 
-class _Reader:
-    """Typed access to an untrusted host JSON: every problem names the file and the key."""
+LOAD_HINT = "write it with `rocmbuild doctor --json > host.json` on the node"
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+_EMPTY: dict[type, Any] = {dict: {}, list: [], str: "", int: 0, bool: False}
+"""What a key of the wrong type reads as while the reader goes on to the next one."""
 
-    def fail(self, key: str, what: str) -> UsageError:
-        return UsageError(f"--host {self.path}: {key}: {what}",
-                          hint="write it with `rocmbuild doctor --json > host.json` on the node")
 
-    def get(self, data: Mapping[str, Any], key: str, kind: type | tuple[type, ...],
-            where: str, optional: bool = False) -> Any:
-        if key not in data or (optional and data[key] is None):
-            if optional:
-                return None
-            raise self.fail(f"{where}{key}", "missing")
-        value = data[key]
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            names = kind.__name__ if isinstance(kind, type) else " or ".join(
-                k.__name__ for k in kind)
-            raise self.fail(f"{where}{key}", f"expected {names}, got {type(value).__name__}")
-        return value
+def _get(r: settings.Reader, data: Mapping[str, Any], key: str, kind: type | tuple[type, ...],
+         where: str, optional: bool = False) -> Any:
+    """``data[key]`` of ``kind``; a problem (kept in ``r``, under ``where + key``) reads as an
+    empty value of the kind (None when ``optional``)."""
+    if key not in data or (optional and data[key] is None):
+        if not optional:
+            r.bad(f"{where}{key}", "missing")
+        return None if optional else _EMPTY[kind if isinstance(kind, type) else kind[0]]
+    value = data[key]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(
+            k.__name__ for k in kind)
+        r.bad(f"{where}{key}", f"expected {names}, got {type(value).__name__}")
+        return None if optional else _EMPTY[kind if isinstance(kind, type) else kind[0]]
+    return value
 
-    def table(self, data: Mapping[str, Any], key: str, where: str = "",
-              optional: bool = False) -> Mapping[str, Any] | None:
-        value: Mapping[str, Any] | None = self.get(data, key, dict, where, optional)
-        return value
 
-    def text(self, data: Mapping[str, Any], key: str, where: str = "") -> str:
-        value: str = self.get(data, key, str, where)
-        return value
+def _text(r: settings.Reader, data: Mapping[str, Any], key: str, where: str = "") -> str:
+    value: str = _get(r, data, key, str, where)
+    return value
 
-    def opt_text(self, data: Mapping[str, Any], key: str, where: str = "") -> str | None:
-        value: str | None = self.get(data, key, str, where, optional=True)
-        return value
 
-    def version(self, data: Mapping[str, Any], key: str, where: str, shape: re.Pattern[str],
-                optional: bool = False) -> str | None:
-        """A version string (``""``: not known), checked against ``shape`` here, so a bad one
-        is this file's error, not a failed plan or a --rocm-version one later."""
-        value = self.opt_text(data, key, where) if optional else self.text(data, key, where)
-        if value and not shape.fullmatch(value):
-            raise self.fail(f"{where}{key}", f"{value[:60]!r} is not a version")
-        return value
+def _opt_text(r: settings.Reader, data: Mapping[str, Any], key: str, where: str = ""
+              ) -> str | None:
+    value: str | None = _get(r, data, key, str, where, optional=True)
+    return value
+
+
+def _version(r: settings.Reader, data: Mapping[str, Any], key: str, where: str,
+             shape: re.Pattern[str], optional: bool = False) -> str | None:
+    """A version string (``""``: not known), checked against ``shape`` here, so a bad one is
+    this file's error, not a failed plan or a --rocm-version one later."""
+    value = _opt_text(r, data, key, where) if optional else _text(r, data, key, where)
+    if value and not shape.fullmatch(value):
+        r.bad(f"{where}{key}", f"{value[:60]!r} is not a version")
+        return ""
+    return value
+
+
+def _strings(r: settings.Reader, value: Any, key: str) -> None:
+    if value is not None and not all(isinstance(x, str) for x in value):
+        r.bad(key, "expected strings")
 
 
 def from_json(data: Any, origin: str) -> Host:
-    """A Host from ``Host.to_json()`` output, or from ``doctor --json`` output (its ``host``)."""
-    r = _Reader(Path(origin))
+    """A Host from ``Host.to_json()`` output, or from ``doctor --json`` output (its ``host``):
+    every problem is collected with its dotted key (``settings.Reader``), the first is the
+    UsageError."""
+    from rocmbuild.core import settings  # the saved host's path only: a detected host needs none
+
+    r = settings.Reader(f"--host {Path(origin)}", LOAD_HINT)
     if not isinstance(data, dict):
         raise r.fail("(top level)", f"expected a JSON object, got {type(data).__name__}")
     if "host" in data and "schema" not in data:  # doctor --json
-        data = r.table(data, "host")
+        data = _get(r, data, "host", dict, "")
     if data.get("schema") != HOST_SCHEMA:
-        raise r.fail("schema", f"expected {HOST_SCHEMA!r}, got {data.get('schema')!r}")
-    t = r.table(data, "torch")
-    assert t is not None
-    torch = toolchain.TorchInfo(r.version(t, "version", "torch.", PEP440) or "",
-                                r.version(t, "hip", "torch.", HIP_VERSION, optional=True),
-                                r.version(t, "cuda", "torch.", DOTTED, optional=True),
-                                r.opt_text(t, "location", "torch.") or "",
+        r.bad("schema", f"expected {HOST_SCHEMA!r}, got {data.get('schema')!r}")
+    r.stop()  # another file, or another version of this one: its keys say nothing more
+    t = _get(r, data, "torch", dict, "")
+    torch = toolchain.TorchInfo(_version(r, t, "version", "torch.", PEP440) or "",
+                                _version(r, t, "hip", "torch.", HIP_VERSION, optional=True),
+                                _version(r, t, "cuda", "torch.", DOTTED, optional=True),
+                                _opt_text(r, t, "location", "torch.") or "",
                                 # absent before ROCm 10 support
-                                r.version(t, "rocm", "torch.", DOTTED, optional=True),
-                                r.opt_text(t, "build_only_sdk", "torch.") or "")
-    rr = r.table(data, "rocm_root", optional=True)
-    root = None
-    if rr is not None:
-        # absent in host files written before components were recorded: None, "not looked for"
-        comps = r.get(rr, "components", list, "rocm_root.", optional=True)
-        if comps is not None and not all(isinstance(x, str) for x in comps):
-            raise r.fail("rocm_root.components", "expected strings")
-        targets = r.get(rr, "targets", list, "rocm_root.", optional=True)
-        if targets is not None and not all(isinstance(x, str) for x in targets):
-            raise r.fail("rocm_root.targets", "expected strings")
-        # version_from, hip_version, targets, unusable: absent in host files written before
-        # ROCm 10 and pip ROCm support ("" / None: not known)
-        root = toolchain.RocmRoot(
-            Path(r.text(rr, "path", "rocm_root.")),
-            r.version(rr, "version", "rocm_root.", DOTTED) or "",
-            r.text(rr, "kind", "rocm_root."), bool(r.get(rr, "has_hipcc", bool, "rocm_root.")),
-            r.opt_text(rr, "where", "rocm_root.") or "",
-            None if comps is None else tuple(comps),
-            r.opt_text(rr, "version_from", "rocm_root.") or "",
-            r.version(rr, "hip_version", "rocm_root.", HIP_VERSION, optional=True) or "",
-            None if targets is None else tuple(targets),
-            r.opt_text(rr, "unusable", "rocm_root.") or "",
-            r.opt_text(rr, "layout", "rocm_root.") or "",
-            r.opt_text(rr, "device_lib_path", "rocm_root.") or "")
-    c = r.table(data, "compiler", optional=True)
-    comp = None
-    if c is not None:
-        from rocmbuild.host import compiler
-
-        flags = r.get(c, "flags", list, "compiler.")
-        defines = r.get(c, "cmake_defines", dict, "compiler.")
-        if not all(isinstance(f, str) for f in flags) or not all(
-                isinstance(v, str) for v in defines.values()):
-            raise r.fail("compiler.flags", "expected strings")
-        comp = compiler.HipCompiler(
-            path=r.text(c, "path", "compiler."), kind=r.text(c, "kind", "compiler."),
-            version=r.text(c, "version", "compiler."),
-            rocm_path=r.opt_text(c, "rocm_path", "compiler."),
-            device_lib_path=r.opt_text(c, "device_lib_path", "compiler."),
-            flags=tuple(flags), cmake_defines=dict(defines),
-            source=r.opt_text(c, "source", "compiler.") or "")
-    mem = r.table(data, "memory")
-    assert mem is not None
-    cpus: int = r.get(data, "cpus", int, "")
-    usable: int = r.get(mem, "usable_bytes", int, "memory.")
-    if not 1 <= cpus <= MAX_JOBS:
-        raise r.fail("cpus", f"expected a whole number from 1 to {MAX_JOBS}")
+                                _version(r, t, "rocm", "torch.", DOTTED, optional=True),
+                                _opt_text(r, t, "build_only_sdk", "torch.") or "")
+    root = _rocm_root(r, _get(r, data, "rocm_root", dict, "", optional=True))
+    comp = _compiler(r, _get(r, data, "compiler", dict, "", optional=True))
+    mem = _get(r, data, "memory", dict, "")
+    cpus: int = _get(r, data, "cpus", int, "")
+    usable: int = _get(r, mem, "usable_bytes", int, "memory.")
+    if type(data.get("cpus")) is int and not 1 <= cpus <= MAX_JOBS:
+        r.bad("cpus", f"expected a whole number from 1 to {MAX_JOBS}")
     if not 0 <= usable <= MAX_MEMORY:
-        raise r.fail("memory.usable_bytes", f"expected a number of bytes from 0 to {MAX_MEMORY}"
-                     " (1 PiB)")
-    gpus = r.get(data, "gpus", list, "")
-    dists = r.table(data, "dists") or {}
+        r.bad("memory.usable_bytes", f"expected a number of bytes from 0 to {MAX_MEMORY} "
+              "(1 PiB)")
+    gpus = _get(r, data, "gpus", list, "")
+    dists = _get(r, data, "dists", dict, "")
     if not all(isinstance(g, str) for g in gpus) or not all(
             isinstance(v, str) for v in dists.values()):
-        raise r.fail("gpus" if not all(isinstance(g, str) for g in gpus) else "dists",
-                     "expected strings")
+        r.bad("gpus" if not all(isinstance(g, str) for g in gpus) else "dists",
+              "expected strings")
     for name in dists:  # build.python_requires ranges compare them
-        r.version(dists, name, "dists.", PEP440)
+        _version(r, dists, name, "dists.", PEP440)
+    python, python_tag = _text(r, data, "python"), _text(r, data, "python_tag")
+    platform, memory_source = _text(r, data, "platform"), _text(r, mem, "source", "memory.")
+    cpus_source = _opt_text(r, data, "cpus_source", "") or ""
+    r.stop()
     return Host(
-        python=r.text(data, "python"), python_tag=r.text(data, "python_tag"),
-        platform=r.text(data, "platform"), torch=torch, rocm_root=root, compiler=comp,
-        cpus=cpus, memory_bytes=usable, memory_source=r.text(mem, "source", "memory."),
-        cpus_source=r.opt_text(data, "cpus_source", "") or "",
-        gpus=tuple(gpus), dists=dict(dists), origin=origin,
+        python=python, python_tag=python_tag, platform=platform, torch=torch, rocm_root=root,
+        compiler=comp, cpus=cpus, memory_bytes=usable, memory_source=memory_source,
+        cpus_source=cpus_source, gpus=tuple(gpus), dists=dict(dists), origin=origin,
         compiler_error=str(data.get("compiler_error") or ""))
+
+
+def _rocm_root(r: settings.Reader, rr: Mapping[str, Any] | None) -> toolchain.RocmRoot | None:
+    if rr is None:
+        return None
+    # absent in host files written before components were recorded: None, "not looked for"
+    comps = _get(r, rr, "components", list, "rocm_root.", optional=True)
+    _strings(r, comps, "rocm_root.components")
+    targets = _get(r, rr, "targets", list, "rocm_root.", optional=True)
+    _strings(r, targets, "rocm_root.targets")
+    # version_from, hip_version, targets, unusable: absent in host files written before
+    # ROCm 10 and pip ROCm support ("" / None: not known)
+    w = "rocm_root."
+    return toolchain.RocmRoot(
+        Path(_text(r, rr, "path", w)), _version(r, rr, "version", w, DOTTED) or "",
+        _text(r, rr, "kind", w), bool(_get(r, rr, "has_hipcc", bool, w)),
+        _opt_text(r, rr, "where", w) or "",
+        None if comps is None else tuple(comps),
+        _opt_text(r, rr, "version_from", w) or "",
+        _version(r, rr, "hip_version", w, HIP_VERSION, optional=True) or "",
+        None if targets is None else tuple(targets),
+        _opt_text(r, rr, "unusable", w) or "",
+        _opt_text(r, rr, "layout", w) or "",
+        _opt_text(r, rr, "device_lib_path", w) or "")
+
+
+def _compiler(r: settings.Reader, c: Mapping[str, Any] | None) -> compiler.HipCompiler | None:
+    if c is None:
+        return None
+    from rocmbuild.host import compiler
+
+    w = "compiler."
+    flags = _get(r, c, "flags", list, w)
+    defines = _get(r, c, "cmake_defines", dict, w)
+    if not all(isinstance(f, str) for f in flags) or not all(
+            isinstance(v, str) for v in defines.values()):
+        r.bad("compiler.flags", "expected strings")
+    return compiler.HipCompiler(
+        path=_text(r, c, "path", w), kind=_text(r, c, "kind", w),
+        version=_text(r, c, "version", w), rocm_path=_opt_text(r, c, "rocm_path", w),
+        device_lib_path=_opt_text(r, c, "device_lib_path", w),
+        flags=tuple(flags), cmake_defines=dict(defines),
+        source=_opt_text(r, c, "source", w) or "")
 
 
 def load(path: Path) -> Host:
@@ -299,10 +313,7 @@ def load(path: Path) -> Host:
         data = untrusted.read_json(path, MAX_HOST_FILE)
     except OSError as exc:
         raise UsageError(f"--host {path}: cannot read: {exc.strerror or exc}",
-                         hint="write it with `rocmbuild doctor --json > host.json` on the node"
-                         ) from None
+                         hint=LOAD_HINT) from None
     except untrusted.BadJson as exc:
-        raise UsageError(f"--host {path}: {exc}",
-                         hint="write it with `rocmbuild doctor --json > host.json` on the node"
-                         ) from None
+        raise UsageError(f"--host {path}: {exc}", hint=LOAD_HINT) from None
     return from_json(data, str(path))

@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import math
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from rocmbuild.core import fsutil, log, quantity, untrusted
+from rocmbuild.core import fsutil, log, quantity, settings
 from rocmbuild.core.errors import UsageError
-from rocmbuild.nightly import userpath
+from rocmbuild.nightly import matrix, userpath
 from rocmbuild.nightly.model import CELL_ID, Cell
 
 if TYPE_CHECKING:
@@ -34,21 +33,19 @@ DEFAULT_STAGE = "stable"
 MAX_BYTES = 1 << 20  # a config file is small
 MAX_CELLS = 1000
 DEFAULT_PYPI = "https://pypi.org/simple/"
-DEFAULT_TIMEOUT_S = 6 * 3600
+DEFAULT_TIMEOUT_S = matrix.DEFAULT_TIMEOUT_S
 DEFAULT_HISTORY = 30
 
 _KEYS: dict[str, tuple[str, ...]] = {
     "": ("matrix", "publish", "reports", "retention", "executor", "notify", "workdir",
          "cache_dir", "pypi"),
-    "matrix": ("recipes", "variants", "sources", "archs", "follow", "timeout", "options",
-               "stacks"),
+    "matrix": matrix.KEYS,
     "publish": ("index", "stage", "promote_to"),
     "reports": ("dir", "history"),
     "retention": ("max_size", "keep_days"),
     "executor": ("kind",),  # and slurm.SETTING_KEYS (read when a config is checked)
     "notify": ("url",),
 }
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 @dataclass(frozen=True)
@@ -105,67 +102,96 @@ class NightlyConfig:
                          hint="cells: " + ", ".join(c.id for c in self.cells[:20]))
 
 
-class _Reader:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.name = path.name
+T = TypeVar("T")
 
-    def fail(self, key: str, what: str, hint: str) -> UsageError:
-        return UsageError(f"{self.name}: {key}: {what}", hint=hint)
+
+def _quantity(parse: Callable[[object], T]) -> settings.Check:
+    """A check of one ``quantity`` parser (its BadQuantity: the problem)."""
+    def check(v: Any, table: Mapping[str, Any], base: Path) -> T:
+        try:
+            return parse(v)
+        except quantity.BadQuantity as exc:
+            raise settings.Bad(str(exc)) from None
+    return check
+
+
+@dataclass(frozen=True)
+class Retention:
+    """``[retention]``: ``rocmbuild cache prune`` after each run; nothing set keeps all."""
+
+    max_size: int | None = settings.setting(
+        None, _quantity(quantity.size),
+        hint='e.g. max_size = "200G" (K, M, G, T: binary units)')
+    """The cache's size limit (K, M, G, T: binary units)."""
+    keep_days: float | None = settings.setting(
+        None, _quantity(quantity.days), hint="e.g. keep_days = 14 (0 or more; 0.5 is half a day)")
+    """Entries not used for this many days go."""
+
+
+def _webhook(v: Any, table: Mapping[str, Any], base: Path) -> str:
+    if not isinstance(v, str):  # the value is never shown: a webhook URL carries a token
+        raise settings.Bad(f"expected a string, got a value ({_kind(v)})",
+                           'quote it: key = "..."')
+    if not v.strip():
+        raise settings.Bad("is empty", "give a value or leave the key out")
+    problem = url_problem(v.strip())
+    if problem:
+        raise settings.Bad(f"the webhook URL {problem}")
+    return v
+
+
+@dataclass(frozen=True)
+class Notify:
+    """``[notify]``."""
+
+    url: str | None = settings.setting(
+        None, _webhook, hint="the webhook's URL, e.g. https://hooks.example.com/...; it is a "
+        "secret and never printed")
+    """A webhook POSTed the run's summary (a secret: never printed, logged or reported)."""
+
+
+class _Reader(settings.Reader):
+    """nightly.toml's problems (``settings.Reader``): a key of the wrong type, an unknown key or
+    a bad list is kept and the reading goes on; a problem the rest cannot be read past raises
+    (``fail``), and the error is always the first problem found."""
 
     def table(self, data: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
         v = data.get(key, {})
         if not isinstance(v, dict):
-            raise self.fail(_join(where, key), f"expected a table, got {_kind(v)}",
-                            hint=f"write [{_join(where, key)}] with its keys under it")
-        self.known(v, key, _join(where, key))
+            self.bad(settings.join(where, key), f"expected a table, got {_kind(v)}",
+                     hint=f"write [{settings.join(where, key)}] with its keys under it")
+            return {}
+        self.known_keys(v, key, settings.join(where, key))
         return v
 
-    def known(self, data: Mapping[str, Any], section: str, where: str) -> None:
+    def known_keys(self, data: Mapping[str, Any], section: str, where: str) -> None:
         allowed = _KEYS[section]
         if section == "executor":
             from rocmbuild.nightly.slurm.settings import SETTING_KEYS
 
             allowed = (*allowed, *SETTING_KEYS)
-        for k in data:
-            if k not in allowed:
-                raise self.fail(_join(where, k), "unknown key",
-                                hint="known keys: " + ", ".join(allowed) + " (docs/nightly.md)")
+        self.known(data, allowed, where,
+                   hint="known keys: " + ", ".join(allowed) + " (docs/nightly.md)")
 
     def text(self, data: Mapping[str, Any], key: str, where: str, default: str | None = None,
              secret: bool = False) -> str | None:
         v = data.get(key, default)
         if v is None or isinstance(v, str):
             if isinstance(v, str) and not v.strip():
-                raise self.fail(_join(where, key), "is empty", hint="give a value or leave the "
-                                "key out")
+                raise self.fail(settings.join(where, key), "is empty",
+                                hint="give a value or leave the key out")
             return v
         shown = "a value" if secret else repr(v)
-        raise self.fail(_join(where, key), f"expected a string, got {shown} ({_kind(v)})",
-                        hint="quote it: key = \"...\"")
-
-    def strings(self, data: Mapping[str, Any], key: str, where: str,
-                default: list[str] | None = None) -> list[str]:
-        v = data.get(key, default)
-        full = _join(where, key)
-        if v is None:
-            raise self.fail(full, "missing", hint=f'e.g. {key} = ["..."]')
-        if isinstance(v, str):
-            v = [v]
-        if not isinstance(v, list) or not v or not all(isinstance(s, str) and s.strip()
-                                                        for s in v):
-            raise self.fail(full, f"expected a non-empty list of strings, got {v!r}",
-                            hint=f'e.g. {key} = ["{(default or ["..."])[0]}"]')
-        if len(set(v)) != len(v):
-            raise self.fail(full, f"lists a value twice: {v!r}", hint="list each value once")
-        return v
+        self.bad(settings.join(where, key), f"expected a string, got {shown} ({_kind(v)})",
+                 hint="quote it: key = \"...\"")
+        return default
 
     def path_key(self, data: Mapping[str, Any], key: str, where: str, base: Path,
                  default: str | None = None, directory: bool = True) -> Path | None:
         """A path key (``userpath.checked``); with ``directory``, a file standing where it or
         one of its parents should be a directory is refused too."""
         text = self.text(data, key, where, default)
-        return None if text is None else self.checked_path(_join(where, key), text, base,
+        return None if text is None else self.checked_path(settings.join(where, key), text, base,
                                                            directory)
 
     def checked_path(self, key: str, text: str, base: Path, directory: bool = False) -> Path:
@@ -179,10 +205,6 @@ class _Reader:
             raise self.fail(key, f"{blocker} is a file, not a directory",
                             hint="name a directory (or move the file away)")
         return p
-
-
-def _join(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
 
 
 def _kind(v: object) -> str:
@@ -229,46 +251,12 @@ def _matrix(r: _Reader, entries: object, base: Path) -> tuple[Cell, ...]:
         if not isinstance(entry, dict):
             raise r.fail(where, f"expected a table, got {_kind(entry)}",
                          hint="write each entry as [[matrix]]")
-        r.known(entry, "matrix", where)
-        stacks = r.strings(entry, "stacks", where, []) if "stacks" in entry else []
-        recipes = r.strings(entry, "recipes", where) if "recipes" in entry or not stacks else []
-        variants: list[str | None] = list(r.strings(entry, "variants", where, ["default"]))
-        sources = r.strings(entry, "sources", where, ["default"])
-        archs = r.strings(entry, "archs", where)
-        for a in archs:
-            if not re.fullmatch(r"gfx[0-9a-z]+(:[a-z+-]+)*(,gfx[0-9a-z]+(:[a-z+-]+)*)*", a):
-                raise r.fail(f"{where}.archs", f"{a!r} is not a gfx target list",
-                             hint='one string per cell, e.g. archs = ["gfx942", '
-                             '"gfx90a,gfx942"] (no "native": a nightly must say what it '
-                             "builds)")
-        arch_sets: dict[frozenset[str], str] = {}
-        for a in archs:
-            spelled = arch_sets.setdefault(frozenset(a.split(",")), a)
-            if spelled != a:
-                raise r.fail(f"{where}.archs", f"{spelled!r} and {a!r} are the same targets",
-                             hint="list each set of targets once (the order within one does "
-                             "not make another build)")
-        follow = entry.get("follow", False)
-        if not isinstance(follow, bool):
-            raise r.fail(f"{where}.follow", f"expected true or false, got {follow!r}",
-                         hint="follow = true builds what upstream has now; false the recipe's "
-                         "pin")
-        timeout_s = DEFAULT_TIMEOUT_S
-        if "timeout" in entry:
-            try:
-                timeout_s = math.ceil(quantity.duration(entry["timeout"]))
-            except quantity.BadQuantity as exc:
-                raise r.fail(f"{where}.timeout", str(exc),
-                             hint='e.g. timeout = "2h" (s, m, h, d; a bare number is seconds; '
-                             "at most a year)") from None
-        opts = entry.get("options", {})
-        if not isinstance(opts, dict) or not all(
-                isinstance(k, str) and _NAME.fullmatch(k) and isinstance(v, str | int | bool)
-                for k, v in opts.items()):
-            raise r.fail(f"{where}.options", "expected a table of name = value",
-                         hint='e.g. options = { dropout = "off" }')
-        options = tuple(sorted((k, str(v).lower() if isinstance(v, bool) else str(v))
-                               for k, v in opts.items()))
+        r.known_keys(entry, "matrix", where)
+        e = settings.model(matrix.Entry, entry, where, r, base, unknown=False,
+                           order=matrix.CHECKED)
+        recipes, stacks, archs = e.recipes, e.stacks, e.archs
+        variants, sources, options = e.variants, e.sources, e.options
+        follow, timeout_s = e.follow, e.timeout_s
         for recipe, variant, source, arch in itertools.product(recipes, variants, sources,
                                                                archs):
             if recipe.endswith(".toml"):
@@ -304,7 +292,7 @@ def _add(r: _Reader, cells: dict[str, Cell], where: str, cell: Cell) -> None:
                      hint="split the matrix over several configs")
 
 
-def _stack_cells(r: _Reader, name: str, where: str, base: Path, archs: list[str]
+def _stack_cells(r: _Reader, name: str, where: str, base: Path, archs: tuple[str, ...]
                  ) -> list[Cell]:
     """The cells of stack ``name`` (a stack name or a .toml path, docs/stacks.md): one per
     member and arch set, in the group ``<stack>.<archs>``, promoted only all together."""
@@ -339,49 +327,47 @@ def _stack_cells(r: _Reader, name: str, where: str, base: Path, archs: list[str]
     return out
 
 
-def read(path: Path) -> bytes:
-    """The config's bytes, read once (``fsutil.read_capped``: a regular file, not through a
-    symlink, never blocking on a FIFO); everything after works on them, never the path."""
-    hint = "give the path of a nightly.toml file (docs/nightly.md has a sample)"
-    try:
-        return fsutil.read_capped(path, MAX_BYTES)
-    except fsutil.NotRegular as exc:
+def _unreadable(path: Path, exc: Exception) -> UsageError:
+    """``--config``'s refusal of a file that cannot be read (``settings.read_bytes``)."""
+    if isinstance(exc, fsutil.TooLarge):
+        return UsageError(f"--config: {path}: {exc}", hint="is it a nightly.toml?")
+    if isinstance(exc, fsutil.NotRegular):
         try:
             pipe = stat.S_ISFIFO(os.stat(path).st_mode)  # stat never blocks on a FIFO
         except OSError:
             pipe = False
         if pipe:
-            raise UsageError(f"--config: {path}: is a pipe, not a regular file",
-                             hint="write the config to a file first and give its path "
-                             "(process substitution <(...) gives a pipe, which is refused)"
-                             ) from None
-        raise UsageError(f"--config: {path}: {exc.strerror}",
-                         hint="give the path of the nightly.toml file itself (not a link to "
-                         "it, a directory or a device)") from None
-    except fsutil.TooLarge as exc:
-        raise UsageError(f"--config: {path}: {exc}", hint="is it a nightly.toml?") from None
-    except OSError as exc:
-        raise UsageError(f"--config: cannot read {path}: {exc.strerror or exc}",
-                         hint=hint) from None
+            return UsageError(f"--config: {path}: is a pipe, not a regular file",
+                              hint="write the config to a file first and give its path "
+                              "(process substitution <(...) gives a pipe, which is refused)")
+        return UsageError(f"--config: {path}: {exc.strerror}",
+                          hint="give the path of the nightly.toml file itself (not a link to "
+                          "it, a directory or a device)")
+    return UsageError(f"--config: cannot read {path}: {getattr(exc, 'strerror', '') or exc}",
+                      hint="give the path of a nightly.toml file (docs/nightly.md has a sample)")
 
 
 SECRET_KEYS = ("publish.index", "notify.url")  # may carry user:password@; never shown
 
+TOML = settings.TomlKind(
+    "a nightly config", MAX_BYTES, settings.first_line,
+    {"syntax": "check the line it names (docs/nightly.md has a sample)",
+     "control": "a nightly config holds printable text only: retype the key or value without "
+                "it"},
+    file_key="(file)", secret_ok=SECRET_KEYS, read_error=_unreadable,
+    secret=lambda url: f"{url!r} holds a user name or password, which only "
+    f"{' and '.join(SECRET_KEYS)} may")
+"""How nightly.toml is read (``settings.read_toml``); the first problem is the error."""
+
+
+def read(path: Path) -> bytes:
+    """The config's bytes, read once (``settings.read_bytes``: a regular file, not through a
+    symlink, never blocking on a FIFO); everything after works on them, never the path."""
+    return settings.read_bytes(path, TOML)
+
 
 def _parse(path: Path, raw: bytes) -> dict[str, Any]:
-    try:
-        data = untrusted.loads_toml(raw)
-    except untrusted.BadToml as exc:
-        raise _Reader(path).fail("(file)", str(exc), "check the line it names (docs/nightly.md "
-                                 "has a sample)") from None
-    for key, url in untrusted.credentials(data, "", SECRET_KEYS)[:1]:
-        raise _Reader(path).fail(key, f"{url!r} holds a user name or password, which only "
-                                 f"{' and '.join(SECRET_KEYS)} may", untrusted.CREDENTIALS_HINT)
-    for key, what in untrusted.controls(data, "")[:1]:
-        raise _Reader(path).fail(key, what, hint="a nightly config holds printable text only: "
-                                 "retype the key or value without it")
-    return data
-
+    return settings.read_toml(path, TOML, raw, shown=path.name) or {}
 
 def workdir_of(path: Path, raw: bytes) -> Path:
     """The workspace the config (``raw``, read from ``path``) names, read before the full check
@@ -401,10 +387,10 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
     from rocmbuild.publish.static_index import check_stage_name
     from rocmbuild.publish.target import parse_index
 
-    r = _Reader(path)
+    r = _Reader(path.name)
     raw = read(path) if raw is None else raw
     data = _parse(path, raw)
-    r.known(data, "", "")
+    r.known_keys(data, "", "")
     base = path.absolute().parent
     cells = _matrix(r, data.get("matrix"), base)
 
@@ -413,6 +399,7 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
     if index is None:
         raise r.fail("publish.index", "missing",
                      hint='where to publish: a directory (index = "/srv/wheels") or a server URL')
+    r.stop()  # what is found so far comes first
     try:
         target = parse_index(index, f"{path.name}: publish.index")
     except UsageError as exc:
@@ -421,6 +408,7 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
         index = str(target.path if target.path.is_absolute() else base / target.path)
     stage = r.text(pub, "stage", "publish", "staging") or "staging"
     promote_to = r.text(pub, "promote_to", "publish", DEFAULT_STAGE) or DEFAULT_STAGE
+    r.stop()
     for key, name in (("stage", stage), ("promote_to", promote_to)):
         check_stage_name(name, f"{path.name}: publish.{key}")  # the publisher's own check
     if stage == promote_to:
@@ -437,20 +425,8 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
         raise r.fail("reports.history", str(exc), hint="e.g. history = 30 (1 to 10000)"
                      ) from None
 
-    ret = r.table(data, "retention", "")
-    max_size = keep_days = None
-    try:
-        if "max_size" in ret:
-            max_size = quantity.size(ret["max_size"])
-    except quantity.BadQuantity as exc:
-        raise r.fail("retention.max_size", str(exc),
-                     hint='e.g. max_size = "200G" (K, M, G, T: binary units)') from None
-    try:
-        if "keep_days" in ret:
-            keep_days = quantity.days(ret["keep_days"])
-    except quantity.BadQuantity as exc:
-        raise r.fail("retention.keep_days", str(exc), hint="e.g. keep_days = 14 (0 or more; "
-                     "0.5 is half a day)") from None
+    ret = settings.model(Retention, r.table(data, "retention", ""), "retention", r,
+                         unknown=False)
 
     ex = r.table(data, "executor", "")
     kind = r.text(ex, "kind", "executor", "local") or "local"
@@ -460,7 +436,7 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
     from rocmbuild.nightly.slurm.settings import settings_from_table
 
     slurm = settings_from_table({k: v for k, v in ex.items() if k != "kind"},
-                                f"{path.name}: executor", base)
+                                f"{path.name}: executor", base, r)
     executor = ExecutorConfig(kind=kind, slurm=slurm)
     if kind == "slurm" and slurm.shared_dir is not None \
             and not reports.resolve().is_relative_to(slurm.shared_dir.resolve()):
@@ -475,13 +451,7 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
                              f"below the job's time ({time_s}s)",
                              hint="give the matrix entry a shorter timeout or the job more time")
 
-    notify = r.table(data, "notify", "")
-    url = r.text(notify, "url", "notify", secret=True)
-    problem = None if url is None else url_problem(url.strip())
-    if problem:
-        raise r.fail("notify.url", f"the webhook URL {problem}",
-                     hint="the webhook's URL, e.g. https://hooks.example.com/...; it is a "
-                     "secret and never printed")
+    url = settings.model(Notify, r.table(data, "notify", ""), "notify", r, unknown=False).url
 
     workdir = r.path_key(data, "workdir", "", base, "build")
     assert workdir is not None
@@ -491,9 +461,10 @@ def load(path: Path, raw: bytes | None = None) -> NightlyConfig:
     if problem:
         raise r.fail("pypi", f"{log.redact(pypi, strict=True)[:100]!r} {problem}",
                      hint="the simple index's URL, e.g. https://pypi.org/simple/")
+    r.stop()
     return NightlyConfig(
         path=path.absolute(), cells=cells, index=index, reports=reports, workdir=workdir,
         cache_dir=cache, stage=stage,
-        promote_to=promote_to, history=history, max_size=max_size, keep_days=keep_days,
+        promote_to=promote_to, history=history, max_size=ret.max_size, keep_days=ret.keep_days,
         executor=executor, notify_url=url, pypi=pypi.rstrip("/") + "/",
         sha256=hashlib.sha256(raw).hexdigest())

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.core import fsutil, untrusted
+from rocmbuild.core import fsutil, settings, untrusted
 from rocmbuild.core.errors import RecipeError
 from rocmbuild.core.pep508 import simple_requirement
 from rocmbuild.recipe import depends, readers
@@ -160,46 +160,27 @@ def load(path: Path, within: tuple[Path, ...] = ()) -> Recipe:
     )
 
 
-def _read(path: Path, shown: Path) -> tuple[bytes, dict[str, Any]]:
-    """The recipe file's bytes and its TOML, checked for what must be refused before any key
-    is looked at (size, depth, credentials); RecipeError naming ``shown``."""
-    try:  # a regular file, read once: a FIFO is refused at once, a symlink is not followed
-        raw = fsutil.read_capped(path, MAX_BYTES)
-    except fsutil.TooLarge:
-        raise RecipeError([f"{shown}: larger than {MAX_BYTES} bytes"],
-                          hint="a recipe is a few kilobytes of TOML") from None
-    except OSError as exc:
-        raise RecipeError([f"{shown}: cannot read: {exc.strerror or exc}"],
-                          hint="check the file's path and permissions (a recipe is a regular "
-                          "file, not a symbolic link, FIFO or directory)") from exc
-    try:
-        data = untrusted.loads_toml(raw)
-    except untrusted.BadToml as exc:
-        raise RecipeError([f"{shown}: {exc}"],
-                          hint="save the recipe as UTF-8 TOML; see recipes/flash-attn.toml for "
-                          "an example") from None
-    depth = _depth(data)
-    if depth > MAX_DEPTH:
-        raise RecipeError([f"{shown}: nested {depth} levels deep (at most {MAX_DEPTH})"],
-                          hint="a recipe needs a few levels of tables and lists; "
-                          "see recipes/flash-attn.toml")
-    found = untrusted.credentials(data, "")
-    if found:  # refused before any other check could echo it (a key, a table, a wrong type)
-        raise RecipeError([f"{shown}: {key}: {userinfo_message(url)}" for key, url in found],
-                          hint=untrusted.CREDENTIALS_HINT + " (fetch reads it)")
-    return raw, data
-
-
 MAX_DEPTH = 16
 """Tables and lists deeper than this are no recipe (the deepest key is about 5 levels)."""
 
+TOML = settings.TomlKind(
+    "a recipe", MAX_BYTES, lambda lines, hint: RecipeError(lines, hint=hint),
+    {"large": "a recipe is a few kilobytes of TOML",
+     "unreadable": "check the file's path and permissions (a recipe is a regular file, not a "
+                   "symbolic link, FIFO or directory)",
+     "syntax": "save the recipe as UTF-8 TOML; see recipes/flash-attn.toml for an example",
+     "depth": "a recipe needs a few levels of tables and lists; see recipes/flash-attn.toml"},
+    secret=userinfo_message, secret_hint=untrusted.CREDENTIALS_HINT + " (fetch reads it)",
+    max_depth=MAX_DEPTH)
+"""How a recipe file is read (``settings.read_toml``): size, depth and credentials are refused
+before any key is looked at."""
 
-def _depth(value: Any, limit: int = MAX_DEPTH + 1) -> int:
-    """Nesting depth of tables and lists, counted up to ``limit``."""
-    if limit <= 0 or not isinstance(value, dict | list):
-        return 0
-    items = value.values() if isinstance(value, dict) else value
-    return 1 + max((_depth(v, limit - 1) for v in items), default=0)
+
+def _read(path: Path, shown: Path) -> tuple[bytes, dict[str, Any]]:
+    """The recipe file's bytes and its TOML, checked for what must be refused before any key
+    is looked at (size, depth, credentials); RecipeError naming ``shown``."""
+    raw = settings.read_bytes(path, TOML, shown)
+    return raw, settings.read_toml(path, TOML, raw, shown) or {}
 
 
 def requirement_problem(text: str) -> str | None:

@@ -27,11 +27,12 @@ or option it does not have is the stack file's error.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.core import config, fsutil, untrusted
+from rocmbuild.core import config, fsutil, settings
 from rocmbuild.core.errors import RecipeError, RocmbuildError, UsageError
 from rocmbuild.recipe import load, search
 from rocmbuild.recipe.check import suggest
@@ -109,19 +110,15 @@ def available() -> list[str]:
     return [p.stem for p in sorted(d.glob("*.toml"))] if d.is_dir() else []
 
 
-class _Reader:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.shown = path.name
-        self.problems: list[str] = []
+class _Reader(settings.Reader):
+    """The stack file's problems, all collected (``settings.Reader``); a RecipeError lists
+    them."""
 
-    def bad(self, key: str, what: str) -> None:
-        self.problems.append(f"{self.shown}: {key}: {what}")
-
-    def known(self, data: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
-        for k in data:
-            if k not in allowed:
-                self.bad(f"{where}{k}", "unknown key" + suggest(k, allowed))
+    def known(self, table: Mapping[str, Any], allowed: Iterable[str], at: str,
+              what: Callable[[str], str] | None = None, hint: str | None = None) -> None:
+        allowed = tuple(allowed)
+        super().known(table, allowed, at.rstrip("."),
+                      what or (lambda k: "unknown key" + suggest(k, allowed)), hint)
 
     def text(self, data: dict[str, Any], key: str, where: str, pattern: re.Pattern[str] = _NAME
              ) -> str | None:
@@ -137,40 +134,22 @@ class _Reader:
         return None
 
 
-def _read(path: Path) -> dict[str, Any]:
-    shown = path.name
-    try:
-        raw = fsutil.read_capped(path, MAX_BYTES)
-    except fsutil.TooLarge as exc:
-        raise RecipeError([f"{shown}: larger than {MAX_BYTES} bytes"],
-                          hint="a stack file names a few recipes") from exc
-    except OSError as exc:
-        raise RecipeError([f"{shown}: cannot read: {exc.strerror or exc}"],
-                          hint="give a regular file (not a symlink, FIFO or directory)") from exc
-    try:
-        data = untrusted.loads_toml(raw)
-    except untrusted.BadToml as exc:
-        raise RecipeError([f"{shown}: {exc}"],
-                          hint="save the stack file as UTF-8 TOML; see stacks/finetune.toml"
-                          ) from None
-    secret = untrusted.credentials(data, "")
-    if secret:
-        raise RecipeError([f"{shown}: {key}: {url!r} holds a user name or password, which a "
-                           "stack file must not" for key, url in secret],
-                          hint=untrusted.CREDENTIALS_HINT)
-    found = untrusted.controls(data, "")
-    if found:
-        raise RecipeError([f"{shown}: {key}: {what}" for key, what in found],
-                          hint="a stack file holds printable text only: retype the keys or "
-                          "values named without it")
-    return data
+TOML = settings.TomlKind(
+    "a stack file", MAX_BYTES, lambda lines, hint: RecipeError(lines, hint=hint),
+    {"large": "a stack file names a few recipes",
+     "unreadable": "give a regular file (not a symlink, FIFO or directory)",
+     "syntax": "save the stack file as UTF-8 TOML; see stacks/finetune.toml",
+     "control": "a stack file holds printable text only: retype the keys or values named "
+                "without it"},
+    secret=lambda url: f"{url!r} holds a user name or password, which a stack file must not")
+"""How a stack file is read (``settings.read_toml``)."""
 
 
 def load_stack(path: Path) -> Stack:
     """Read and check the stack file ``path`` and the recipes it names (the module's
     docstring)."""
-    data = _read(path)
-    r = _Reader(path)
+    data = settings.read_toml(path, TOML, shown=path.name) or {}
+    r = _Reader(path.name)
     if not _NAME.match(path.stem):
         r.bad("(file name)", f"{path.stem[:80]!r} is not a stack name (letters, digits, '.', "
               "'_', '-'; it names the lock files' directory)")
@@ -213,7 +192,7 @@ def load_stack(path: Path) -> Stack:
                   f"{other.key} ({other.name}) builds too: a stack installs one wheel of "
                   "each project")
     if r.problems:
-        raise RecipeError(r.problems, hint="fix the keys above; docs/stacks.md describes the "
+        raise RecipeError(r.lines(), hint="fix the keys above; docs/stacks.md describes the "
                           "file, `rocmbuild stack plan <stack> --arch gfx942` checks it")
     return Stack(path, path.stem, description, torch_from, requires, torch, tuple(members))
 

@@ -224,6 +224,17 @@ def test_bad_tasks_are_refused_before_submitting(tmp_path: Path,
         ex.submit([task(tmp_path / "other", "a")])
 
 
+def test_executor_keys_are_the_models() -> None:
+    """The [executor] keys the config accepts and the order they are checked in are the keys
+    SlurmSettings declares (settings.setting), each once."""
+    from rocmbuild.core import settings
+    from rocmbuild.nightly.slurm.settings import _CHECKED, SETTING_KEYS
+
+    declared = settings.keys(SlurmSettings)
+    assert sorted(SETTING_KEYS) == sorted(_CHECKED) == sorted(declared)
+    assert len(set(declared)) == len(declared) == 10
+
+
 def test_settings_from_the_executor_table(tmp_path: Path) -> None:
     s = settings_from_table({"kind": "slurm", "partition": "cpu", "gpu_partition": "mi300x",
                              "account": "proj_1", "sbatch_args": ["--qos=normal"],

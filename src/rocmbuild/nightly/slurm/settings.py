@@ -11,39 +11,121 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rocmbuild.core import fsutil, quantity
-from rocmbuild.core.errors import UsageError
+from rocmbuild.core import fsutil, quantity, settings
 from rocmbuild.nightly import userpath
 from rocmbuild.nightly.model import Task
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
+_GRES = re.compile(r"[a-z][a-z0-9_]{0,31}(?::[A-Za-z0-9_.-]{1,64})?:[1-9][0-9]{0,2}")
+_NAME_HINT = "letters, digits and . _ : + - (a partition, account or job name)"
+
+
+def _name(v: Any, table: Mapping[str, Any], base: Path) -> str:
+    if not isinstance(v, str) or not _NAME.fullmatch(v):
+        raise settings.Bad(f"{str(v)[:60]!r} is not a Slurm name")
+    return v
+
+
+def _gpu_only(key: str, table: Mapping[str, Any]) -> None:
+    if table.get("gpu_partition") is None:
+        raise settings.Bad("is set without gpu_partition",
+                           "set gpu_partition (the partition of the GPU nodes that validate), "
+                           f"or drop {key}")
+
+
+def _gres(v: Any, table: Mapping[str, Any], base: Path) -> str:
+    if not isinstance(v, str) or not _GRES.fullmatch(v):
+        raise settings.Bad(f"{str(v)[:60]!r} is not a GRES of sbatch --gres")
+    _gpu_only("gpu_gres", table)
+    return v
+
+
+def _gpu_mem(v: Any, table: Mapping[str, Any], base: Path) -> int:
+    _gpu_only("gpu_mem", table)
+    try:
+        n = quantity.size(v)
+    except quantity.BadQuantity as exc:
+        raise settings.Bad(str(exc)) from None
+    if n < 1 << 20:
+        raise settings.Bad(f"{n} bytes is less than Slurm's 1 MiB step",
+                           'the memory of one validation task, e.g. gpu_mem = "16G"')
+    return n
+
+
+def _sbatch_args(v: Any, table: Mapping[str, Any], base: Path) -> tuple[str, ...]:
+    if not isinstance(v, list) or not all(isinstance(a, str) for a in v):
+        raise settings.Bad("must be a list of sbatch options")
+    for a in v:
+        if not a.startswith("-") or "\0" in a or "\n" in a:
+            raise settings.Bad(f"{a[:60]!r} is not an sbatch option",
+                               "one option per string, its value joined: --qos=normal, -q "
+                               "normal written -qnormal")
+        own = own_option(a)
+        if own is not None:
+            raise settings.Bad(f"sbatch reads {a[:60]!r} as {own}, which the executor sets "
+                               "itself", "the executor sets --array, --output, --chdir, "
+                               "--export and --job-name (the job_name key) itself; leave them "
+                               "out")
+    return tuple(v)
+
+
+def _shared_dir(v: Any, table: Mapping[str, Any], base: Path) -> Path:
+    if not isinstance(v, str) or not v.strip():
+        raise settings.Bad("must be a path")
+    try:
+        p = userpath.checked(v, base)
+    except userpath.BadPath as exc:
+        raise settings.Bad(str(exc), "a directory every node mounts, as a plain absolute "
+                           "path") from None
+    blocker = fsutil.in_the_way(p)
+    if blocker is not None:
+        raise settings.Bad(f"{blocker} is a file, not a directory")
+    return p
+
+
+def _span(v: Any) -> float:
+    try:
+        return quantity.duration(v)
+    except quantity.BadQuantity as exc:
+        raise settings.Bad(str(exc)) from None
 
 
 @dataclass(frozen=True)
 class SlurmSettings:
-    """``[executor]`` of nightly.toml when ``kind = "slurm"``."""
+    """``[executor]`` of nightly.toml when ``kind = "slurm"`` (``settings.model``: each key is
+    declared here once, with its check and hint)."""
 
-    partition: str | None = None
+    partition: str | None = settings.setting(None, _name, hint=_NAME_HINT)
     """Partition for cells without GPUs (None: the cluster's default)."""
-    gpu_partition: str | None = None
+    gpu_partition: str | None = settings.setting(None, _name, hint=_NAME_HINT)
     """Partition of the cells' validation: set, each cell's build runs on ``partition`` and its
     validation as a second array on this one (``--gres`` = ``gpu_gres``, each task after its
     build task: ``--dependency=aftercorr``), so a GPU node is held only for validation. None:
     build and validate in one task on ``partition`` (a wheel that host cannot validate is left
     pending, for ``nightly --validate-pending``)."""
-    account: str | None = None
+    account: str | None = settings.setting(None, _name, hint=_NAME_HINT)
     """``--account``, where the site charges jobs to one."""
-    extra_args: tuple[str, ...] = ()
+    extra_args: tuple[str, ...] = settings.setting(
+        (), _sbatch_args, key="sbatch_args",
+        hint='e.g. sbatch_args = ["--qos=normal", "--constraint=mi300x"]')
     """More sbatch arguments, as they are (``--qos=normal``, ``--constraint=mi300x``)."""
-    max_time_s: int | None = None
+    max_time_s: int | None = settings.setting(None, lambda v, t, b: math.ceil(_span(v)),
+                                              key="time", hint=quantity.DURATION_HINT)
     """The partition's time limit: no task asks for more, whatever its cell's timeout."""
-    shared_dir: Path | None = None
+    shared_dir: Path | None = settings.setting(None, _shared_dir,
+                                               hint="a directory every node mounts")
     """A path every node sees (the run directory, workspace and cache live under it); tasks
     start in it."""
-    poll_s: float = 2.0
+    poll_s: float = settings.setting(2.0, lambda v, t, b: _span(v), key="poll",
+                                     hint=quantity.DURATION_HINT)
     """How often ``wait`` asks squeue."""
-    job_name: str = "rocmbuild-nightly"
-    gpu_gres: str = "gpu:1"
+    job_name: str = settings.setting("rocmbuild-nightly", _name, hint=_NAME_HINT)
+    """The arrays' ``--job-name``."""
+    gpu_gres: str = settings.setting(
+        "gpu:1", _gres, hint='NAME[:TYPE]:COUNT, e.g. gpu_gres = "gpu:1" or "gpu:mi300x:1"')
     """``--gres`` of a validation task."""
-    gpu_mem_bytes: int = 16 << 30
+    gpu_mem_bytes: int = settings.setting(16 << 30, _gpu_mem, key="gpu_mem",
+                                          hint=quantity.SIZE_HINT)
     """``--mem`` of a validation task (a venv with the wheel and torch, the kernel gate):
     without one, a partition that counts memory would give it the whole node, one validation
     per GPU node."""
@@ -51,10 +133,11 @@ class SlurmSettings:
 
 SETTING_KEYS = ("partition", "gpu_partition", "gpu_gres", "gpu_mem", "account", "sbatch_args",
                 "time", "shared_dir", "poll", "job_name")
-"""The keys of nightly.toml's ``[executor]`` table that ``settings_from_table`` reads."""
-
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:+-]{0,127}")
-_GRES = re.compile(r"[a-z][a-z0-9_]{0,31}(?::[A-Za-z0-9_.-]{1,64})?:[1-9][0-9]{0,2}")
+"""The keys of nightly.toml's ``[executor]`` table that ``settings_from_table`` reads
+(``settings.keys(SlurmSettings)``, in the order the unknown-key hint lists them)."""
+_CHECKED = ("gpu_gres", "gpu_mem", "sbatch_args", "shared_dir", "time", "poll", "partition",
+            "gpu_partition", "account", "job_name")
+"""The order the keys are checked in (the first problem is the error)."""
 
 OWN = {"array": "a", "chdir": "D", "dependency": "d", "export": "", "job-name": "J", "output": "o",
        "parsable": "", "wrap": "", "help": "h", "usage": "u", "version": "V",
@@ -86,86 +169,20 @@ def own_option(arg: str) -> str | None:
     return "-" if arg == "-" else None
 
 
-def settings_from_table(table: Mapping[str, Any], where: str, base: Path) -> SlurmSettings:
+def settings_from_table(table: Mapping[str, Any], where: str, base: Path,
+                        r: settings.Reader | None = None) -> SlurmSettings:
     """SlurmSettings from nightly.toml's ``[executor]`` table (``where`` names it in errors,
     e.g. ``nightly.toml: executor``; a relative ``shared_dir`` is taken from ``base``, the
-    config file's directory). Keys not in SETTING_KEYS are left to the caller."""
-    def bad(key: str, what: str, hint: str) -> UsageError:
-        return UsageError(f"{where}.{key}: {what}", hint=hint)
-
-    def name(key: str) -> str | None:
-        v = table.get(key)
-        if v is None:
-            return None
-        if not isinstance(v, str) or not _NAME.fullmatch(v):
-            raise bad(key, f"{str(v)[:60]!r} is not a Slurm name",
-                      "letters, digits and . _ : + - (a partition, account or job name)")
-        return v
-
-    def span(key: str) -> float | None:
-        v = table.get(key)
-        if v is None:
-            return None
-        try:
-            return quantity.duration(v)
-        except quantity.BadQuantity as exc:
-            raise bad(key, str(exc), quantity.DURATION_HINT) from None
-
-    gres = table.get("gpu_gres", SlurmSettings.gpu_gres)
-    if not isinstance(gres, str) or not _GRES.fullmatch(gres):
-        raise bad("gpu_gres", f"{str(gres)[:60]!r} is not a GRES of sbatch --gres",
-                  'NAME[:TYPE]:COUNT, e.g. gpu_gres = "gpu:1" or "gpu:mi300x:1"')
-    for key in ("gpu_gres", "gpu_mem"):
-        if key in table and table.get("gpu_partition") is None:
-            raise bad(key, "is set without gpu_partition",
-                      "set gpu_partition (the partition of the GPU nodes that validate), or "
-                      f"drop {key}")
-    gpu_mem = table.get("gpu_mem", SlurmSettings.gpu_mem_bytes)
-    try:
-        gpu_mem = quantity.size(gpu_mem)
-    except quantity.BadQuantity as exc:
-        raise bad("gpu_mem", str(exc), quantity.SIZE_HINT) from None
-    if gpu_mem < 1 << 20:
-        raise bad("gpu_mem", f"{gpu_mem} bytes is less than Slurm's 1 MiB step",
-                  'the memory of one validation task, e.g. gpu_mem = "16G"')
-    args = table.get("sbatch_args", [])
-    example = 'e.g. sbatch_args = ["--qos=normal", "--constraint=mi300x"]'
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        raise bad("sbatch_args", "must be a list of sbatch options", example)
-    for a in args:
-        if not a.startswith("-") or "\0" in a or "\n" in a:
-            raise bad("sbatch_args", f"{a[:60]!r} is not an sbatch option",
-                      "one option per string, its value joined: --qos=normal, -q normal "
-                      "written -qnormal")
-        own = own_option(a)
-        if own is not None:
-            raise bad("sbatch_args", f"sbatch reads {a[:60]!r} as {own}, which the executor "
-                      "sets itself", "the executor sets --array, --output, --chdir, --export "
-                      "and --job-name (the job_name key) itself; leave them out")
-    shared_dir = None
-    shared = table.get("shared_dir")
-    if shared is not None:
-        if not isinstance(shared, str) or not shared.strip():
-            raise bad("shared_dir", "must be a path", "a directory every node mounts")
-        try:
-            shared_dir = userpath.checked(shared, base)
-        except userpath.BadPath as exc:
-            raise bad("shared_dir", str(exc), "a directory every node mounts, as a plain "
-                      "absolute path") from None
-        blocker = fsutil.in_the_way(shared_dir)
-        if blocker is not None:
-            raise bad("shared_dir", f"{blocker} is a file, not a directory",
-                      "a directory every node mounts")
-    limit, poll = span("time"), span("poll")
-    return SlurmSettings(
-        partition=name("partition"), gpu_partition=name("gpu_partition"), gpu_gres=gres,
-        gpu_mem_bytes=gpu_mem,
-        account=name("account"), extra_args=tuple(args),
-        max_time_s=None if limit is None else math.ceil(limit),
-        shared_dir=shared_dir,
-        poll_s=2.0 if poll is None else poll,
-        job_name=name("job_name") or SlurmSettings.job_name,
-    )
+    config file's directory): ``settings.model``, every problem collected. Without ``r`` the
+    first is raised as a UsageError; with it (the config's reader) they join the config's, and
+    the caller raises. Keys not in SETTING_KEYS are left to the caller."""
+    shown, _, at = where.rpartition(": ")
+    own = r is None
+    r = settings.Reader(shown) if r is None else r
+    s = settings.model(SlurmSettings, table, at, r, base, unknown=False, order=_CHECKED)
+    if own:
+        r.stop()
+    return s
 
 
 @dataclass(frozen=True)
