@@ -88,8 +88,7 @@ def _other(args: argparse.Namespace, raw: bytes) -> int:
     from rich.markup import escape
 
     from rocmbuild.core import log
-    from rocmbuild.nightly import cell
-    from rocmbuild.nightly import run as nightly_run
+    from rocmbuild.nightly import cell, controller
 
     cfg = _load(args, raw)
     if args.cell is not None:
@@ -97,16 +96,16 @@ def _other(args: argparse.Namespace, raw: bytes) -> int:
             from rocmbuild.nightly import revalidate
 
             return revalidate.validate_task(cfg, Path(args.run_dir).absolute(), args.cell)
-        return cell.run_cell(cfg, nightly_run.workspace(cfg), Path(args.run_dir).absolute(),
+        return cell.run_cell(cfg, controller.workspace(cfg), Path(args.run_dir).absolute(),
                              args.cell, args.step)
-    planned = nightly_run.plan(cfg, args.only)
+    planned = controller.plan(cfg, args.only)
     if args.json:
         common.print_json([{
             "cell": p.cell_plan.cell.id,
             "decision": "error" if p.error else p.cell_plan.decision.value,
             "reasons": list(p.cell_plan.reasons), "pin": p.cell_plan.pin.to_json(),
             "cache_key": p.cell_plan.cache_key, "build_tag": p.build_tag,
-            **(nightly_run.jobs_json(p.plan) if p.plan else {})} for p in planned])
+            **(controller.jobs_json(p.plan) if p.plan else {})} for p in planned])
         return 0
     for p in planned:
         cp = p.cell_plan
@@ -126,17 +125,17 @@ def _controller(args: argparse.Namespace, raw: bytes, lock_note: str) -> int:
 
     from rocmbuild.core import log
     from rocmbuild.core.errors import CellsFailed
-    from rocmbuild.nightly import run as nightly_run
+    from rocmbuild.nightly import controller
 
     cfg = _load(args, raw)
     if args.validate_pending is not None:
         return _validate_pending(args, cfg, lock_note)
     if args.collect is not None:
-        report = nightly_run.collect(cfg, args.collect, lock_note)
+        report = controller.collect(cfg, args.collect, lock_note)
     else:
-        got = nightly_run.nightly(cfg, args.executor, args.only, lock_note=lock_note,
+        got = controller.nightly(cfg, args.executor, args.only, lock_note=lock_note,
                                   no_wait=args.no_wait)
-        if isinstance(got, nightly_run.Pending):
+        if isinstance(got, controller.Pending):
             if args.json:
                 common.print_json({"run": got.run_id, "run_dir": str(got.run_dir),
                                    "jobs": list(got.job_ids), "cells": got.cells,

@@ -27,7 +27,7 @@ from rocmbuild.artifacts.results import Status
 from rocmbuild.core import config, fsutil, log, untrusted
 from rocmbuild.core.errors import RocmbuildError, ToolchainError, UsageError, ValidationError
 from rocmbuild.host import detect as host
-from rocmbuild.nightly import detect, pending
+from rocmbuild.nightly import changes, pending
 from rocmbuild.nightly.config import NightlyConfig
 from rocmbuild.nightly.model import Cell, CellOutcome, End, Pin
 from rocmbuild.nightly.slurm import outcome as result_json
@@ -51,7 +51,7 @@ def cell_dir(run_dir: Path, cell_id: str) -> Path:
 def read_manifest(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "manifest.json"
     try:
-        data = untrusted.read_json(path, detect.MANIFEST_MAX)
+        data = untrusted.read_json(path, changes.MANIFEST_MAX)
     except OSError as exc:
         raise UsageError(f"--run-dir: cannot read {path}: {exc.strerror or exc}",
                          hint="give the run directory the controller made") from None
@@ -108,7 +108,7 @@ def same_config(cfg: NightlyConfig, manifest: dict[str, Any], run_dir: Path,
         f"{cfg.sha256[:12]}, the run's {want[:12]}): {use.would}", hint=use.hint)
 
 
-def _entry(manifest: dict[str, Any], cell_id: str) -> tuple[Cell, Pin, str | None]:
+def manifest_entry(manifest: dict[str, Any], cell_id: str) -> tuple[Cell, Pin, str | None]:
     for i, e in enumerate(manifest["cells"]):
         c = e.get("cell") if isinstance(e, dict) else None
         if isinstance(c, dict) and c.get("id") == cell_id:
@@ -196,7 +196,7 @@ def plan_context(cell: Cell, pin: Pin, build_tag: str | None, ws: config.Workspa
     recipe = load.load(search.find_recipe(cell.recipe))
     wanted = planning.wants(recipe, render.Target(variant=cell.variant))
     h = host.detect(want_compiler=wanted[0], dists=recipe.python_requires)
-    plan = detect.render_cell(cell, pin, h, ws.cache, build_tag)
+    plan = changes.render_cell(cell, pin, h, ws.cache, build_tag)
     return plan, Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
                          wheel_dir=ws.wheels, host=h, gate_needs_gpu=True)
 
@@ -231,7 +231,7 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
     out_dir = cell_dir(run_dir, cell_id)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = read_manifest(run_dir)
-    cell, pin, build_tag = _entry(manifest, cell_id)
+    cell, pin, build_tag = manifest_entry(manifest, cell_id)
     rel_log = str(Path("cells") / cell_id / LOG)
     try:
         same_config(cfg, manifest, run_dir)
@@ -250,7 +250,7 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
             result, validation, why = build_then_validate(plan, ctx)
         built = "cached" if result.status is Status.CACHED else "built"
         wheel = result.wheel
-        project, version = detect.wheel_project(wheel.name)
+        project, version = changes.wheel_project(wheel.name)
         res = pub.publish([wheel], pub.PublishOptions(
             index=cfg.index, stage=None if pub.is_url(cfg.index) else cfg.stage,
             index_from=f"{cfg.path.name}: publish.index"))

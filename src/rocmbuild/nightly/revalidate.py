@@ -31,8 +31,7 @@ from rocmbuild.core.errors import (
     ValidationError,
 )
 from rocmbuild.nightly import cell as cellmod
-from rocmbuild.nightly import detect, pending
-from rocmbuild.nightly import run as nightly_run
+from rocmbuild.nightly import changes, controller, pending
 from rocmbuild.nightly.config import NightlyConfig
 from rocmbuild.nightly.model import RUN_ID, CellOutcome, End, RunReport
 from rocmbuild.nightly.report import history
@@ -58,8 +57,8 @@ class Revalidated:
 
 
 @dataclass(frozen=True)
-class Check:
-    """One pending wheel validated here (``check``)."""
+class WheelValidation:
+    """One pending wheel validated here (``validate_wheel``)."""
 
     validation: str
     """``passed``, ``failed``, or ``pending`` (this host cannot validate it either)."""
@@ -81,7 +80,7 @@ def validate_pending(cfg: NightlyConfig, run: str = "", only: tuple[str, ...] = 
     if run and not RUN_ID.fullmatch(run):
         raise UsageError(f"--validate-pending: {run[:60]!r} is not a run id",
                          hint="a run id as the report names it, e.g. 20261130T161500Z")
-    ws = nightly_run.workspace(cfg)
+    ws = controller.workspace(cfg)
     recs, warnings = pending.listed(ws.root, run)
     for w in warnings:
         log.warn(escape(w))
@@ -89,7 +88,7 @@ def validate_pending(cfg: NightlyConfig, run: str = "", only: tuple[str, ...] = 
     if not recs:
         log.info("nightly: no pending wheels" + (f" of run {run}" if run else ""))
         return []
-    checked = [(rec, check(cfg, rec, cfg.reports / rec.run_id)) for rec in recs]
+    checked = [(rec, validate_wheel(cfg, rec, cfg.reports / rec.run_id)) for rec in recs]
     out: list[Revalidated] = []
     for rid in dict.fromkeys(r.run_id for r in recs):
         done = _promote_run(cfg, rid, [c for c in checked if c[0].run_id == rid])
@@ -98,18 +97,18 @@ def validate_pending(cfg: NightlyConfig, run: str = "", only: tuple[str, ...] = 
     return out
 
 
-def check(cfg: NightlyConfig, rec: pending.PendingWheel, run_dir: Path) -> Check:
+def validate_wheel(cfg: NightlyConfig, rec: pending.PendingWheel, run_dir: Path) -> WheelValidation:
     """Validate one pending wheel from the cache (no build). The record is removed once
     validation ran."""
-    ws = nightly_run.workspace(cfg)
+    ws = controller.workspace(cfg)
     try:
-        c, pin, tag = cellmod._entry(cellmod.read_manifest(run_dir), rec.cell_id)
+        c, pin, tag = cellmod.manifest_entry(cellmod.read_manifest(run_dir), rec.cell_id)
         plan, ctx = cellmod.plan_context(c, pin, tag, ws)
         # the build host's key (this host's toolchain may render another): its cached wheel
         plan = replace(plan, cache_key=rec.cache_key)
         stem = vstage.report_stem(plan, ctx)
         entry = cache.lookup(ws.cache, rec.cache_key)
-        wrong = entry and rec.mismatch(entry.wheel.name, *detect.wheel_project(
+        wrong = entry and rec.mismatch(entry.wheel.name, *changes.wheel_project(
             entry.wheel.name), entry.sha256)
         if wrong:
             raise CacheError(f"pending record {pending.path_of(ws.root, rec.cell_id)}: {wrong}",
@@ -121,23 +120,23 @@ def check(cfg: NightlyConfig, rec: pending.PendingWheel, run_dir: Path) -> Check
         pending.remove(ws.root, rec.cell_id)
         line = exc.message.splitlines()[0][:250]
         log.warn(escape(f"{rec.cell_id}: validation failed: {line}"))
-        return Check("failed", f"validation failed on {host_name()}: {line}", "", exc.exit_code,
+        return WheelValidation("failed", f"validation failed on {host_name()}: {line}", "", exc.exit_code,
                      cellmod.best_tflops(stem.with_suffix(".json")))
     except RocmbuildError as exc:  # ToolchainError: this host cannot either; the record stays
         line = exc.message.splitlines()[0][:250]
         what = ("this host cannot validate it either" if isinstance(exc, ToolchainError)
                 else "cannot validate it")
         log.warn(escape(f"{rec.cell_id}: still pending: {what}: {line}"))
-        return Check("pending", f"still pending: {what} ({host_name()}): {line}", "",
+        return WheelValidation("pending", f"still pending: {what} ({host_name()}): {line}", "",
                      exc.exit_code)
     pending.remove(ws.root, rec.cell_id)
     log.info(escape(f"{rec.cell_id}: validation passed on {host_name()}"))
-    return Check("passed", f"validation passed on {host_name()}", done.wheel.name, 0,
+    return WheelValidation("passed", f"validation passed on {host_name()}", done.wheel.name, 0,
                  cellmod.best_tflops(stem.with_suffix(".json")))
 
 
-Checked = tuple[pending.PendingWheel, Check]
-"""A pending wheel and what ``check`` made of it."""
+Checked = tuple[pending.PendingWheel, WheelValidation]
+"""A pending wheel and what ``validate_wheel`` made of it."""
 
 
 def _promote_run(cfg: NightlyConfig, rid: str, checked: list[Checked]) -> list[Revalidated]:
@@ -153,9 +152,9 @@ def _promote_run(cfg: NightlyConfig, rid: str, checked: list[Checked]) -> list[R
         o = before.get(cid)
         if cid in now:
             return now[cid] == "passed"
-        return o is not None and nightly_run.green(o)
+        return o is not None and controller.green(o)
 
-    held = nightly_run.held_groups((c, g, green(c)) for c, g in groups.items())
+    held = controller.held_groups((c, g, green(c)) for c, g in groups.items())
     out: list[Revalidated] = []
     released: list[str] = []
     for rec, c in checked:
@@ -167,7 +166,7 @@ def _promote_run(cfg: NightlyConfig, rid: str, checked: list[Checked]) -> list[R
         elif why := held.get(group, ""):
             log.info(escape(f"{rec.cell_id}: {why}"))
             if report is None:  # no report keeps its state: the record does, until then
-                pending.write(nightly_run.workspace(cfg).root, rec)
+                pending.write(controller.workspace(cfg).root, rec)
             out.append(Revalidated(rid, rec.cell_id, "passed", False, f"{line}; {why}",
                                    tflops=c.tflops))
         else:
@@ -189,16 +188,16 @@ def _held(cfg: NightlyConfig, o: CellOutcome) -> bool:
     if not o.wheel or o.promoted:
         return False
     if o.status is Status.SKIPPED:
-        project, _ = detect.wheel_project(o.wheel)
-        return not detect.in_stage(cfg.index, cfg.promote_to, project, o.wheel)
+        project, _ = changes.wheel_project(o.wheel)
+        return not changes.in_stage(cfg.index, cfg.promote_to, project, o.wheel)
     return o.status in (Status.SUCCESS, Status.WARNING) and o.validation == "passed"
 
 
 def _promoted(cfg: NightlyConfig, rid: str, cell_id: str, wheel: str, line: str
               ) -> Revalidated:
-    """A validated wheel promoted (``nightly_run.promote``)."""
-    project, version = detect.wheel_project(wheel)
-    o = nightly_run.promote(cfg, CellOutcome(cell_id, Status.SUCCESS, End.COMPLETED,
+    """A validated wheel promoted (``controller.promote``)."""
+    project, version = changes.wheel_project(wheel)
+    o = controller.promote(cfg, CellOutcome(cell_id, Status.SUCCESS, End.COMPLETED,
                                              wheel=wheel, project=project, version=version))
     if o.status is Status.FAILED:
         log.warn(escape(f"{cell_id}: {o.reason}"))
@@ -211,7 +210,7 @@ def _promoted(cfg: NightlyConfig, rid: str, cell_id: str, wheel: str, line: str
 
 def _groups(run_dir: Path) -> dict[str, str]:
     """Each cell of the run's manifest and its stack group ("" : on its own); {} when the
-    manifest cannot be read (``check`` said so: nothing of the run passed)."""
+    manifest cannot be read (``validate_wheel`` said so: nothing of the run passed)."""
     try:
         cells = cellmod.read_manifest(run_dir)["cells"]
     except UsageError:
@@ -232,7 +231,7 @@ def validate_task(cfg: NightlyConfig, run_dir: Path, cell_id: str) -> int:
     and promotes. The exit code: 0 passed, 8 failed, 10 this node cannot validate it either."""
     from rocmbuild.nightly.slurm.executor import VALIDATE_RESULT
 
-    ws = nightly_run.workspace(cfg)
+    ws = controller.workspace(cfg)
     path = pending.path_of(ws.root, cell_id)
     try:
         rec: pending.PendingWheel | None = pending.read(path)
@@ -244,7 +243,7 @@ def validate_task(cfg: NightlyConfig, run_dir: Path, cell_id: str) -> int:
         validation, line, code = "", f"no pending record of run {run_dir.name} ({path})", 2
         tflops = None
     else:
-        c = check(cfg, rec, run_dir)
+        c = validate_wheel(cfg, rec, run_dir)
         validation, line, code, tflops = c.validation, c.line, c.exit_code, c.tflops
     out = CellOutcome(cell_id, Status.FAILED if code else Status.SUCCESS,
                       End.FAILED if code else End.COMPLETED, reason=line[:500],
@@ -281,7 +280,7 @@ def _update_report(cfg: NightlyConfig, run_id: str, done: list[Revalidated]) -> 
     for o in report.outcomes:
         r = by_cell.get(o.cell_id)
         if r is not None and r.validation != "pending":
-            base = pending.built_part(o.reason).split(f"; {nightly_run.HELD}")[0]
+            base = pending.built_part(o.reason).split(f"; {controller.HELD}")[0]
             skip = o.status is Status.SKIPPED and not r.failed  # released: it stays SKIPPED
             o = replace(o, validation=o.validation if skip else r.validation,
                         promoted=r.promoted or o.promoted,

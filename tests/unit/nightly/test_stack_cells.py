@@ -11,7 +11,7 @@ import pytest
 
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core.errors import UsageError
-from rocmbuild.nightly import config, run
+from rocmbuild.nightly import config, controller
 from rocmbuild.nightly.model import CellOutcome, End
 
 RECIPES = Path(__file__).parents[2] / "recipes"
@@ -59,7 +59,7 @@ def _finish(tmp_path: Path, statuses: dict[str, Status]) -> dict[str, CellOutcom
     built = {cid: CellOutcome(cid, st, End.COMPLETED if st is Status.SUCCESS else End.FAILED,
                               wheel=f"{cid}.whl", version="1.0", project=cid.split(".")[0])
              for cid, st in statuses.items()}
-    report = run.finish(cfg, data, built, "")
+    report = controller.finish(cfg, data, built, "")
     return {o.cell_id: o for o in report.outcomes}
 
 

@@ -24,7 +24,7 @@ from rocmbuild.core import config, fsutil, log
 from rocmbuild.core.errors import Busy, RocmbuildError, UsageError
 from rocmbuild.host import detect as host
 from rocmbuild.nightly import cell as cellmod
-from rocmbuild.nightly import check, detect, drift, lock
+from rocmbuild.nightly import changes, check, drift, lock
 from rocmbuild.nightly.config import NightlyConfig
 from rocmbuild.nightly.executors import Local
 from rocmbuild.nightly.model import (
@@ -79,7 +79,7 @@ def detect_host(cells: Sequence[Cell]) -> host.Host:
 
 
 def plan(cfg: NightlyConfig, only: Sequence[str] = (), exclude_run: str = "",
-         get: detect.Fetch = detect.http_get) -> list[detect.Planned]:
+         get: changes.Fetch = changes.http_get) -> list[changes.Planned]:
     """Every selected cell's pin, plan and decision (what --dry-run prints); first the reports
     directory's paths (``check_outputs``) and the whole matrix against its recipes
     (``check.check``), whatever ``only`` selects."""
@@ -87,12 +87,12 @@ def plan(cfg: NightlyConfig, only: Sequence[str] = (), exclude_run: str = "",
     check.check(cfg.cells, cfg.path.name)
     cells = select(cfg, only)
     ws = workspace(cfg)
-    previous = detect.last_manifest(cfg.reports, exclude=exclude_run)
+    previous = changes.last_manifest(cfg.reports, exclude=exclude_run)
     found = detect_host(cells)
-    out: list[detect.Planned] = []
+    out: list[changes.Planned] = []
     for c in cells:  # one at a time: an error of the recipe layer names the cell's key
         try:
-            out += detect.plan_cells([c], found, ws, cfg.index, cfg.stage, cfg.pypi, previous,
+            out += changes.plan_cells([c], found, ws, cfg.index, cfg.stage, cfg.pypi, previous,
                                      get)
         except UsageError as exc:
             raise check.renamed(exc, c, cfg.path.name) from None
@@ -130,7 +130,7 @@ def jobs_json(plan: Plan) -> dict[str, Any]:
 
 
 def manifest(cfg: NightlyConfig, rid: str, started: float,
-             planned: Sequence[detect.Planned]) -> dict[str, Any]:
+             planned: Sequence[changes.Planned]) -> dict[str, Any]:
     cells = []
     for p in planned:
         c = p.cell_plan.cell
@@ -153,7 +153,7 @@ def manifest(cfg: NightlyConfig, rid: str, started: float,
             "promote_to": cfg.promote_to, "cells": cells}
 
 
-def tasks(cfg: NightlyConfig, run_dir: Path, planned: Sequence[detect.Planned]) -> list[Task]:
+def tasks(cfg: NightlyConfig, run_dir: Path, planned: Sequence[changes.Planned]) -> list[Task]:
     """One task per BUILD cell: the same ``python -m rocmbuild nightly --cell`` everywhere (the
     Slurm executor with a ``gpu_partition`` splits each into its build and validate steps)."""
     ws = workspace(cfg)
@@ -196,7 +196,7 @@ def _skipped(cfg: NightlyConfig, cell_id: str, cache_key: str, reason: str) -> C
     o = CellOutcome(cell_id, Status.SKIPPED, End.SKIPPED, reason=reason)
     if entry is None:
         return o
-    project, version = detect.wheel_project(entry.wheel.name)
+    project, version = changes.wheel_project(entry.wheel.name)
     return replace(o, wheel=entry.wheel.name, wheel_size=entry.size, project=project,
                    version=version)
 
@@ -233,7 +233,7 @@ def promote_cells(cfg: NightlyConfig, outcomes: Sequence[CellOutcome],
     out: list[CellOutcome] = []
     for o in outcomes:
         skip = o.status is Status.SKIPPED
-        if not green(o) or skip and (not o.wheel or not o.project or detect.in_stage(
+        if not green(o) or skip and (not o.wheel or not o.project or changes.in_stage(
                 cfg.index, cfg.promote_to, o.project, o.wheel)):
             out.append(o)  # not green, or SKIPPED and served already
         elif why := held.get(groups.get(o.cell_id, "")):
@@ -285,7 +285,7 @@ def outstanding(reports: Path) -> str | None:
 
 def nightly(cfg: NightlyConfig, executor: str | None = None, only: Sequence[str] = (),
             make_executor: Callable[[str, NightlyConfig, Path], Executor] | None = None,
-            get: detect.Fetch = detect.http_get, lock_note: str | None = None,
+            get: changes.Fetch = changes.http_get, lock_note: str | None = None,
             no_wait: bool = False) -> RunReport | Pending:
     """One nightly run; the report is written, also when cells failed. ``lock_note``: the
     caller holds the workspace's lock already (the command takes it first, so that a second
