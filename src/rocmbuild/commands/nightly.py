@@ -96,7 +96,7 @@ def _other(args: argparse.Namespace, raw: bytes) -> int:
             from rocmbuild.nightly import revalidate
 
             return revalidate.validate_task(cfg, Path(args.run_dir).absolute(), args.cell)
-        return cell.run_cell(cfg, controller.workspace(cfg), Path(args.run_dir).absolute(),
+        return cell.run_cell(cfg, cell.workspace(cfg), Path(args.run_dir).absolute(),
                              args.cell, args.step)
     planned = controller.plan(cfg, args.only)
     if args.json:
@@ -171,17 +171,19 @@ def _validate_pending(args: argparse.Namespace, cfg: Any, lock_note: str) -> int
     from rocmbuild.core import log
     from rocmbuild.core.errors import CellsFailed, ToolchainError
     from rocmbuild.nightly import revalidate
+    from rocmbuild.nightly.model import Validation
 
     if lock_note:
         log.warn(escape(lock_note))
     done = revalidate.validate_pending(cfg, args.validate_pending, tuple(args.only))
     if args.json:
-        common.print_json([{"run": r.run_id, "cell": r.cell_id, "validation": r.validation,
-                            "promoted": r.promoted, "failed": r.failed, "reason": r.reason}
+        common.print_json([{"run": r.run_id, "cell": r.cell_id,
+                            "validation": r.validation.value, "promoted": r.promoted,
+                            "failed": r.failed, "reason": r.reason}
                            for r in done])
     else:
         for r in done:
-            log.out.print(escape(f"{r.run_id}  {r.cell_id}  {r.validation}"
+            log.out.print(escape(f"{r.run_id}  {r.cell_id}  {r.validation.value}"
                                  f"{'  promoted' if r.promoted else ''}  {r.reason}"),
                           highlight=False, soft_wrap=True)
     failed = [r.cell_id for r in done if r.failed]
@@ -189,7 +191,7 @@ def _validate_pending(args: argparse.Namespace, cfg: Any, lock_note: str) -> int
         raise CellsFailed(f"--validate-pending: {len(failed)} cell(s) failed: "
                           + ", ".join(failed[:10]),
                           hint=f"read the validation reports under {cfg.workdir}/reports")
-    waiting = [r.cell_id for r in done if r.validation == "pending"]
+    waiting = [r.cell_id for r in done if r.validation is Validation.PENDING]
     if waiting:
         raise ToolchainError(f"--validate-pending: {len(waiting)} wheel(s) still pending: "
                              + ", ".join(waiting[:10]),
