@@ -12,7 +12,7 @@ import pytest
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core.errors import UsageError
 from rocmbuild.nightly import config, controller
-from rocmbuild.nightly.model import CellOutcome, End
+from rocmbuild.nightly.model import CellOutcome, End, Held
 
 RECIPES = Path(__file__).parents[2] / "recipes"
 
@@ -71,6 +71,8 @@ def test_a_green_member_of_a_stack_with_a_failed_member_is_not_promoted(tmp_path
     out = _finish(tmp_path, {PURE: Status.SUCCESS, EXT: Status.FAILED, PROBE: Status.SUCCESS})
     assert out[PURE].status is Status.SUCCESS and not out[PURE].promoted
     assert out[PURE].reason == f"not promoted: stack small.gfx942 is not green ({EXT} not)"
+    assert (out[PURE].held, out[PURE].held_why) == (Held.STACK, out[PURE].reason)
+    assert out[PROBE].held is Held.NO and out[EXT].held is Held.NO
     # a cell on its own is promoted as before (here the staging stage lacks its wheel: the
     # promote is tried, and fails, so the gate let it through)
     assert out[PROBE].reason.startswith("promote failed"), out[PROBE]
