@@ -43,7 +43,6 @@ from rocmbuild.nightly.report.write import write as report_write
 from rocmbuild.nightly.slurm.executor import SlurmExecutor
 from rocmbuild.nightly.slurm.settings import SlurmSettings
 from rocmbuild.pipeline import planning
-from rocmbuild.publish import api as pub
 from rocmbuild.recipe import load, render, search
 from rocmbuild.recipe.plan import Plan
 
