@@ -24,7 +24,7 @@ from rocmbuild.artifacts.wheel import read_wheel
 from rocmbuild.cache import learned
 from rocmbuild.host import cgroups
 from rocmbuild.nightly import config as nightly_config
-from rocmbuild.nightly import run as nightly_run
+from rocmbuild.nightly import controller
 from rocmbuild.pipeline import verify
 from tests.conftest import rocmbuild
 
@@ -96,9 +96,9 @@ def test_every_planner_renders_the_same_plan(built: dict[str, Any],
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     cfg = nightly_config.load(d / "nightly.toml")
-    planned = nightly_run.plan(cfg)
+    planned = controller.plan(cfg)
     assert planned[0].plan is not None and planned[0].plan.jobs == plan["jobs"]
-    (task,) = nightly_run.tasks(cfg, d / "run", planned)
+    (task,) = controller.tasks(cfg, d / "run", planned)
     assert task.cpus == plan["jobs"]
     assert task.mem_bytes == int(plan["jobs"] * measured.per_job_gb() * (1 << 30))
     res = rocmbuild("nightly", "--config", str(d / "nightly.toml"), "--dry-run", "--json",

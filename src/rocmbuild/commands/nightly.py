@@ -88,8 +88,7 @@ def _other(args: argparse.Namespace, raw: bytes) -> int:
     from rich.markup import escape
 
     from rocmbuild.core import log
-    from rocmbuild.nightly import cell
-    from rocmbuild.nightly import run as nightly_run
+    from rocmbuild.nightly import cell, controller
 
     cfg = _load(args, raw)
     if args.cell is not None:
@@ -97,16 +96,16 @@ def _other(args: argparse.Namespace, raw: bytes) -> int:
             from rocmbuild.nightly import revalidate
 
             return revalidate.validate_task(cfg, Path(args.run_dir).absolute(), args.cell)
-        return cell.run_cell(cfg, nightly_run.workspace(cfg), Path(args.run_dir).absolute(),
+        return cell.run_cell(cfg, cell.workspace(cfg), Path(args.run_dir).absolute(),
                              args.cell, args.step)
-    planned = nightly_run.plan(cfg, args.only)
+    planned = controller.plan(cfg, args.only)
     if args.json:
         common.print_json([{
             "cell": p.cell_plan.cell.id,
             "decision": "error" if p.error else p.cell_plan.decision.value,
             "reasons": list(p.cell_plan.reasons), "pin": p.cell_plan.pin.to_json(),
             "cache_key": p.cell_plan.cache_key, "build_tag": p.build_tag,
-            **(nightly_run.jobs_json(p.plan) if p.plan else {})} for p in planned])
+            **(controller.jobs_json(p.plan) if p.plan else {})} for p in planned])
         return 0
     for p in planned:
         cp = p.cell_plan
@@ -126,17 +125,17 @@ def _controller(args: argparse.Namespace, raw: bytes, lock_note: str) -> int:
 
     from rocmbuild.core import log
     from rocmbuild.core.errors import CellsFailed
-    from rocmbuild.nightly import run as nightly_run
+    from rocmbuild.nightly import controller
 
     cfg = _load(args, raw)
     if args.validate_pending is not None:
         return _validate_pending(args, cfg, lock_note)
     if args.collect is not None:
-        report = nightly_run.collect(cfg, args.collect, lock_note)
+        report = controller.collect(cfg, args.collect, lock_note)
     else:
-        got = nightly_run.nightly(cfg, args.executor, args.only, lock_note=lock_note,
+        got = controller.nightly(cfg, args.executor, args.only, lock_note=lock_note,
                                   no_wait=args.no_wait)
-        if isinstance(got, nightly_run.Pending):
+        if isinstance(got, controller.Pending):
             if args.json:
                 common.print_json({"run": got.run_id, "run_dir": str(got.run_dir),
                                    "jobs": list(got.job_ids), "cells": got.cells,
@@ -172,17 +171,19 @@ def _validate_pending(args: argparse.Namespace, cfg: Any, lock_note: str) -> int
     from rocmbuild.core import log
     from rocmbuild.core.errors import CellsFailed, ToolchainError
     from rocmbuild.nightly import revalidate
+    from rocmbuild.nightly.model import Validation
 
     if lock_note:
         log.warn(escape(lock_note))
     done = revalidate.validate_pending(cfg, args.validate_pending, tuple(args.only))
     if args.json:
-        common.print_json([{"run": r.run_id, "cell": r.cell_id, "validation": r.validation,
-                            "promoted": r.promoted, "failed": r.failed, "reason": r.reason}
+        common.print_json([{"run": r.run_id, "cell": r.cell_id,
+                            "validation": r.validation.value, "promoted": r.promoted,
+                            "failed": r.failed, "reason": r.reason}
                            for r in done])
     else:
         for r in done:
-            log.out.print(escape(f"{r.run_id}  {r.cell_id}  {r.validation}"
+            log.out.print(escape(f"{r.run_id}  {r.cell_id}  {r.validation.value}"
                                  f"{'  promoted' if r.promoted else ''}  {r.reason}"),
                           highlight=False, soft_wrap=True)
     failed = [r.cell_id for r in done if r.failed]
@@ -190,7 +191,7 @@ def _validate_pending(args: argparse.Namespace, cfg: Any, lock_note: str) -> int
         raise CellsFailed(f"--validate-pending: {len(failed)} cell(s) failed: "
                           + ", ".join(failed[:10]),
                           hint=f"read the validation reports under {cfg.workdir}/reports")
-    waiting = [r.cell_id for r in done if r.validation == "pending"]
+    waiting = [r.cell_id for r in done if r.validation is Validation.PENDING]
     if waiting:
         raise ToolchainError(f"--validate-pending: {len(waiting)} wheel(s) still pending: "
                              + ", ".join(waiting[:10]),

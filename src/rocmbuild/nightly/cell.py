@@ -27,9 +27,9 @@ from rocmbuild.artifacts.results import Status
 from rocmbuild.core import config, fsutil, log, untrusted
 from rocmbuild.core.errors import RocmbuildError, ToolchainError, UsageError, ValidationError
 from rocmbuild.host import detect as host
-from rocmbuild.nightly import detect, pending
+from rocmbuild.nightly import changes, pending
 from rocmbuild.nightly.config import NightlyConfig
-from rocmbuild.nightly.model import Cell, CellOutcome, End, Pin
+from rocmbuild.nightly.model import Cell, CellOutcome, End, Pin, Validation
 from rocmbuild.nightly.slurm import outcome as result_json
 from rocmbuild.pipeline import build as pipeline
 from rocmbuild.pipeline import planning
@@ -44,6 +44,13 @@ RESULT = "result.json"
 LOG = "log.txt"
 
 
+def workspace(cfg: NightlyConfig) -> config.Workspace:
+    """The nightly's workspace (the config's ``workdir`` and ``cache_dir``), for its controller,
+    its cells' tasks and ``--validate-pending`` alike."""
+    root = cfg.workdir.absolute()
+    return config.Workspace(root=root, cache=(cfg.cache_dir or root / "cache").absolute())
+
+
 def cell_dir(run_dir: Path, cell_id: str) -> Path:
     return run_dir / "cells" / cell_id
 
@@ -51,7 +58,7 @@ def cell_dir(run_dir: Path, cell_id: str) -> Path:
 def read_manifest(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "manifest.json"
     try:
-        data = untrusted.read_json(path, detect.MANIFEST_MAX)
+        data = untrusted.read_json(path, changes.MANIFEST_MAX)
     except OSError as exc:
         raise UsageError(f"--run-dir: cannot read {path}: {exc.strerror or exc}",
                          hint="give the run directory the controller made") from None
@@ -108,7 +115,7 @@ def same_config(cfg: NightlyConfig, manifest: dict[str, Any], run_dir: Path,
         f"{cfg.sha256[:12]}, the run's {want[:12]}): {use.would}", hint=use.hint)
 
 
-def _entry(manifest: dict[str, Any], cell_id: str) -> tuple[Cell, Pin, str | None]:
+def manifest_entry(manifest: dict[str, Any], cell_id: str) -> tuple[Cell, Pin, str | None]:
     for i, e in enumerate(manifest["cells"]):
         c = e.get("cell") if isinstance(e, dict) else None
         if isinstance(c, dict) and c.get("id") == cell_id:
@@ -196,14 +203,14 @@ def plan_context(cell: Cell, pin: Pin, build_tag: str | None, ws: config.Workspa
     recipe = load.load(search.find_recipe(cell.recipe))
     wanted = planning.wants(recipe, render.Target(variant=cell.variant))
     h = host.detect(want_compiler=wanted[0], dists=recipe.python_requires)
-    plan = detect.render_cell(cell, pin, h, ws.cache, build_tag)
+    plan = changes.render_cell(cell, pin, h, ws.cache, build_tag)
     return plan, Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
                          wheel_dir=ws.wheels, host=h, gate_needs_gpu=True)
 
 
-def build_then_validate(plan: Plan, ctx: Context) -> tuple[BuildResult, str, str]:
+def build_then_validate(plan: Plan, ctx: Context) -> tuple[BuildResult, Validation, str]:
     """Step 1, the build (stored in the cache, not validated), then step 2, its validation (a
-    cache hit, validated): the build's result, ``"passed"`` or ``"pending"``, and why pending:
+    cache hit, validated): the build's result, PASSED or PENDING, and why pending:
     this host cannot validate it (a ToolchainError, exit 10: no GPU where the validation needs
     one, a runtime module the host lacks; the wheel is not the problem). A failed validation
     raises ValidationError (exit 8). A cached wheel that failed validation before is validated
@@ -217,8 +224,8 @@ def build_then_validate(plan: Plan, ctx: Context) -> tuple[BuildResult, str, str
     except ToolchainError as exc:
         if built is None:
             raise
-        return built, "pending", exc.message.splitlines()[0][:600]
-    return built or done, "passed", ""
+        return built, Validation.PENDING, exc.message.splitlines()[0][:600]
+    return built or done, Validation.PASSED, ""
 
 
 def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: str,
@@ -231,7 +238,7 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
     out_dir = cell_dir(run_dir, cell_id)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = read_manifest(run_dir)
-    cell, pin, build_tag = _entry(manifest, cell_id)
+    cell, pin, build_tag = manifest_entry(manifest, cell_id)
     rel_log = str(Path("cells") / cell_id / LOG)
     try:
         same_config(cfg, manifest, run_dir)
@@ -245,18 +252,18 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
         plan, ctx = plan_context(cell, pin, build_tag, ws)
         if step == "build":
             result = pipeline.build(plan, ctx)
-            validation, why = "pending", "its validation is this run's Slurm GPU task"
+            validation, why = Validation.PENDING, "its validation is this run's Slurm GPU task"
         else:
             result, validation, why = build_then_validate(plan, ctx)
         built = "cached" if result.status is Status.CACHED else "built"
         wheel = result.wheel
-        project, version = detect.wheel_project(wheel.name)
+        project, version = changes.wheel_project(wheel.name)
         res = pub.publish([wheel], pub.PublishOptions(
             index=cfg.index, stage=None if pub.is_url(cfg.index) else cfg.stage,
             index_from=f"{cfg.path.name}: publish.index"))
         log.info(escape(f"{cell_id}: {wheel.name} published to {res.index} "
                  f"({'stage ' + cfg.stage if res.change else 'server'})"))
-        if validation == "pending":
+        if validation is Validation.PENDING:
             rid = run_dir.name
             where = pending.write(ws.root, pending.record(rid, cell_id, plan.cache_key,
                                                           wheel.name, project, version, why,
@@ -269,7 +276,7 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
             log.warn(escape(f"{cell_id}: {reason}"))
         else:
             pending.remove(ws.root, cell_id)  # validated now: an older record is done
-            reason = f"{built}, validation {validation}"
+            reason = f"{built}, validation {validation.value}"
         report = vstage.report_stem(plan, ctx).with_suffix(".json")
         outcome = CellOutcome(
             cell_id, Status.SUCCESS, End.COMPLETED,
@@ -288,7 +295,8 @@ def run_cell(cfg: NightlyConfig, ws: config.Workspace, run_dir: Path, cell_id: s
             duration_s=time.monotonic() - start, peak_rss_bytes=peak_rss(),
             disk_bytes=disk_use(ctx.log_dir, ctx.artifacts.tree) if ctx else None,
             exit_code=exc.exit_code, log=rel_log,
-            validation="failed" if isinstance(exc, ValidationError) else "")
+            validation=Validation.FAILED if isinstance(exc, ValidationError)
+            else Validation.NOT_REACHED)
         code = exc.exit_code
     sys.stdout.flush()
     write_result(out_dir / RESULT, outcome)

@@ -51,16 +51,40 @@ class Cell:
     its cells are promoted only when all of them are green. "" : a cell on its own."""
 
 
-VALIDATION = ("", "passed", "pending", "failed")
-"""CellOutcome.validation's values."""
+class Validation(enum.Enum):
+    """A cell's validate step, apart from its build (``CellOutcome.validation``); its value is
+    the string report.json and result.json carry."""
+
+    NOT_REACHED = ""
+    """The build failed, the cell was skipped, or an older report."""
+    PASSED = "passed"
+    PENDING = "pending"
+    """Built and in staging, not validated: this host cannot, ``nightly --validate-pending`` on
+    a GPU host will; never promoted before."""
+    FAILED = "failed"
+
+    @classmethod
+    def parse(cls, text: str) -> Validation:
+        """The state a report or a task's result.json names; ValueError (one line) when it
+        names none."""
+        for v in cls:
+            if v.value == text:
+                return v
+        raise ValueError(f"validation: {text[:40]!r} is not one of "
+                         f"{', '.join(v.value for v in cls if v.value)}")
 
 
-def validation_of(v: str) -> str:
-    """``v`` when it is one of VALIDATION (read back from a report or a task's result.json),
-    else ValueError."""
-    if v not in VALIDATION:
-        raise ValueError(f"validation: {v[:40]!r} is not one of {', '.join(VALIDATION[1:])}")
-    return v
+class Held(enum.Enum):
+    """Why a green cell's wheel stays in staging, not promoted (``CellOutcome.held``)."""
+
+    NO = ""
+    STACK = "stack"
+    """A member of its stack group (``Cell.group``) is not green."""
+
+
+HELD_BY_STACK = "not promoted: stack "
+"""How the reason of a member its stack holds says so (then the group and the members that are
+not green): report.json keeps the held state only in the reason, ``history`` reads it back."""
 
 
 class Decision(enum.Enum):
@@ -122,14 +146,16 @@ class CellOutcome:
     log: str = ""
     """The cell's log, relative to the run directory."""
     promoted: bool = False
-    validation: str = ""
-    """The validate step, apart from the build: ``passed``, ``pending`` (built and in staging,
-    not validated: this host cannot, ``nightly --validate-pending`` on a GPU host will; never
-    promoted before), ``failed``, or "" (not reached: the build failed, or an older report)."""
+    validation: Validation = Validation.NOT_REACHED
+    """The validate step, apart from the build."""
+    held: Held = Held.NO
+    """Green, its wheel in staging, and not promoted: why (the promotion decision's HOLD)."""
+    held_why: str = ""
+    """What the hold added to ``reason`` (``"; "`` and this): "" when not held."""
 
     @property
     def pending(self) -> bool:
-        return self.validation == "pending"
+        return self.validation is Validation.PENDING
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -139,7 +165,7 @@ class CellOutcome:
             "wheel": self.wheel, "wheel_size": self.wheel_size, "project": self.project,
             "version": self.version, "cache_hit_rate": self.cache_hit_rate,
             "tflops": self.tflops, "exit_code": self.exit_code, "log": self.log,
-            "promoted": self.promoted, "validation": self.validation,
+            "promoted": self.promoted, "validation": self.validation.value,
         }
 
 

@@ -1,8 +1,9 @@
 """``nightly --validate-pending [--run RUN]``: the second step of cells whose build host could not
 validate them (``nightly/pending.py``). On a host that can (a GPU host sharing the workspace and
 cache, or the Slurm GPU array's task), each pending wheel is validated from the cache (no build),
-promoted through the nightly's promote path when green, marked failed when not; its run's
-report, the history page and ``rocmbuild.prom`` are written again.
+promoted when green, marked failed when not; its run's report, the history page and
+``rocmbuild.prom`` are written again. Promotion is the run's own decision
+(``promotion.settle``), taken with every cell of the run.
 
 A member of a stack group (``Cell.group``) is promoted only when every member of its group in
 that run is green: validated now, or green in the run's report (validated, promoted or held);
@@ -31,10 +32,9 @@ from rocmbuild.core.errors import (
     ValidationError,
 )
 from rocmbuild.nightly import cell as cellmod
-from rocmbuild.nightly import detect, pending
-from rocmbuild.nightly import run as nightly_run
+from rocmbuild.nightly import changes, pending, promotion
 from rocmbuild.nightly.config import NightlyConfig
-from rocmbuild.nightly.model import RUN_ID, CellOutcome, End, RunReport
+from rocmbuild.nightly.model import RUN_ID, CellOutcome, End, Held, RunReport, Validation
 from rocmbuild.nightly.report import history
 from rocmbuild.nightly.report.write import rewrite
 from rocmbuild.pipeline import build as pipeline
@@ -47,22 +47,26 @@ class Revalidated:
 
     run_id: str
     cell_id: str
-    validation: str
-    """``passed``, ``failed`` or ``pending`` (this host cannot validate it either)."""
+    validation: Validation
+    """PASSED, FAILED or PENDING (this host cannot validate it either)."""
     promoted: bool
     reason: str
     failed: bool = False
     """Validation failed, or it passed and the promote failed: the cell is failed."""
     tflops: float | None = None
     """The kernel gate's best TFLOP/s when it ran now (None: it did not)."""
+    held: Held = Held.NO
+    """It passed, and its stack holds it (a member is not green)."""
+    held_why: str = ""
+    """Why it is held (the end of ``reason``)."""
 
 
 @dataclass(frozen=True)
-class Check:
-    """One pending wheel validated here (``check``)."""
+class WheelValidation:
+    """One pending wheel validated here (``validate_wheel``)."""
 
-    validation: str
-    """``passed``, ``failed``, or ``pending`` (this host cannot validate it either)."""
+    validation: Validation
+    """PASSED, FAILED, or PENDING (this host cannot validate it either)."""
     line: str
     """What happened, for the report."""
     wheel: str
@@ -81,7 +85,7 @@ def validate_pending(cfg: NightlyConfig, run: str = "", only: tuple[str, ...] = 
     if run and not RUN_ID.fullmatch(run):
         raise UsageError(f"--validate-pending: {run[:60]!r} is not a run id",
                          hint="a run id as the report names it, e.g. 20261130T161500Z")
-    ws = nightly_run.workspace(cfg)
+    ws = cellmod.workspace(cfg)
     recs, warnings = pending.listed(ws.root, run)
     for w in warnings:
         log.warn(escape(w))
@@ -89,7 +93,7 @@ def validate_pending(cfg: NightlyConfig, run: str = "", only: tuple[str, ...] = 
     if not recs:
         log.info("nightly: no pending wheels" + (f" of run {run}" if run else ""))
         return []
-    checked = [(rec, check(cfg, rec, cfg.reports / rec.run_id)) for rec in recs]
+    checked = [(rec, validate_wheel(cfg, rec, cfg.reports / rec.run_id)) for rec in recs]
     out: list[Revalidated] = []
     for rid in dict.fromkeys(r.run_id for r in recs):
         done = _promote_run(cfg, rid, [c for c in checked if c[0].run_id == rid])
@@ -98,18 +102,18 @@ def validate_pending(cfg: NightlyConfig, run: str = "", only: tuple[str, ...] = 
     return out
 
 
-def check(cfg: NightlyConfig, rec: pending.PendingWheel, run_dir: Path) -> Check:
+def validate_wheel(cfg: NightlyConfig, rec: pending.PendingWheel, run_dir: Path) -> WheelValidation:
     """Validate one pending wheel from the cache (no build). The record is removed once
     validation ran."""
-    ws = nightly_run.workspace(cfg)
+    ws = cellmod.workspace(cfg)
     try:
-        c, pin, tag = cellmod._entry(cellmod.read_manifest(run_dir), rec.cell_id)
+        c, pin, tag = cellmod.manifest_entry(cellmod.read_manifest(run_dir), rec.cell_id)
         plan, ctx = cellmod.plan_context(c, pin, tag, ws)
         # the build host's key (this host's toolchain may render another): its cached wheel
         plan = replace(plan, cache_key=rec.cache_key)
         stem = vstage.report_stem(plan, ctx)
         entry = cache.lookup(ws.cache, rec.cache_key)
-        wrong = entry and rec.mismatch(entry.wheel.name, *detect.wheel_project(
+        wrong = entry and rec.mismatch(entry.wheel.name, *changes.wheel_project(
             entry.wheel.name), entry.sha256)
         if wrong:
             raise CacheError(f"pending record {pending.path_of(ws.root, rec.cell_id)}: {wrong}",
@@ -121,65 +125,86 @@ def check(cfg: NightlyConfig, rec: pending.PendingWheel, run_dir: Path) -> Check
         pending.remove(ws.root, rec.cell_id)
         line = exc.message.splitlines()[0][:250]
         log.warn(escape(f"{rec.cell_id}: validation failed: {line}"))
-        return Check("failed", f"validation failed on {host_name()}: {line}", "", exc.exit_code,
-                     cellmod.best_tflops(stem.with_suffix(".json")))
+        return WheelValidation(Validation.FAILED, f"validation failed on {host_name()}: {line}",
+                               "", exc.exit_code, cellmod.best_tflops(stem.with_suffix(".json")))
     except RocmbuildError as exc:  # ToolchainError: this host cannot either; the record stays
         line = exc.message.splitlines()[0][:250]
         what = ("this host cannot validate it either" if isinstance(exc, ToolchainError)
                 else "cannot validate it")
         log.warn(escape(f"{rec.cell_id}: still pending: {what}: {line}"))
-        return Check("pending", f"still pending: {what} ({host_name()}): {line}", "",
-                     exc.exit_code)
+        return WheelValidation(Validation.PENDING,
+                               f"still pending: {what} ({host_name()}): {line}", "",
+                               exc.exit_code)
     pending.remove(ws.root, rec.cell_id)
     log.info(escape(f"{rec.cell_id}: validation passed on {host_name()}"))
-    return Check("passed", f"validation passed on {host_name()}", done.wheel.name, 0,
-                 cellmod.best_tflops(stem.with_suffix(".json")))
+    return WheelValidation(Validation.PASSED, f"validation passed on {host_name()}",
+                           done.wheel.name, 0, cellmod.best_tflops(stem.with_suffix(".json")))
 
 
-Checked = tuple[pending.PendingWheel, Check]
-"""A pending wheel and what ``check`` made of it."""
+Checked = tuple[pending.PendingWheel, WheelValidation]
+"""A pending wheel and what ``validate_wheel`` made of it."""
 
 
 def _promote_run(cfg: NightlyConfig, rid: str, checked: list[Checked]) -> list[Revalidated]:
-    """Run ``rid``'s checked wheels promoted when green and their stack group is green too
-    (every member validated now or green in the run's report); a group made green by them
-    promotes its held members (validated, in staging, not promoted) as well."""
+    """Run ``rid``'s checked wheels through the promotion decision (``promotion.settle``) with
+    every cell of the run (validated now, or as the run's report has it), so that a stack group
+    is judged whole: a wheel that passed is promoted or held; a group it makes green promotes
+    its held members (validated, in staging, not promoted) as well."""
     groups = _groups(cfg.reports / rid)
     report = _read_report(cfg, rid)
     before = {o.cell_id: o for o in report.outcomes} if report else {}
-    now = {rec.cell_id: c.validation for rec, c in checked}
-
-    def green(cid: str) -> bool:
-        o = before.get(cid)
-        if cid in now:
-            return now[cid] == "passed"
-        return o is not None and nightly_run.green(o)
-
-    held = nightly_run.held_groups((c, g, green(c)) for c, g in groups.items())
+    now = {rec.cell_id: c for rec, c in checked}
+    passed = [(rec, c) for rec, c in checked if c.validation is Validation.PASSED]
+    woken = dict.fromkeys(g for rec, _ in passed if (g := groups.get(rec.cell_id, "")))
+    held = [o for g in woken for cid, member in groups.items() if member == g
+            and cid not in now and (o := before.get(cid)) is not None and _held(cfg, o)]
+    waiting = {o.cell_id for o in held} | {rec.cell_id for rec, _ in passed}
+    standings = []
+    for cid in dict.fromkeys([*groups, *now]):
+        ok = _green(cid, now, before)
+        standings.append(promotion.Standing(cid, groups.get(cid, ""), ok, cid in waiting))
+    candidates = [_staged(rec.cell_id, c.wheel, c.line, c.tflops) for rec, c in passed]
+    candidates += [_staged(o.cell_id, o.wheel or "", f"stack {groups[o.cell_id]} is green")
+                   for o in held]
+    lines = {rec.cell_id: c.line for rec, c in passed}
+    settled = {o.cell_id: o for o in promotion.settle(cfg, candidates, standings)}
     out: list[Revalidated] = []
-    released: list[str] = []
     for rec, c in checked:
-        validation, line, wheel = c.validation, c.line, c.wheel
-        group = groups.get(rec.cell_id, "")
-        if validation != "passed":
-            out.append(Revalidated(rid, rec.cell_id, validation, False, line,
-                                   failed=validation == "failed", tflops=c.tflops))
-        elif why := held.get(group, ""):
-            log.info(escape(f"{rec.cell_id}: {why}"))
+        if c.validation is not Validation.PASSED:
+            out.append(Revalidated(rid, rec.cell_id, c.validation, False, c.line,
+                                   failed=c.validation is Validation.FAILED, tflops=c.tflops))
+            continue
+        o = settled[rec.cell_id]
+        if o.held is Held.STACK:
+            log.info(escape(f"{rec.cell_id}: {o.held_why}"))
             if report is None:  # no report keeps its state: the record does, until then
-                pending.write(nightly_run.workspace(cfg).root, rec)
-            out.append(Revalidated(rid, rec.cell_id, "passed", False, f"{line}; {why}",
-                                   tflops=c.tflops))
+                pending.write(cellmod.workspace(cfg).root, rec)
+            out.append(Revalidated(rid, rec.cell_id, Validation.PASSED, False, o.reason,
+                                   tflops=c.tflops, held=o.held, held_why=o.held_why))
         else:
-            out.append(replace(_promoted(cfg, rid, rec.cell_id, wheel, line), tflops=c.tflops))
-            released += [group] if group and group not in released else []
-    for group in released:  # the members held back until now
-        for cid, g in groups.items():
-            o = before.get(cid)
-            if g == group and cid not in now and o is not None and _held(cfg, o):
-                assert o.wheel is not None
-                out.append(_promoted(cfg, rid, cid, o.wheel, f"stack {group} is green"))
+            out.append(_promoted(cfg, rid, o, lines[rec.cell_id]))
+    for member in held:  # released by a wheel validated now, or held still (not said)
+        o = settled[member.cell_id]
+        if o.held is Held.NO:
+            out.append(_promoted(cfg, rid, o, o.reason))
     return out
+
+
+def _green(cid: str, now: dict[str, WheelValidation], before: dict[str, CellOutcome]) -> bool:
+    """A cell of the run counts for its stack: validated now, or green in the run's report."""
+    if cid in now:
+        return now[cid].validation is Validation.PASSED
+    o = before.get(cid)
+    return o is not None and promotion.green(o)
+
+
+def _staged(cell_id: str, wheel: str, line: str, tflops: float | None = None) -> CellOutcome:
+    """A validated wheel in staging, as the promotion decision takes it (``line``: what
+    validated it, or what released it)."""
+    project, version = changes.wheel_project(wheel)
+    return CellOutcome(cell_id, Status.SUCCESS, End.COMPLETED, reason=line, wheel=wheel,
+                       project=project, version=version, validation=Validation.PASSED,
+                       tflops=tflops)
 
 
 def _held(cfg: NightlyConfig, o: CellOutcome) -> bool:
@@ -189,29 +214,26 @@ def _held(cfg: NightlyConfig, o: CellOutcome) -> bool:
     if not o.wheel or o.promoted:
         return False
     if o.status is Status.SKIPPED:
-        project, _ = detect.wheel_project(o.wheel)
-        return not detect.in_stage(cfg.index, cfg.promote_to, project, o.wheel)
-    return o.status in (Status.SUCCESS, Status.WARNING) and o.validation == "passed"
+        return not promotion.served(cfg, o.wheel)
+    return o.status in (Status.SUCCESS, Status.WARNING) and o.validation is Validation.PASSED
 
 
-def _promoted(cfg: NightlyConfig, rid: str, cell_id: str, wheel: str, line: str
-              ) -> Revalidated:
-    """A validated wheel promoted (``nightly_run.promote``)."""
-    project, version = detect.wheel_project(wheel)
-    o = nightly_run.promote(cfg, CellOutcome(cell_id, Status.SUCCESS, End.COMPLETED,
-                                             wheel=wheel, project=project, version=version))
+def _promoted(cfg: NightlyConfig, rid: str, o: CellOutcome, line: str) -> Revalidated:
+    """What ``promotion.settle`` made of a validated wheel it promoted (``line``: what
+    validated or released it)."""
     if o.status is Status.FAILED:
-        log.warn(escape(f"{cell_id}: {o.reason}"))
-        return Revalidated(rid, cell_id, "passed", False, f"{line}; {o.reason}", failed=True)
+        log.warn(escape(f"{o.cell_id}: {o.reason}"))
+        return Revalidated(rid, o.cell_id, Validation.PASSED, False, f"{line}; {o.reason}",
+                           failed=True, tflops=o.tflops)
     if o.promoted:
-        log.info(escape(f"{cell_id}: {wheel} promoted to {cfg.promote_to}"))
-    return Revalidated(rid, cell_id, "passed", o.promoted,
-                       line + (", promoted" if o.promoted else ""))
+        log.info(escape(f"{o.cell_id}: {o.wheel} promoted to {cfg.promote_to}"))
+    return Revalidated(rid, o.cell_id, Validation.PASSED, o.promoted,
+                       line + (", promoted" if o.promoted else ""), tflops=o.tflops)
 
 
 def _groups(run_dir: Path) -> dict[str, str]:
     """Each cell of the run's manifest and its stack group ("" : on its own); {} when the
-    manifest cannot be read (``check`` said so: nothing of the run passed)."""
+    manifest cannot be read (``validate_wheel`` said so: nothing of the run passed)."""
     try:
         cells = cellmod.read_manifest(run_dir)["cells"]
     except UsageError:
@@ -232,7 +254,7 @@ def validate_task(cfg: NightlyConfig, run_dir: Path, cell_id: str) -> int:
     and promotes. The exit code: 0 passed, 8 failed, 10 this node cannot validate it either."""
     from rocmbuild.nightly.slurm.executor import VALIDATE_RESULT
 
-    ws = nightly_run.workspace(cfg)
+    ws = cellmod.workspace(cfg)
     path = pending.path_of(ws.root, cell_id)
     try:
         rec: pending.PendingWheel | None = pending.read(path)
@@ -241,10 +263,11 @@ def validate_task(cfg: NightlyConfig, run_dir: Path, cell_id: str) -> int:
         log.warn(escape(f"{path}: {why}"))
         rec = None
     if rec is None or rec.run_id != run_dir.name:
-        validation, line, code = "", f"no pending record of run {run_dir.name} ({path})", 2
+        validation = Validation.NOT_REACHED
+        line, code = f"no pending record of run {run_dir.name} ({path})", 2
         tflops = None
     else:
-        c = check(cfg, rec, run_dir)
+        c = validate_wheel(cfg, rec, run_dir)
         validation, line, code, tflops = c.validation, c.line, c.exit_code, c.tflops
     out = CellOutcome(cell_id, Status.FAILED if code else Status.SUCCESS,
                       End.FAILED if code else End.COMPLETED, reason=line[:500],
@@ -280,14 +303,16 @@ def _update_report(cfg: NightlyConfig, run_id: str, done: list[Revalidated]) -> 
     cells = []
     for o in report.outcomes:
         r = by_cell.get(o.cell_id)
-        if r is not None and r.validation != "pending":
-            base = pending.built_part(o.reason).split(f"; {nightly_run.HELD}")[0]
+        if r is not None and r.validation is not Validation.PENDING:
+            base = pending.built_part(o.reason.removesuffix(f"; {o.held_why}") if o.held_why
+                                      else o.reason)
             skip = o.status is Status.SKIPPED and not r.failed  # released: it stays SKIPPED
             o = replace(o, validation=o.validation if skip else r.validation,
                         promoted=r.promoted or o.promoted,
                         tflops=r.tflops if r.tflops is not None else o.tflops,
                         status=Status.FAILED if r.failed else o.status if skip
-                        else Status.SUCCESS, reason=f"{base}, then {r.reason}"[:500])
+                        else Status.SUCCESS, reason=f"{base}, then {r.reason}"[:500],
+                        held=r.held, held_why=r.held_why)
         cells.append(o)
     new = RunReport(report.run_id, report.started, report.finished, report.executor,
                     tuple(cells), report.lock_note, report.freed_bytes, report.notes)

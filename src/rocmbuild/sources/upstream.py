@@ -1,5 +1,5 @@
 """What upstream has now: a git repository's refs (``git ls-remote``) and a package index's
-released sdists (PEP 691 JSON). The nightly's change detection (nightly/detect.py) and the drift
+released sdists (PEP 691 JSON). The nightly's change detection (nightly/changes.py) and the drift
 report (sources/drift.py) ask through these functions; nothing else queries upstream.
 
 Everything read is untrusted: a size cap, shapes and types checked, hex checked, versions parsed.

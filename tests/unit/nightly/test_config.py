@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rocmbuild.core.errors import Busy, FetchError, UsageError
-from rocmbuild.nightly import config, detect, lock
+from rocmbuild.nightly import changes, config, lock
 from rocmbuild.nightly.model import Cell, Pin
 
 REPO = Path(__file__).resolve().parents[3]
@@ -168,41 +168,41 @@ def test_newest_released_sdist_from_pep691(index: str) -> None:
         _file("flash_attn-3.0.0-cp311-cp311-linux_x86_64.whl"),  # not an sdist
         "garbage",
     ]}).encode()
-    pin = detect.newest_sdist("flash-attn", index)
+    pin = changes.newest_sdist("flash-attn", index)
     assert pin == Pin("sdist", "2.8.4", url=index.replace("/simple/", "/files/")
                       + "flash_attn-2.8.4.tar.gz", sha256="cd" * 32)
-    assert _Index.accepts[-1] == detect.ACCEPT
+    assert _Index.accepts[-1] == changes.ACCEPT
 
 
 def test_index_answers_that_are_not_pep691(index: str) -> None:
     _Index.pages["/simple/demo/"] = b"<html>not json</html>"
     with pytest.raises(FetchError, match="not PEP 691 JSON"):
-        detect.newest_sdist("demo", index)
+        changes.newest_sdist("demo", index)
     _Index.pages["/simple/demo/"] = json.dumps({"files": [_file("demo-1.0a1.tar.gz")]}).encode()
     with pytest.raises(FetchError, match="no released sdist"):
-        detect.newest_sdist("demo", index)
+        changes.newest_sdist("demo", index)
     with pytest.raises(FetchError, match="pypi: "):
-        detect.newest_sdist("missing", index)
+        changes.newest_sdist("missing", index)
 
 
 def test_sdist_project_from_the_recipe_url() -> None:
     url = "https://files.pythonhosted.org/packages/x/flash_attn-2.8.3.post1.tar.gz"
-    assert detect.sdist_project(url) == "flash-attn"
+    assert changes.sdist_project(url) == "flash-attn"
 
 
 def test_reasons_compare_with_the_last_manifest() -> None:
     cell = Cell("c", "r", None, "default", "gfx942", follow=True)
-    f = detect.Facts("r1", (("a.patch", "p1"),), (("compiler", "clang 19"),))
+    f = changes.Facts("r1", (("a.patch", "p1"),), (("compiler", "clang 19"),))
     pin = Pin("git", "b" * 40)
-    assert detect.reasons(cell, pin, f, None) == ["never built"]
+    assert changes.reasons(cell, pin, f, None) == ["never built"]
     before = {"pin": {"kind": "git", "value": "a" * 40},
               "facts": {"recipe_sha256": "r0", "patches": {"a.patch": "p0"},
                         "toolchain": {"compiler": "clang 22"}}}
-    assert detect.reasons(cell, pin, f, before) == [
+    assert changes.reasons(cell, pin, f, before) == [
         f"new upstream commit {'b' * 12} (was {'a' * 12})", "recipe changed",
         "patch changed: a.patch", "toolchain changed: compiler"]
     same = {"pin": pin.to_json(), "facts": f.to_json()}
-    assert detect.reasons(cell, pin, f, same) == []
+    assert changes.reasons(cell, pin, f, same) == []
 
 
 def test_lock_second_holder_is_refused_and_stale_record_taken_over(tmp_path: Path) -> None:

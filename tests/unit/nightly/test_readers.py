@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from rocmbuild.core.errors import UsageError
-from rocmbuild.nightly import cell, detect
+from rocmbuild.nightly import cell, changes
 from rocmbuild.nightly.report.history import load_history
 from rocmbuild.nightly.slurm.outcome import read_result
 from rocmbuild.nightly.slurm.submission import SLURM_JSON, load_submission
@@ -153,11 +153,11 @@ def test_run_manifest_bad_bytes(tmp_path: Path, blob: bytes, words: str) -> None
 ])
 def test_run_manifest_entry_checked(key: str, value: object) -> None:
     entry = json.loads(json.dumps(GOOD_ENTRY))
-    assert cell._entry({"cells": [entry]}, "r.default.gfx942")[0].timeout_s == 60
+    assert cell.manifest_entry({"cells": [entry]}, "r.default.gfx942")[0].timeout_s == 60
     entry["cell"][key] = value
     words = f"cells[0].cell.{key}"
     with pytest.raises(UsageError, match="manifest.json: ") as info:
-        cell._entry({"cells": [entry]}, "r.default.gfx942")
+        cell.manifest_entry({"cells": [entry]}, "r.default.gfx942")
     assert words in info.value.message, info.value.message
 
 
@@ -170,7 +170,7 @@ def test_previous_manifests_bad_bytes_are_passed_over(tmp_path: Path) -> None:
     run = tmp_path / "20261110T000000Z"
     run.mkdir()
     os.mkfifo(run / "manifest.json")
-    found = detect.last_manifest(tmp_path)
+    found = changes.last_manifest(tmp_path)
     assert list(found) == ["r.default.gfx942"]
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core.errors import RocmbuildError
-from rocmbuild.nightly.model import RunReport
+from rocmbuild.nightly.model import RunReport, Validation
 from rocmbuild.nightly.report.chart import Point, chart_svg
 from rocmbuild.nightly.report.fmt import duration, size
 from rocmbuild.nightly.report.history import MAX_REPORT_BYTES, parse_report
@@ -300,9 +300,11 @@ def test_build_and_validation_shown_apart() -> None:
     """A cell built but not validated (pending), one validated, one whose validation failed:
     summary.md, the page and rocmbuild.prom tell the two steps apart, and the run is ok (a
     pending wheel is built and in staging, only not promoted)."""
-    r = night(6, outcome(FA, validation="pending", reason="built, NOT VALIDATED (pending)"),
-              outcome(GIT, validation="passed", promoted=True),
-              outcome(PROBE, Status.FAILED, validation="failed", reason="validation failed"))
+    r = night(6, outcome(FA, validation=Validation.PENDING,
+                         reason="built, NOT VALIDATED (pending)"),
+              outcome(GIT, validation=Validation.PASSED, promoted=True),
+              outcome(PROBE, Status.FAILED, validation=Validation.FAILED,
+                      reason="validation failed"))
     md = render_summary(r)
     rows = {row.split(" | ")[0][2:]: row for row in md.splitlines() if row.startswith("| ")}
     assert "| built, pending validation |" in rows[FA]
@@ -325,7 +327,7 @@ def test_build_and_validation_shown_apart() -> None:
     assert m2[(f"{p}cell_built", GIT)] == 0 and (f"{p}cell_validated", GIT) not in m2
     # read back: the validation survives report.json, a bad value is refused
     back = parse_report(json.loads(json.dumps(r.to_json())))
-    assert [o.validation for o in back.outcomes] == ["pending", "passed", "failed"]
+    assert [o.validation.value for o in back.outcomes] == ["pending", "passed", "failed"]
     bad = r.to_json()
     bad["cells"][0]["validation"] = "maybe"
     with pytest.raises(ValueError, match="validation"):

@@ -1,7 +1,7 @@
 """The reports' own files of the wrong kind when the report is written (the up-front check,
-``nightly.run.check_outputs``, is in the corpus: tests/corpus/case_integrity.py): a directory at
-``rocmbuild.prom`` or ``index.html`` is one error naming that path, never the name of the
-temporary it was written to (``reports/.tmp-x1y2/rocmbuild.prom: Is a directory`` before)."""
+``nightly.controller.check_outputs``, is in the corpus: tests/corpus/case_integrity.py): a
+directory at ``rocmbuild.prom`` or ``index.html`` is one error naming that path, never the name
+of the temporary it was written to (``reports/.tmp-x1y2/rocmbuild.prom: Is a directory`` before)."""
 
 from __future__ import annotations
 

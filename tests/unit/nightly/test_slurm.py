@@ -15,7 +15,7 @@ import pytest
 
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core.errors import ToolchainError, UsageError
-from rocmbuild.nightly.model import CellOutcome, End, Task
+from rocmbuild.nightly.model import CellOutcome, End, Task, Validation
 from rocmbuild.nightly.slurm.executor import (
     SlurmExecutor,
     batch_script,
@@ -302,20 +302,21 @@ def test_validated_merges_the_validation_task(tmp_path: Path) -> None:
     """The state machine of a split cell: built (pending) + the validation task's result ->
     passed (promotable), failed (the cell fails, exit 8), or still pending (no result: the task
     was cancelled or its node failed; or the node could not validate either)."""
-    built = CellOutcome("a", Status.SUCCESS, End.COMPLETED, validation="pending",
+    built = CellOutcome("a", Status.SUCCESS, End.COMPLETED, validation=Validation.PENDING,
                         reason="built, NOT VALIDATED (pending, never promoted until it is): x",
                         exit_code=0, wheel="a-1-py3-none-any.whl")
     v = SubmittedCell("a", "7", 0, "cells/a/validate.json", "cells/a/validate.log")
     rec = TaskRecord("7", 0, "COMPLETED", 0, None, 1.0, 2.0, node="gpu1")
     ok = validated(built, v, rec, CellOutcome("a", Status.SUCCESS, End.COMPLETED,
-                                              validation="passed",
+                                              validation=Validation.PASSED,
                                               reason="validation passed on gpu1", tflops=3.5))
-    assert (ok.status, ok.validation, ok.tflops) == (Status.SUCCESS, "passed", 3.5)
+    assert (ok.status, ok.validation, ok.tflops) == (Status.SUCCESS, Validation.PASSED, 3.5)
     assert ok.reason == "built; validation passed on gpu1" and not ok.pending
     bad = validated(built, v, rec, CellOutcome("a", Status.FAILED, End.FAILED, exit_code=8,
-                                               validation="failed", reason="validation failed"))
+                                               validation=Validation.FAILED,
+                                               reason="validation failed"))
     assert (bad.status, bad.end, bad.validation, bad.exit_code) == (
-        Status.FAILED, End.FAILED, "failed", 8)
+        Status.FAILED, End.FAILED, Validation.FAILED, 8)
     gone = validated(built, v, replace(rec, state="CANCELLED"), None)
     assert gone.pending and gone.status is Status.SUCCESS
     assert gone.reason.startswith("built, NOT VALIDATED (pending): validation task 7_0: wrote "
@@ -324,7 +325,7 @@ def test_validated_merges_the_validation_task(tmp_path: Path) -> None:
     unknown = validated(built, v, None, None)
     assert "unknown to Slurm" in unknown.reason and unknown.pending
     cannot = validated(built, v, rec, CellOutcome("a", Status.FAILED, End.FAILED, exit_code=10,
-                                                  validation="pending",
+                                                  validation=Validation.PENDING,
                                                   reason="still pending: no triton"))
     assert cannot.pending and "still pending: no triton" in cannot.reason
 

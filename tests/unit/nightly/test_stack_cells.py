@@ -11,8 +11,8 @@ import pytest
 
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core.errors import UsageError
-from rocmbuild.nightly import config, run
-from rocmbuild.nightly.model import CellOutcome, End
+from rocmbuild.nightly import config, controller
+from rocmbuild.nightly.model import CellOutcome, End, Held
 
 RECIPES = Path(__file__).parents[2] / "recipes"
 
@@ -59,7 +59,7 @@ def _finish(tmp_path: Path, statuses: dict[str, Status]) -> dict[str, CellOutcom
     built = {cid: CellOutcome(cid, st, End.COMPLETED if st is Status.SUCCESS else End.FAILED,
                               wheel=f"{cid}.whl", version="1.0", project=cid.split(".")[0])
              for cid, st in statuses.items()}
-    report = run.finish(cfg, data, built, "")
+    report = controller.finish(cfg, data, built, "")
     return {o.cell_id: o for o in report.outcomes}
 
 
@@ -71,6 +71,8 @@ def test_a_green_member_of_a_stack_with_a_failed_member_is_not_promoted(tmp_path
     out = _finish(tmp_path, {PURE: Status.SUCCESS, EXT: Status.FAILED, PROBE: Status.SUCCESS})
     assert out[PURE].status is Status.SUCCESS and not out[PURE].promoted
     assert out[PURE].reason == f"not promoted: stack small.gfx942 is not green ({EXT} not)"
+    assert (out[PURE].held, out[PURE].held_why) == (Held.STACK, out[PURE].reason)
+    assert out[PROBE].held is Held.NO and out[EXT].held is Held.NO
     # a cell on its own is promoted as before (here the staging stage lacks its wheel: the
     # promote is tried, and fails, so the gate let it through)
     assert out[PROBE].reason.startswith("promote failed"), out[PROBE]

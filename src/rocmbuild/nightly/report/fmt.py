@@ -8,7 +8,7 @@ import math
 import re
 
 from rocmbuild.artifacts.results import Status
-from rocmbuild.nightly.model import CellOutcome, RunReport
+from rocmbuild.nightly.model import CellOutcome, RunReport, Validation
 
 GOOD = (Status.SUCCESS, Status.WARNING)
 
@@ -65,5 +65,6 @@ def steps(o: CellOutcome) -> str:
     """The cell's two steps apart: ``built, validated``, ``built, pending validation``,
     ``built, validation failed``; ``-`` when unknown (skipped, the build failed, an older
     report)."""
-    return {"passed": "built, validated", "pending": "built, pending validation",
-            "failed": "built, validation failed"}.get(o.validation, "-")
+    return {Validation.PASSED: "built, validated",
+            Validation.PENDING: "built, pending validation",
+            Validation.FAILED: "built, validation failed"}.get(o.validation, "-")

@@ -15,7 +15,16 @@ from typing import Any
 
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core import untrusted
-from rocmbuild.nightly.model import CELL_ID, RUN_ID, CellOutcome, End, RunReport, validation_of
+from rocmbuild.nightly.model import (
+    CELL_ID,
+    HELD_BY_STACK,
+    RUN_ID,
+    CellOutcome,
+    End,
+    Held,
+    RunReport,
+    Validation,
+)
 from rocmbuild.nightly.report.fmt import one_line
 
 REPORT = "report.json"
@@ -92,9 +101,10 @@ def parse_outcome(d: object) -> CellOutcome:
     hit = _get(d, "cache_hit_rate", num, None, optional=True)
     if hit is not None and hit > 1:
         raise ValueError("cache_hit_rate: above 1")
+    reason = _get(d, "reason", str, "")
     return CellOutcome(
         cell_id=cell, status=Status.parse(d.get("status")), end=End(d.get("end")),
-        reason=_get(d, "reason", str, ""), duration_s=float(_get(d, "duration_s", num, 0.0)),
+        reason=reason, **_held(reason), duration_s=float(_get(d, "duration_s", num, 0.0)),
         peak_rss_bytes=_get(d, "peak_rss_bytes", int, None, optional=True),
         disk_bytes=_get(d, "disk_bytes", int, None, optional=True),
         wheel=_get(d, "wheel", str, None, optional=True),
@@ -106,9 +116,17 @@ def parse_outcome(d: object) -> CellOutcome:
         exit_code=_get(d, "exit_code", int, None, optional=True),
         log=safe_log(_get(d, "log", str, "")) or "",
         promoted=_get(d, "promoted", bool, False),
-        validation=validation_of(_get(d, "validation", str, "")),
+        validation=Validation.parse(_get(d, "validation", str, "")),
     )
 
+
+def _held(reason: str) -> dict[str, Any]:
+    """The held state, which report.json says only in the reason (``; not promoted: stack g is
+    not green (...)`` after the cell's own words, or alone): read here, once."""
+    if reason.startswith(HELD_BY_STACK):
+        return {"held": Held.STACK, "held_why": reason}
+    _, sep, why = reason.partition(f"; {HELD_BY_STACK}")
+    return {"held": Held.STACK, "held_why": HELD_BY_STACK + why} if sep else {}
 
 
 def _float_or_none(v: float | int | None) -> float | None:

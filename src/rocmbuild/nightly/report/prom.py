@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 
 from rocmbuild.artifacts.results import Status
-from rocmbuild.nightly.model import CellOutcome, RunReport
+from rocmbuild.nightly.model import CellOutcome, RunReport, Validation
 from rocmbuild.nightly.report.fmt import GOOD
 from rocmbuild.nightly.report.history import iso_time
 
@@ -64,12 +64,13 @@ def render_prom(runs: Sequence[RunReport]) -> str:
          [(c, 0 if o.status is Status.FAILED else 1) for c, o in now.items()]),
         ("cell_built", "1 when the cell's build step succeeded in the latest nightly run (its "
          "wheel is in staging), 0 when it failed; absent when the cell was skipped.",
-         [(c, 0 if o.status is Status.FAILED and not o.validation else 1)
+         [(c, int(o.status is not Status.FAILED or o.validation is not Validation.NOT_REACHED))
           for c, o in now.items() if o.status is not Status.SKIPPED]),
         ("cell_validated", "1 when the cell's wheel passed validation in the latest nightly "
          "run (or a --validate-pending after it), 0 when it is pending or failed validation; "
          "absent when the validate step was not reached.",
-         [(c, int(o.validation == "passed")) for c, o in now.items() if o.validation]),
+         [(c, int(o.validation is Validation.PASSED)) for c, o in now.items()
+          if o.validation is not Validation.NOT_REACHED]),
         ("cell_validation_pending", "1 when the cell's wheel was built but not validated (the "
          "build host cannot; nightly --validate-pending on a GPU host will), else 0.",
          [(c, int(o.pending)) for c, o in now.items()]),

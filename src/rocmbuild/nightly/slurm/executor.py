@@ -37,7 +37,7 @@ from rocmbuild.core import log, run
 from rocmbuild.core.errors import CommandFailed, ToolchainError, UsageError
 from rocmbuild.core.fsutil import write_atomic
 from rocmbuild.nightly import pending
-from rocmbuild.nightly.model import CELL_ID, CellOutcome, End, Task
+from rocmbuild.nightly.model import CELL_ID, CellOutcome, End, Task, Validation
 from rocmbuild.nightly.slurm.outcome import outcome, read_result
 from rocmbuild.nightly.slurm.settings import Shape, SlurmSettings, shape_of
 from rocmbuild.nightly.slurm.status import TERMINAL, TaskRecord, job_records, squeue_states
@@ -270,7 +270,7 @@ def validated(built: CellOutcome, v: SubmittedCell, rec: TaskRecord | None,
     """A built (pending) cell with what its validation task said: passed (promoted then),
     failed (the cell fails), or, when the task wrote nothing (cancelled, its node failed),
     still pending (``nightly --validate-pending`` can do it later)."""
-    if result is None or result.validation not in ("passed", "failed"):
+    if result is None or result.validation not in (Validation.PASSED, Validation.FAILED):
         state = rec.state if rec is not None else "unknown to Slurm"
         why = result.reason if result is not None else f"wrote no result ({state})"
         return replace(built, reason=f"{pending.built_part(built.reason)}"
@@ -278,10 +278,11 @@ def validated(built: CellOutcome, v: SubmittedCell, rec: TaskRecord | None,
                        f"{v.job_id}_{v.task_index}: "
                        f"{why}; validate it on a host that can: rocmbuild nightly "
                        "--validate-pending"[:500])
+    failed = result.validation is Validation.FAILED
     return replace(built, validation=result.validation,
-                   status=Status.FAILED if result.validation == "failed" else built.status,
-                   end=End.FAILED if result.validation == "failed" else built.end,
-                   exit_code=result.exit_code if result.validation == "failed"
+                   status=Status.FAILED if failed else built.status,
+                   end=End.FAILED if failed else built.end,
+                   exit_code=result.exit_code if failed
                    else built.exit_code, tflops=result.tflops,
                    reason=f"{pending.built_part(built.reason)}; {result.reason}"[:500])
 

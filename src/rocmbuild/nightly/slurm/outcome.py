@@ -12,7 +12,7 @@ from typing import Any
 
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core import untrusted
-from rocmbuild.nightly.model import CellOutcome, End, validation_of
+from rocmbuild.nightly.model import CellOutcome, End, Validation
 from rocmbuild.nightly.slurm.status import TaskRecord
 from rocmbuild.nightly.slurm.submission import SubmittedCell
 
@@ -95,7 +95,7 @@ def outcome_from_json(data: Mapping[str, Any]) -> CellOutcome:
         exit_code=_num(data, "exit_code", True),
         log=_opt(data, "log", str) or "",
         promoted=bool(_opt(data, "promoted", bool)),
-        validation=validation_of(_opt(data, "validation", str) or ""),
+        validation=Validation.parse(_opt(data, "validation", str) or ""),
     )
 
 

@@ -1,5 +1,6 @@
 """The controller: lock, resolve and decide every cell, write the manifest, run the BUILD cells
-through an executor, promote the green ones from staging, prune per retention, report.
+through an executor, promote the green ones from staging (``promotion``), prune per
+retention, report.
 
 The run directory is ``<reports>/<run_id>/`` with ``run_id`` the UTC start time
 (``20261130T161500Z``); ``manifest.json`` is written before any cell starts.
@@ -12,7 +13,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -20,11 +21,11 @@ from typing import Any, Protocol
 from rich.markup import escape
 
 from rocmbuild.artifacts.results import Status
-from rocmbuild.core import config, fsutil, log
+from rocmbuild.core import fsutil, log
 from rocmbuild.core.errors import Busy, RocmbuildError, UsageError
 from rocmbuild.host import detect as host
 from rocmbuild.nightly import cell as cellmod
-from rocmbuild.nightly import check, detect, drift, lock
+from rocmbuild.nightly import changes, check, drift, lock, promotion
 from rocmbuild.nightly.config import NightlyConfig
 from rocmbuild.nightly.executors import Local
 from rocmbuild.nightly.model import (
@@ -42,18 +43,12 @@ from rocmbuild.nightly.report.write import write as report_write
 from rocmbuild.nightly.slurm.executor import SlurmExecutor
 from rocmbuild.nightly.slurm.settings import SlurmSettings
 from rocmbuild.pipeline import planning
-from rocmbuild.publish import api as pub
 from rocmbuild.recipe import load, render, search
 from rocmbuild.recipe.plan import Plan
 
 
 class Executor(Protocol):
     def run(self, tasks: Sequence[Task]) -> list[CellOutcome]: ...
-
-
-def workspace(cfg: NightlyConfig) -> config.Workspace:
-    root = cfg.workdir.absolute()
-    return config.Workspace(root=root, cache=(cfg.cache_dir or root / "cache").absolute())
 
 
 def run_id(now: float | None = None) -> str:
@@ -79,20 +74,20 @@ def detect_host(cells: Sequence[Cell]) -> host.Host:
 
 
 def plan(cfg: NightlyConfig, only: Sequence[str] = (), exclude_run: str = "",
-         get: detect.Fetch = detect.http_get) -> list[detect.Planned]:
+         get: changes.Fetch = changes.http_get) -> list[changes.Planned]:
     """Every selected cell's pin, plan and decision (what --dry-run prints); first the reports
     directory's paths (``check_outputs``) and the whole matrix against its recipes
     (``check.check``), whatever ``only`` selects."""
     check_outputs(cfg)
     check.check(cfg.cells, cfg.path.name)
     cells = select(cfg, only)
-    ws = workspace(cfg)
-    previous = detect.last_manifest(cfg.reports, exclude=exclude_run)
+    ws = cellmod.workspace(cfg)
+    previous = changes.last_manifest(cfg.reports, exclude=exclude_run)
     found = detect_host(cells)
-    out: list[detect.Planned] = []
+    out: list[changes.Planned] = []
     for c in cells:  # one at a time: an error of the recipe layer names the cell's key
         try:
-            out += detect.plan_cells([c], found, ws, cfg.index, cfg.stage, cfg.pypi, previous,
+            out += changes.plan_cells([c], found, ws, cfg.index, cfg.stage, cfg.pypi, previous,
                                      get)
         except UsageError as exc:
             raise check.renamed(exc, c, cfg.path.name) from None
@@ -130,7 +125,7 @@ def jobs_json(plan: Plan) -> dict[str, Any]:
 
 
 def manifest(cfg: NightlyConfig, rid: str, started: float,
-             planned: Sequence[detect.Planned]) -> dict[str, Any]:
+             planned: Sequence[changes.Planned]) -> dict[str, Any]:
     cells = []
     for p in planned:
         c = p.cell_plan.cell
@@ -153,10 +148,10 @@ def manifest(cfg: NightlyConfig, rid: str, started: float,
             "promote_to": cfg.promote_to, "cells": cells}
 
 
-def tasks(cfg: NightlyConfig, run_dir: Path, planned: Sequence[detect.Planned]) -> list[Task]:
+def tasks(cfg: NightlyConfig, run_dir: Path, planned: Sequence[changes.Planned]) -> list[Task]:
     """One task per BUILD cell: the same ``python -m rocmbuild nightly --cell`` everywhere (the
     Slurm executor with a ``gpu_partition`` splits each into its build and validate steps)."""
-    ws = workspace(cfg)
+    ws = cellmod.workspace(cfg)
     out = []
     for p in planned:
         if p.cell_plan.decision is not Decision.BUILD or p.plan is None:
@@ -172,76 +167,20 @@ def tasks(cfg: NightlyConfig, run_dir: Path, planned: Sequence[detect.Planned]) 
     return out
 
 
-def promote(cfg: NightlyConfig, o: CellOutcome) -> CellOutcome:
-    """Promote a green cell's wheel from staging to the served stage; a failure to promote
-    makes the cell failed (the last good wheel stays served)."""
-    if pub.is_url(cfg.index) or not o.project or not o.version:
-        return o
-    try:
-        pub.promote(pub.PromoteOptions(index=cfg.index, project=o.project, version=o.version,
-                                       from_stage=cfg.stage, to_stage=cfg.promote_to,
-                                       index_from=f"{cfg.path.name}: publish.index"))
-    except RocmbuildError as exc:
-        return replace(o, status=Status.FAILED, reason=f"promote failed: {exc.message}"[:500])
-    return replace(o, promoted=True)
-
-
 def _skipped(cfg: NightlyConfig, cell_id: str, cache_key: str, reason: str) -> CellOutcome:
-    """A SKIP cell: its validated wheel is in staging (``promote_cells`` promotes it when the
-    served stage does not have it yet: an earlier promote failed, or its stack was held)."""
-    ws = workspace(cfg)
+    """A SKIP cell: its validated wheel is in staging (``promotion.promote_cells`` promotes it
+    when the served stage does not have it yet: an earlier promote failed, or its stack was
+    held)."""
+    ws = cellmod.workspace(cfg)
     from rocmbuild.cache import store as cache
 
     entry = cache.lookup(ws.cache, cache_key) if cache_key else None
     o = CellOutcome(cell_id, Status.SKIPPED, End.SKIPPED, reason=reason)
     if entry is None:
         return o
-    project, version = detect.wheel_project(entry.wheel.name)
+    project, version = changes.wheel_project(entry.wheel.name)
     return replace(o, wheel=entry.wheel.name, wheel_size=entry.size, project=project,
                    version=version)
-
-
-HELD = "not promoted: stack "
-"""How a held member's reason says why (then the group and its members that are not green)."""
-
-
-def green(o: CellOutcome) -> bool:
-    """A cell that counts for its stack: succeeded (validated) or SKIPPED (unchanged, its
-    validated wheel in staging)."""
-    return o.status in (Status.SUCCESS, Status.WARNING, Status.SKIPPED) and not o.pending
-
-
-def held_groups(members: Iterable[tuple[str, str, bool]]) -> dict[str, str]:
-    """Stack groups with a member that is not green, each with why its green members are not
-    promoted (a stack is green only when all its members are); ``members``: (cell id, group,
-    green), group "" for a cell on its own."""
-    bad: dict[str, list[str]] = {}
-    for cid, group, ok in members:
-        if group and not ok:
-            bad.setdefault(group, []).append(cid)
-    return {g: f"{HELD}{g} is not green ({', '.join(ids)} not)"
-            for g, ids in bad.items()}
-
-
-def promote_cells(cfg: NightlyConfig, outcomes: Sequence[CellOutcome],
-                  groups: Mapping[str, str]) -> list[CellOutcome]:
-    """The one promotion decision for a run's cells (``groups``: cell id -> stack group): a
-    green cell's wheel is promoted unless a member of its group is not green (then it stays in
-    staging, held, its reason saying why); a SKIP cell only when the served stage does not
-    have its wheel yet, and it stays SKIPPED."""
-    held = held_groups((o.cell_id, groups.get(o.cell_id, ""), green(o)) for o in outcomes)
-    out: list[CellOutcome] = []
-    for o in outcomes:
-        skip = o.status is Status.SKIPPED
-        if not green(o) or skip and (not o.wheel or not o.project or detect.in_stage(
-                cfg.index, cfg.promote_to, o.project, o.wheel)):
-            out.append(o)  # not green, or SKIPPED and served already
-        elif why := held.get(groups.get(o.cell_id, "")):
-            out.append(replace(o, reason="; ".join(r for r in (o.reason, why) if r)))
-        else:
-            p = promote(cfg, o)
-            out.append(replace(p, status=Status.SKIPPED) if skip and p.promoted else p)
-    return out
 
 
 def _prune(cfg: NightlyConfig) -> tuple[int, str]:
@@ -251,7 +190,7 @@ def _prune(cfg: NightlyConfig) -> tuple[int, str]:
     from rocmbuild.cache import prune
 
     try:
-        res = prune.prune(workspace(cfg), cfg.max_size, cfg.keep_days, False)
+        res = prune.prune(cellmod.workspace(cfg), cfg.max_size, cfg.keep_days, False)
     except RocmbuildError as exc:
         return 0, f"prune failed: {exc.message}"
     return res.freed_bytes, ""
@@ -285,14 +224,14 @@ def outstanding(reports: Path) -> str | None:
 
 def nightly(cfg: NightlyConfig, executor: str | None = None, only: Sequence[str] = (),
             make_executor: Callable[[str, NightlyConfig, Path], Executor] | None = None,
-            get: detect.Fetch = detect.http_get, lock_note: str | None = None,
+            get: changes.Fetch = changes.http_get, lock_note: str | None = None,
             no_wait: bool = False) -> RunReport | Pending:
     """One nightly run; the report is written, also when cells failed. ``lock_note``: the
     caller holds the workspace's lock already (the command takes it first, so that a second
     nightly is refused before the heavy imports) and this is what taking it said. ``no_wait``
     (Slurm): submit and return a ``Pending`` (when there is anything to build)."""
     if lock_note is None:
-        with lock.held(workspace(cfg).root, run_id()) as note:
+        with lock.held(cellmod.workspace(cfg).root, run_id()) as note:
             return nightly(cfg, executor, only, make_executor, get, note, no_wait)
     kind = executor or cfg.executor.kind
     if no_wait and kind != "slurm":
@@ -388,8 +327,8 @@ def _same_config(cfg: NightlyConfig, data: dict[str, Any], run_dir: Path) -> Non
 def finish(cfg: NightlyConfig, data: dict[str, Any], built: dict[str, CellOutcome],
            lock_note: str) -> RunReport:
     """After the executor: every cell's outcome from the manifest (``data``) and what was built,
-    promoted by ``promote_cells`` (SKIP cells and built ones alike, stack groups whole), the
-    retention prune, the report."""
+    promoted by ``promotion.promote_cells`` (SKIP cells and built ones alike, stack groups
+    whole), the retention prune, the report."""
     staged: list[CellOutcome] = []
     groups: dict[str, str] = {}
     for e in data["cells"]:
@@ -404,7 +343,7 @@ def finish(cfg: NightlyConfig, data: dict[str, Any], built: dict[str, CellOutcom
         else:
             staged.append(built.get(cid) or CellOutcome(
                 cid, Status.FAILED, End.FAILED, reason="the executor returned no outcome"))
-    outcomes = promote_cells(cfg, staged, groups)
+    outcomes = promotion.promote_cells(cfg, staged, groups)
     freed, prune_note = _prune(cfg)
     report = RunReport(str(data["run"]), str(data["started"]), _iso(time.time()),
                        str(data.get("executor", cfg.executor.kind)), tuple(outcomes),
