@@ -81,10 +81,20 @@ class Held(enum.Enum):
     STACK = "stack"
     """A member of its stack group (``Cell.group``) is not green."""
 
+    @classmethod
+    def parse(cls, text: str) -> Held:
+        """The held state report.json's ``held`` names; ValueError (one line) when it names
+        none."""
+        for h in cls:
+            if h.value == text:
+                return h
+        raise ValueError(f"held: {text[:40]!r} is not one of "
+                         f"{', '.join(h.value for h in cls if h.value)}")
+
 
 HELD_BY_STACK = "not promoted: stack "
-"""How the reason of a member its stack holds says so (then the group and the members that are
-not green): report.json keeps the held state only in the reason, ``history`` reads it back."""
+"""How the reason of a member its stack holds says so, for people (then the group and the
+members that are not green); report.json also keeps the state in ``held`` and ``held_why``."""
 
 
 class Decision(enum.Enum):
@@ -166,6 +176,8 @@ class CellOutcome:
             "version": self.version, "cache_hit_rate": self.cache_hit_rate,
             "tflops": self.tflops, "exit_code": self.exit_code, "log": self.log,
             "promoted": self.promoted, "validation": self.validation.value,
+            **({"held": self.held.value, "held_why": self.held_why}
+               if self.held is not Held.NO else {}),
         }
 
 

@@ -17,7 +17,6 @@ from rocmbuild.artifacts.results import Status
 from rocmbuild.core import untrusted
 from rocmbuild.nightly.model import (
     CELL_ID,
-    HELD_BY_STACK,
     RUN_ID,
     CellOutcome,
     End,
@@ -104,7 +103,8 @@ def parse_outcome(d: object) -> CellOutcome:
     reason = _get(d, "reason", str, "")
     return CellOutcome(
         cell_id=cell, status=Status.parse(d.get("status")), end=End(d.get("end")),
-        reason=reason, **_held(reason), duration_s=float(_get(d, "duration_s", num, 0.0)),
+        reason=reason, held=Held.parse(_get(d, "held", str, "")),
+        held_why=_get(d, "held_why", str, ""), duration_s=float(_get(d, "duration_s", num, 0.0)),
         peak_rss_bytes=_get(d, "peak_rss_bytes", int, None, optional=True),
         disk_bytes=_get(d, "disk_bytes", int, None, optional=True),
         wheel=_get(d, "wheel", str, None, optional=True),
@@ -118,15 +118,6 @@ def parse_outcome(d: object) -> CellOutcome:
         promoted=_get(d, "promoted", bool, False),
         validation=Validation.parse(_get(d, "validation", str, "")),
     )
-
-
-def _held(reason: str) -> dict[str, Any]:
-    """The held state, which report.json says only in the reason (``; not promoted: stack g is
-    not green (...)`` after the cell's own words, or alone): read here, once."""
-    if reason.startswith(HELD_BY_STACK):
-        return {"held": Held.STACK, "held_why": reason}
-    _, sep, why = reason.partition(f"; {HELD_BY_STACK}")
-    return {"held": Held.STACK, "held_why": HELD_BY_STACK + why} if sep else {}
 
 
 def _float_or_none(v: float | int | None) -> float | None:
