@@ -208,7 +208,7 @@ def make_rocm_root(root: Path, version: str = "6.2.0-66", omit: tuple[str, ...] 
     "none": no ROCm version file), include/hip/hip_version.h when ``hip`` is given, a bin/hipcc
     that fails, and for every ROCm component rocmbuild knows except ``omit`` the file a real
     install has: its CMake package config under lib/cmake/<name>/ (empty files)."""
-    from rocmbuild.host.components import COMPONENTS
+    from rocmbuild.core.components import COMPONENTS
 
     root.mkdir(parents=True, exist_ok=True)
     if version_file == ".info":

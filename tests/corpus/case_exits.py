@@ -228,8 +228,8 @@ def _real_provenance() -> dict[str, Any]:
     from rocmbuild import __version__
     from rocmbuild.host.detect import Host
     from rocmbuild.host.toolchain import TorchInfo
+    from rocmbuild.plan.render import Target, render
     from rocmbuild.recipe.load import load
-    from rocmbuild.recipe.render import Target, render
     from rocmbuild.recipe.search import find_recipe
 
     host = Host(python="3.11", python_tag="cp311", platform="linux",

@@ -17,7 +17,7 @@ import pytest
 
 from rocmbuild.buildtools import buildenv
 from rocmbuild.core.errors import ToolchainError
-from rocmbuild.recipe.plan import BuildEnvSpec
+from rocmbuild.plan.model import BuildEnvSpec
 from tests.conftest import rocmbuild
 
 TORCH = importlib.metadata.version("torch")

@@ -25,8 +25,8 @@ from rocmbuild.artifacts.buildfacts import Bundle
 from rocmbuild.artifacts.elf import glibc_needed
 from rocmbuild.buildtools import bundle
 from rocmbuild.host import toolchain
+from rocmbuild.plan.model import RocmRuntime
 from rocmbuild.recipe.keys import ROCM_LIBS
-from rocmbuild.recipe.plan import RocmRuntime
 
 CC = shutil.which("cc") or shutil.which("gcc")
 pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler")

@@ -179,7 +179,7 @@ def test_patches_apply_and_a_failing_one_names_file_and_hunk(tmp_path: Path) -> 
     from rocmbuild.artifacts.results import Artifacts
     from rocmbuild.core import config
     from rocmbuild.host import detect as host
-    from rocmbuild.recipe.plan import Plan
+    from rocmbuild.plan.model import Plan
     from rocmbuild.recipe.tables import Patch, Source
     from rocmbuild.stages import patch
     from rocmbuild.stages.context import Context

@@ -195,9 +195,9 @@ def test_vllm_plan_on_a_rocm_7_14_torch_2_14_host() -> None:
     with this project's tools: docs/recipes/vllm.md). Rendered through pipeline.planning as
     `plan` does."""
     from rocmbuild.host.detect import from_json
-    from rocmbuild.pipeline import planning, requirements
+    from rocmbuild.plan import planning, requirements
+    from rocmbuild.plan.render import Target
     from rocmbuild.recipe.load import load
-    from rocmbuild.recipe.render import Target
     from rocmbuild.recipe.search import find_recipe
 
     saved = HOSTS / "mi300x-rocm7.14-torch2.14.json"

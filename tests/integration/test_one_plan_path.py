@@ -2,7 +2,7 @@
 (the cache's learned memory), `rocmbuild plan --json`, `rocmbuild doctor --recipe --json`, the
 nightly's decision for a cell (`nightly --dry-run --json`, and the task its Slurm executor would
 submit) and verify's planning from the wheel's provenance all render the same MAX_JOBS, the same
-reason (the learned figure) and the same cache key (pipeline/planning.py).
+reason (the learned figure) and the same cache key (plan/planning.py).
 
 Real parts: the real CLI builds a small C++ cmake project (real c++, cmake, ninja and the memlog
 launcher, which measures every unit); its wheel is the one verify plans from. Nothing is faked.

@@ -11,11 +11,11 @@ import json
 import pytest
 
 from rocmbuild.pipeline import units
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.render import Target, render
 from rocmbuild.recipe.search import find_recipe
 from tests.conftest import REPO, rocmbuild
-from tests.unit.recipe.test_render import HOST
+from tests.unit.plan.test_render import HOST
 
 
 def flash(line: str = "2.8-fork", **kw: object):  # type: ignore[no-untyped-def]

@@ -262,7 +262,8 @@ def _stage_ctx(tmp_path: Path, wheel: Path):
     from rocmbuild.artifacts.results import Artifacts
     from rocmbuild.core import config
     from rocmbuild.host import detect as host
-    from rocmbuild.recipe import load, render, search
+    from rocmbuild.plan import render
+    from rocmbuild.recipe import load, search
     from rocmbuild.stages.context import Context
 
     here = host.detect(want_compiler=False)

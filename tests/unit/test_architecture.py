@@ -117,6 +117,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("artifacts",),
     ("host", "cache", "sources"),
     ("recipe",),
+    ("plan",),
     ("buildtools", "validate", "publish"),
     ("stages",),
     ("pipeline",),

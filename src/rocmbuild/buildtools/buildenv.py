@@ -47,7 +47,7 @@ from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import BuildError, CommandFailed, ToolchainError
 from rocmbuild.core.log import redact
 from rocmbuild.core.run import run
-from rocmbuild.recipe.plan import BuildEnvSpec
+from rocmbuild.plan.model import BuildEnvSpec
 
 FORMAT = 1
 MARKER = "rocmbuild-env.json"

@@ -52,7 +52,7 @@ from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import BuildError, ToolchainError
 from rocmbuild.core.run import run
 from rocmbuild.host import toolchain
-from rocmbuild.recipe.plan import RocmRuntime
+from rocmbuild.plan.model import RocmRuntime
 
 SYSTEM_LIBS = (
     "libc.so*", "libm.so*", "libdl.so*", "libpthread.so*", "librt.so*", "libutil.so*",

@@ -32,7 +32,7 @@ from pathlib import Path
 from rocmbuild.core import fsutil, log, options, quantity, untrusted
 from rocmbuild.core.errors import RocmbuildError, ToolchainError, UsageError
 from rocmbuild.host.detect import Host
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.plan.model import Plan
 
 GiB = 1024**3
 DISK_MARGIN = 1.2

@@ -71,7 +71,7 @@ def _remember(args: argparse.Namespace, rendered: common.Rendered, ws: Workspace
     """The memo that lets the same command line be served by ``commands.noop_memo`` next time."""
     from rocmbuild.recipe import load, search
 
-    files = load.files_read(rendered.recipe, rendered.plan)
+    files = load.files_read(rendered.recipe, depends_on_others=bool(rendered.plan.depends))
     if files is None:
         return
     absent, dirs = search.search_inputs(args.recipe, rendered.recipe.path)

@@ -18,8 +18,8 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:  # imported where used: a hit served by noop_memo imports no recipe model
     from rocmbuild.host.detect import Host
+    from rocmbuild.plan.model import Plan
     from rocmbuild.recipe.model import Recipe
-    from rocmbuild.recipe.plan import Plan
 
 Subparsers = Any  # argparse's _SubParsersAction is private
 
@@ -139,8 +139,8 @@ def rendered_from_args(args: argparse.Namespace, host_file: str | None = None) -
     measured, from the cache a controller may share with its nodes."""
     from rocmbuild.core import config
     from rocmbuild.host import detect as hostmod
-    from rocmbuild.pipeline import planning
-    from rocmbuild.recipe import load, render, search
+    from rocmbuild.plan import planning, render
+    from rocmbuild.recipe import load, search
 
     recipe = load.load(search.find_recipe(args.recipe))
     target = render.Target(

@@ -35,7 +35,7 @@ def host_env(plan: object, here: bool) -> dict[str, Any]:
     this machine, the NAMES of the variables set here that pass it (values may be secrets:
     a proxy or index URL with a password)."""
     from rocmbuild.core import hostenv
-    from rocmbuild.recipe.plan import Plan
+    from rocmbuild.plan.model import Plan
 
     assert isinstance(plan, Plan)
     return {"allow": [*hostenv.PASS_ENV, *plan.pass_env],
@@ -44,7 +44,7 @@ def host_env(plan: object, here: bool) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from rocmbuild.core import log
-    from rocmbuild.pipeline import requirements
+    from rocmbuild.plan import requirements
 
     plan, host = common.plan_from_args(args, args.host)
     seen = host_env(plan, host.origin == "detected")
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 def _print(plan: object, seen: dict[str, Any]) -> None:
     from rocmbuild.core import log
     from rocmbuild.core.log import redact
-    from rocmbuild.recipe.plan import Plan, display
+    from rocmbuild.plan.model import Plan, display
 
     assert isinstance(plan, Plan)
     p = log.out.print

@@ -32,11 +32,11 @@ from rocmbuild.nightly.config import NightlyConfig
 from rocmbuild.nightly.model import Cell, CellOutcome, End, Pin, Validation
 from rocmbuild.nightly.slurm import outcome as result_json
 from rocmbuild.pipeline import build as pipeline
-from rocmbuild.pipeline import planning
 from rocmbuild.pipeline.build import BuildResult
+from rocmbuild.plan import planning, render
+from rocmbuild.plan.model import Plan
 from rocmbuild.publish import api as pub
-from rocmbuild.recipe import load, render, search
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.recipe import load, search
 from rocmbuild.stages import validate as vstage
 from rocmbuild.stages.context import Context
 

@@ -28,12 +28,12 @@ from rocmbuild.core.errors import CommandFailed, FetchError
 from rocmbuild.core.log import redact
 from rocmbuild.host.detect import Host
 from rocmbuild.nightly.model import RUN_ID, Cell, CellPlan, Decision, Pin
-from rocmbuild.pipeline import planning
+from rocmbuild.plan import planning, render
+from rocmbuild.plan.model import Plan
 from rocmbuild.publish.static_index import StaticIndex
 from rocmbuild.publish.target import parse_index
-from rocmbuild.recipe import load, readers, render, search
+from rocmbuild.recipe import load, readers, search
 from rocmbuild.recipe.model import Recipe
-from rocmbuild.recipe.plan import Plan
 from rocmbuild.sources import upstream
 from rocmbuild.sources.upstream import ACCEPT as ACCEPT  # the queries live there now
 from rocmbuild.sources.upstream import Fetch as Fetch

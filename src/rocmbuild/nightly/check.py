@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from rocmbuild.core import gfx
 from rocmbuild.core.errors import UsageError
 from rocmbuild.nightly.model import Cell
-from rocmbuild.recipe import load, options, render, search
+from rocmbuild.plan import recipe_options as options
+from rocmbuild.plan import render
+from rocmbuild.recipe import load, search
 from rocmbuild.recipe.model import Recipe
 
 Key = tuple[str, str, str, frozenset[str], tuple[tuple[str, str], ...]]

@@ -42,9 +42,9 @@ from rocmbuild.nightly.report.history import PAGE, PROM
 from rocmbuild.nightly.report.write import write as report_write
 from rocmbuild.nightly.slurm.executor import SlurmExecutor
 from rocmbuild.nightly.slurm.settings import SlurmSettings
-from rocmbuild.pipeline import planning
-from rocmbuild.recipe import load, render, search
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.plan import planning, render
+from rocmbuild.plan.model import Plan
+from rocmbuild.recipe import load, search
 
 
 class Executor(Protocol):

@@ -41,8 +41,9 @@ from rocmbuild.core.errors import (
     ValidationError,
 )
 from rocmbuild.core.log import escape
-from rocmbuild.pipeline import deliver, requirements
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.pipeline import deliver
+from rocmbuild.plan import requirements
+from rocmbuild.plan.model import Plan
 from rocmbuild.stages.context import Context, need
 
 

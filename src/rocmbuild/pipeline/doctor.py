@@ -22,6 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from rocmbuild.core import config, jobs, log
 from rocmbuild.core import gfx as archmod
+from rocmbuild.core.components import COMPONENTS, install_hint
 from rocmbuild.core.errors import RocmbuildError
 from rocmbuild.core.jobs import GiB
 from rocmbuild.core.pep508 import major_minor
@@ -31,8 +32,8 @@ from rocmbuild.host import compiler as compmod
 from rocmbuild.host import detect as hostmod
 from rocmbuild.host import gpus as gpumod
 from rocmbuild.host.detect import Host
-from rocmbuild.pipeline import requirements
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.plan import requirements
+from rocmbuild.plan.model import Plan
 
 DEFAULT_ARCHS = ("gfx90a", "gfx942")
 DEFAULT_MEM_PER_JOB_GB = 2.0
@@ -87,9 +88,9 @@ def _recipe_plan(name: str, archs: Sequence[str], variant: str | None, h: Host,
     """The recipe planned for these archs (those it supports; else its first supported one),
     so doctor judges exactly what `rocmbuild build` would: same Plan (``planning.plan_for``,
     MAX_JOBS from the units ``cache`` learned), same requirement check."""
-    from rocmbuild.pipeline import planning
+    from rocmbuild.plan import planning
+    from rocmbuild.plan.render import Target
     from rocmbuild.recipe.load import load
-    from rocmbuild.recipe.render import Target
     from rocmbuild.recipe.search import find_recipe
 
     recipe = load(find_recipe(name))
@@ -322,11 +323,11 @@ def _component_checks(plan: Plan, h: Host) -> list[Check]:
     absent = requirements.missing_components(plan, h) or []
     out = []
     for name in absent:
-        c = components.COMPONENTS[name]
+        c = COMPONENTS[name]
         out.append(Check(
             f"component:{name}", "fail", f"{name} ({c.what}) not found under {root.path} "
             f"(looked for {', '.join(c.looked_for())}): package {c.packages()}",
-            components.install_hint([name]),
+            install_hint([name]),
             data={"component": name, "apt": c.apt, "dnf": c.dnf, "looked_for": c.looked_for(),
                   "root": str(root.path)}))
     if not absent:
@@ -424,7 +425,7 @@ def _rocm_check(r: toolchain.RocmRoot) -> Check:
                ) + (f", HIP {r.hip_version}" if r.hip_version else "")
     targets = "" if r.targets is None else f", targets {';'.join(r.targets) or 'none'}"
     line = (f"{r.path} ({r.where}), {version}{targets}, {len(comps)} of "
-            f"{len(components.COMPONENTS)} known ROCm components")
+            f"{len(COMPONENTS)} known ROCm components")
     if r.unusable:
         return Check("rocm", "fail", f"{line}: {r.unusable}",
                      r.unusable.rpartition(": ")[2] + ", or set ROCM_PATH to another ROCm root",

@@ -41,9 +41,8 @@ from rocmbuild.core.errors import (
 from rocmbuild.core.log import escape
 from rocmbuild.core.pep508 import major_minor
 from rocmbuild.host.detect import Host
-from rocmbuild.pipeline import planning, requirements
-from rocmbuild.recipe import render
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.plan import planning, render, requirements
+from rocmbuild.plan.model import Plan
 from rocmbuild.recipe.stack import Member, Stack
 
 _LABEL_TORCH = re.compile(r"(?:^|\.)torch(\d+\.\d+)\.cxx11abi(true|false)(?:\.|$)")

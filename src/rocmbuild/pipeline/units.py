@@ -38,7 +38,7 @@ from rocmbuild.core.config import Workspace
 from rocmbuild.core.errors import BuildError, UsageError
 from rocmbuild.core.run import run
 from rocmbuild.host.detect import Host
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.plan.model import Plan
 
 if TYPE_CHECKING:
     from rocmbuild.stages.context import Context

@@ -35,9 +35,10 @@ from rocmbuild.core.errors import NotReproduced, RecipeError, ToolchainError, Us
 from rocmbuild.core.run import run as sh
 from rocmbuild.host import detect as hostmod
 from rocmbuild.pipeline import build as pipeline
-from rocmbuild.pipeline import planning
-from rocmbuild.recipe import load, render, search
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.plan import planning, render
+from rocmbuild.plan.key import key_of_inputs
+from rocmbuild.plan.model import Plan
+from rocmbuild.recipe import load, search
 from rocmbuild.stages.context import Context
 
 SHOWN = 10
@@ -203,7 +204,7 @@ _PINS = ("recipe_sha256", "source", "patches", "downloads", "depends", "version"
 def forged(prov: dict[str, Any], rocmbuild_version: str) -> str | None:
     """Where the provenance contradicts itself (None: nowhere): a key recorded twice (at the top
     and in the plan) with two values, or, written by this rocmbuild version, a plan that does
-    not hash to the cache key it records (``render.key_of_inputs``; a ``path`` source's key also
+    not hash to the cache key it records (``key.key_of_inputs``; a ``path`` source's key also
     hashes its tree). A build writes both from one plan: either means the file was edited after
     the build. A plan without the key is damaged, not forged: the later checks name it."""
     plan = prov["plan"]
@@ -217,7 +218,7 @@ def forged(prov: dict[str, Any], rocmbuild_version: str) -> str | None:
             return f"{name} is {repr(top)[:80]}, its plan.{name} {repr(inner)[:80]}"
     if prov.get("rocmbuild_version") != rocmbuild_version:
         return None  # another version keys otherwise: check_inputs refuses it
-    key = render.key_of_inputs(plan)
+    key = key_of_inputs(plan)
     if key is not None and key != plan.get("cache_key"):
         return (f"its plan hashes to cache key {key[:12]}, not to the "
                 f"{str(plan.get('cache_key'))[:12]} it records")

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rocmbuild.host.components import COMPONENTS
+from rocmbuild.core.components import COMPONENTS
 
 SCHEMA_VERSION = 1
 
@@ -39,7 +39,7 @@ RANGED_REQUIREMENTS = ("torch", "rocm-torch", "rocm-sdk")
 
 
 ROCM_COMPONENTS = tuple(COMPONENTS)
-"""What ``build.rocm_components`` may name (``rocmbuild.host.components.COMPONENTS``)."""
+"""What ``build.rocm_components`` may name (``rocmbuild.core.components.COMPONENTS``)."""
 
 COMPONENT_SINCE = r"^(" + "|".join(ROCM_COMPONENTS) + r")>=[0-9]+\.[0-9]+$"
 """An item of ``build.rocm_components_since``: a component and the ROCm major.minor from which

@@ -19,7 +19,6 @@ from rocmbuild.recipe import depends, readers
 from rocmbuild.recipe.check import MISSING, Checker, lookup, suggest, tree, userinfo_message
 from rocmbuild.recipe.keys import key_of
 from rocmbuild.recipe.model import Recipe
-from rocmbuild.recipe.plan import Plan
 from rocmbuild.recipe.releases import Release
 from rocmbuild.recipe.tables import (
     Floor,
@@ -33,13 +32,13 @@ MAX_BYTES = 4 << 20
 """The largest recipe file read (flash-attn's, the largest shipped, is about 20 KiB)."""
 
 
-def files_read(recipe: Recipe, plan: Plan) -> tuple[Path, ...] | None:
-    """The files loading ``recipe`` for ``plan`` read: the recipe and its patches; None when it
+def files_read(recipe: Recipe, *, depends_on_others: bool) -> tuple[Path, ...] | None:
+    """The files loading ``recipe`` for a plan read: the recipe and its patches; None when it
     has a local source (a path, or a git repository on this machine), whose content only the
     full render and the fetch stage look at (``rocmbuild.commands.noop_memo`` then keeps no
-    memo), or when the plan depends on other recipes (their files are not tracked by the
-    memo)."""
-    if plan.depends:
+    memo), or when the plan depends on other recipes (``depends_on_others``: their files are
+    not tracked by the memo)."""
+    if depends_on_others:
         return None
     lines = recipe.releases.values()
     for src in (recipe.source, *recipe.alternatives.values(), *(

@@ -7,7 +7,7 @@ Its keys sit at the same places as the recipe's own (``[releases.main.build] hos
 recipe's value as a whole, except ``build.env``, whose variables are added on top (as a
 variant's env is). ``Recipe.on_line`` makes that recipe; the variants then apply on top of it
 exactly as without lines. Lines are declared newest first; which one a host gets is decided in
-one place, ``rocmbuild.pipeline.planning``.
+one place, ``rocmbuild.plan.planning``.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from rocmbuild.artifacts.results import Artifacts, StageResult, Status
 from rocmbuild.artifacts.wheel import SHARED_LIB
 from rocmbuild.core import log
 from rocmbuild.core.errors import AuditError
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.plan.model import Plan
 from rocmbuild.stages.context import Context, need
 
 

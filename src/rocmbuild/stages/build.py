@@ -38,7 +38,7 @@ from rocmbuild.core.run import no_network
 from rocmbuild.core.run import run as sh
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import BUILD_ONLY_MARKER
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.plan.model import Plan
 from rocmbuild.stages.context import Context, build_child, need, source_date_epoch
 
 _TORCH_PROBE = (

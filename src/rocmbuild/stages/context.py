@@ -16,7 +16,7 @@ from rocmbuild.core import hostenv, options
 from rocmbuild.core.config import Workspace
 from rocmbuild.core.errors import BuildError
 from rocmbuild.host.detect import Host
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.plan.model import Plan
 
 if TYPE_CHECKING:
     from rocmbuild.buildtools.compilecache import CompileCache

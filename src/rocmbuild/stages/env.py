@@ -10,7 +10,7 @@ import time
 
 from rocmbuild.artifacts.results import Artifacts, StageResult, Status
 from rocmbuild.buildtools import buildenv
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.plan.model import Plan
 from rocmbuild.stages.context import Context, need
 
 

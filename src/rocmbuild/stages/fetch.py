@@ -20,7 +20,7 @@ from pathlib import Path
 from rocmbuild.artifacts.results import Artifacts, StageResult, Status
 from rocmbuild.core.config import SOURCE_TREE_IGNORE
 from rocmbuild.core.log import redact
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.plan.model import Plan
 from rocmbuild.sources import archive, download, git
 from rocmbuild.stages.context import Context
 

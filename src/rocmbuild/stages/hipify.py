@@ -38,7 +38,7 @@ from rocmbuild.core.digest import sha256_file
 from rocmbuild.core.errors import BuildError, CommandFailed, ToolchainError
 from rocmbuild.core.run import run as sh
 from rocmbuild.host import compiler
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.plan.model import Plan
 from rocmbuild.recipe.tables import Hipify
 from rocmbuild.stages.context import Context, build_child, need
 

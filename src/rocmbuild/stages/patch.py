@@ -11,7 +11,7 @@ import time
 from rocmbuild.artifacts.results import StageResult, Status
 from rocmbuild.core.errors import CommandFailed, PatchError
 from rocmbuild.core.run import run as sh
-from rocmbuild.recipe.plan import Plan, display
+from rocmbuild.plan.model import Plan, display
 from rocmbuild.stages.context import Context, need
 
 _FAILED = re.compile(r"error: patch failed: (\S+):(\d+)")

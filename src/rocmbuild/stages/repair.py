@@ -30,7 +30,7 @@ from rocmbuild.artifacts.wheel import parse_wheel_name
 from rocmbuild.core import log
 from rocmbuild.core.run import last_cause
 from rocmbuild.core.run import run as sh
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.plan.model import Plan
 from rocmbuild.stages.context import Context, need
 
 ROCM_RUNTIME = (

@@ -34,7 +34,7 @@ from rocmbuild.artifacts.wheel import PROVENANCE, SHARED_LIB, WheelFormatError, 
 from rocmbuild.core import fsutil
 from rocmbuild.core.errors import BuildError
 from rocmbuild.core.pep508 import major_minor
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.plan.model import Plan
 from rocmbuild.stages.context import ZIP_EPOCH, Context, need, source_date_epoch
 
 ZIP_LAST = 4354819198  # 2107-12-31T23:59:58Z, zip's last date

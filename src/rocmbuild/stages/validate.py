@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rocmbuild.artifacts.results import Artifacts, StageResult
 from rocmbuild.core.errors import ToolchainError
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.plan.model import Plan
 from rocmbuild.stages.context import Context, need
 from rocmbuild.validate import model as vmodel
 from rocmbuild.validate import runner as vrunner

@@ -28,8 +28,8 @@ from rocmbuild.core.errors import BuildError
 from rocmbuild.core.run import run
 from rocmbuild.host import detect as hostmod
 from rocmbuild.host.compiler import HipCompiler, hip_env
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.render import Target, render
 from rocmbuild.stages import fetch, hipify, patch
 from rocmbuild.stages.context import Context
 from tests.conftest import REPO, rocmbuild

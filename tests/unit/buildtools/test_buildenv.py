@@ -14,9 +14,10 @@ from rocmbuild.buildtools import buildenv
 from rocmbuild.core.errors import BuildError
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
+from rocmbuild.plan.key import cache_key
+from rocmbuild.plan.model import BuildEnvSpec
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.plan import BuildEnvSpec
-from rocmbuild.recipe.render import Target, _cache_key, render
 from rocmbuild.recipe.search import find_recipe
 
 HOST = Host(python="3.11", python_tag="cp311", platform="linux",
@@ -76,7 +77,7 @@ def test_variants_override_and_key_follows_the_pins(tmp_path: Path) -> None:
     # the recipe's bytes are keyed anyway: the requested requirements are keyed by themselves too
     # (a requirements file is pinned by the source pin that contains it)
     repinned = replace(a, build_env=BuildEnvSpec(("six==1.16.0",)))
-    assert _cache_key(repinned, a.env) != _cache_key(a, a.env)
+    assert cache_key(repinned, a.env) != cache_key(a, a.env)
     same = render(load(_recipe(tmp_path, '["six==1.17.0"]')), Target(arch="gfx942"), HOST)
     assert same.cache_key == a.cache_key
 

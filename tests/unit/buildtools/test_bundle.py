@@ -15,10 +15,10 @@ from rocmbuild.artifacts.wheel import read_wheel
 from rocmbuild.buildtools import bundle
 from rocmbuild.core.errors import BuildError, RecipeError
 from rocmbuild.core.gfx import KNOWN_ARCHS
+from rocmbuild.plan.model import RocmRuntime
 from rocmbuild.publish.views import is_view_name, views_of
 from rocmbuild.recipe import load
 from rocmbuild.recipe.keys import ROCM_LIBS
-from rocmbuild.recipe.plan import RocmRuntime
 from rocmbuild.stages.tag import _set_header, rocm_requirement
 
 HSAKMT = Path("/usr/lib/x86_64-linux-gnu/libhsakmt.so.1")

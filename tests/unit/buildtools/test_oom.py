@@ -18,9 +18,9 @@ from rocmbuild.core import fsutil
 from rocmbuild.core.errors import BuildError, CommandFailed, ToolchainError, UsageError
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
+from rocmbuild.plan.model import Plan
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.plan import Plan
-from rocmbuild.recipe.render import Target, render
 from rocmbuild.recipe.search import find_recipe
 from rocmbuild.stages import build
 from tests.unit.host.test_cgroups import V1_MOUNTS, V1_SELF, fake

@@ -15,9 +15,9 @@ import pytest
 from rocmbuild.cache import learned
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
+from rocmbuild.plan.render import Target, render
 from rocmbuild.programs.launchers.memlog import output_of, record
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.render import Target, render
 from rocmbuild.recipe.search import find_recipe
 
 GiB = 1024**3

@@ -65,7 +65,7 @@ def test_the_code_stamp_covers_every_module_of_the_package() -> None:
     stamped = {Path(p).relative_to(pkg).as_posix() for p, _, _ in noop_memo._code()}
     assert stamped == {p.relative_to(pkg).as_posix() for p in pkg.rglob("*.py")
                        if "__pycache__" not in p.parts}
-    assert {"cli.py", "recipe/render.py", "commands/noop_memo.py"} <= stamped
+    assert {"cli.py", "plan/render.py", "commands/noop_memo.py"} <= stamped
 
 
 def _written(tmp_path: Path, digest: str = "e" * 64, **change: object) -> Path:

@@ -16,12 +16,12 @@ from rocmbuild.artifacts.buildfacts import TorchBuild
 from rocmbuild.core import gfx as arch
 from rocmbuild.core import hostenv, run
 from rocmbuild.core.errors import BuildError
+from rocmbuild.plan.model import Plan
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.plan import Plan
-from rocmbuild.recipe.render import Target, render
 from rocmbuild.recipe.search import find_recipe
 from rocmbuild.stages.tag import local_label
-from tests.unit.recipe.test_render import HOST, ROCM_ROOT, ROCM_TORCH, on_fork
+from tests.unit.plan.test_render import HOST, ROCM_ROOT, ROCM_TORCH, on_fork
 
 
 def plan_of(recipe: str, host=HOST, **kw: object) -> Plan:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from rocmbuild.core import components as table
 from rocmbuild.core.errors import ToolchainError
 from rocmbuild.host import components, toolchain
 from rocmbuild.host import detect as hostmod
@@ -70,9 +71,9 @@ def test_a_debian_tree_is_an_sdk_with_its_version_components_and_device_libs(
     assert found.components is not None
     assert {"hip", "hipblas", "hiprand", "rocrand", "hipblaslt", "rocblas", "rocprim",
             "hipcub"} <= set(found.components)
-    assert components.evidence(root, components.COMPONENTS["rocprim"]) == \
+    assert components.evidence(root, table.COMPONENTS["rocprim"]) == \
         "share/cmake/rocprim/rocprim-config.cmake"
-    assert components.evidence(root, components.COMPONENTS["hipblas"]) == \
+    assert components.evidence(root, table.COMPONENTS["hipblas"]) == \
         f"{MULTIARCH}/cmake/hipblas/hipblas-config.cmake"
 
 

@@ -21,13 +21,13 @@ from rocmbuild.core.errors import ToolchainError
 from rocmbuild.host import detect as hostmod
 from rocmbuild.host import toolchain
 from rocmbuild.host.detect import Host
-from rocmbuild.pipeline import requirements
+from rocmbuild.plan import requirements
+from rocmbuild.plan.model import Plan
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.plan import Plan
-from rocmbuild.recipe.render import Target, render
 from rocmbuild.recipe.search import find_recipe
 from tests.conftest import ROCM_TREES, make_rocm_root, make_rocm_torch, make_therock_site
-from tests.unit.recipe.test_render import on_fork
+from tests.unit.plan.test_render import on_fork
 
 # release -> (torch version, torch.version.hip, torch.version.rocm); torch 2.5 predates the field
 TORCHES = {

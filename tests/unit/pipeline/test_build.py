@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rocmbuild.artifacts.results import StageResult
 from rocmbuild.pipeline.build import BUILD_STAGES, STAGES, VALIDATE_STAGE
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.plan.model import Plan
 from rocmbuild.stages.context import Context
 from tests.unit.test_architecture import STAGES as STAGE_MODULES
 

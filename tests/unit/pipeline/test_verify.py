@@ -1,5 +1,5 @@
 """verify's judgement of a wheel's provenance, on real plans of the shipped recipes (rendered for
-a fixed host, as tests/unit/recipe/test_render.py does; no build): a provenance edited after the
+a fixed host, as tests/unit/plan/test_render.py does; no build): a provenance edited after the
 build is told from a host with another toolchain and from a recipe that pins something else."""
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ import pytest
 from rocmbuild import __version__
 from rocmbuild.core.errors import RecipeError, ToolchainError, UsageError
 from rocmbuild.pipeline.verify import check_inputs, forged, provenance
+from rocmbuild.plan.key import key_of_inputs
+from rocmbuild.plan.model import Plan
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.plan import Plan
-from rocmbuild.recipe.render import Target, key_of_inputs, render
 from rocmbuild.recipe.search import find_recipe
-from tests.unit.recipe.test_render import HOST
+from tests.unit.plan.test_render import HOST
 
 
 def _plan(name: str = "flash-attn", **target: Any) -> Plan:

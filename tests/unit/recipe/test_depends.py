@@ -13,10 +13,10 @@ import pytest
 from rocmbuild.core.errors import RecipeError
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
-from rocmbuild.pipeline import planning
+from rocmbuild.plan import planning
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe import depends
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.render import Target, render
 
 HOST = Host(python="3.11", python_tag="cp311", platform="linux",
             torch=TorchInfo("2.13.0+cpu", None, None), rocm_root=None, compiler=None,
@@ -125,7 +125,7 @@ def test_a_dependency_wheel_that_changed_is_not_installed(tmp_path: Path) -> Non
     from rocmbuild.artifacts.results import DependencyWheel
     from rocmbuild.buildtools import buildenv
     from rocmbuild.core.errors import BuildError
-    from rocmbuild.recipe.plan import BuildEnvSpec
+    from rocmbuild.plan.model import BuildEnvSpec
 
     wheel = tmp_path / "toyaiter-1.0-py3-none-any.whl"
     wheel.write_bytes(b"not the wheel that was built")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from rocmbuild.pipeline import planning
+from rocmbuild.plan import planning
+from rocmbuild.plan.render import Target
 from rocmbuild.recipe.load import files_read, load
-from rocmbuild.recipe.render import Target
 from rocmbuild.recipe.search import find_recipe
-from tests.unit.recipe.test_render import HOST
+from tests.unit.plan.test_render import HOST
 
 
 def test_a_plan_without_dependencies_keeps_its_memo_when_another_line_has_some() -> None:
@@ -15,8 +15,8 @@ def test_a_plan_without_dependencies_keeps_its_memo_when_another_line_has_some()
     recipe = load(find_recipe("flash-attn"))
     fork = planning.plan(recipe, Target(arch="gfx942", variant="triton", source="pypi"), HOST)
     assert fork.release == "2.8-fork" and not fork.depends
-    files = files_read(recipe, fork)
+    files = files_read(recipe, depends_on_others=bool(fork.depends))
     assert files is not None and files[0] == recipe.path.absolute()
     assert all(p.file in files for p in recipe.patches)
     main = planning.plan(recipe, Target(arch="gfx942", variant="triton", release="main"), HOST)
-    assert main.depends and files_read(recipe, main) is None
+    assert main.depends and files_read(recipe, depends_on_others=bool(main.depends)) is None

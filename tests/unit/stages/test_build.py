@@ -11,9 +11,9 @@ import pytest
 from rocmbuild.core.errors import FetchError, RecipeError, ToolchainError
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
-from rocmbuild.pipeline import requirements
+from rocmbuild.plan import requirements
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.render import Target, render
 from rocmbuild.recipe.search import find_recipe
 from rocmbuild.sources.git import resolve_url
 from rocmbuild.stages.build import network_host

@@ -8,11 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from rocmbuild.artifacts.buildfacts import Unmapped
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.render import Target, render
 from rocmbuild.stages import hipify
 from tests.conftest import REPO
-from tests.unit.recipe.test_render import HOST
+from tests.unit.plan.test_render import HOST
 
 EXT = REPO / "tests/fixtures/cuda-ext.toml"
 

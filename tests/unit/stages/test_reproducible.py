@@ -20,13 +20,13 @@ from rocmbuild.artifacts.wheel import read_wheel
 from rocmbuild.cache import store as cache
 from rocmbuild.core.errors import NotReproduced, UsageError
 from rocmbuild.pipeline.verify import _first_difference, compare, require_reproduced
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.render import Target, render
 from rocmbuild.recipe.search import find_recipe
 from rocmbuild.sources.archive import extract_dated
 from rocmbuild.stages.context import ZIP_EPOCH, source_date_epoch
 from rocmbuild.stages.tag import retag
-from tests.unit.recipe.test_render import HOST
+from tests.unit.plan.test_render import HOST
 
 NV = "pkg-1.0"
 EPOCH = 1700000000  # 2023-11-14T22:13:20Z

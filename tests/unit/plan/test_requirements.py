@@ -13,19 +13,20 @@ from pathlib import Path
 
 import pytest
 
+from rocmbuild.core import components as table
 from rocmbuild.core.errors import ToolchainError
 from rocmbuild.host import components, toolchain
 from rocmbuild.host import detect as hostmod
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
-from rocmbuild.pipeline import requirements
-from rocmbuild.recipe import render as render_mod
+from rocmbuild.plan import render as render_mod
+from rocmbuild.plan import requirements
+from rocmbuild.plan.model import Plan
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.plan import Plan
-from rocmbuild.recipe.render import Target, render
 from rocmbuild.recipe.search import find_recipe
 from tests.conftest import make_rocm_root
-from tests.unit.recipe.test_render import on_fork
+from tests.unit.plan.test_render import on_fork
 
 ROCM_TORCH = TorchInfo("2.5.1+rocm6.2", "6.2.41133-dd7f95766", None)
 
@@ -54,7 +55,7 @@ def test_each_file_kind_counts(tmp_path: Path) -> None:
     (root / "lib64/cmake/rocblas/RocblasConfig.cmake").write_text("")
     (root / "lib/libMIOpen.so.1.0.60200").write_text("")
     (root / "include/rocprim").mkdir(parents=True)  # headers alone are not the package config
-    got = {n: components.evidence(root, c) for n, c in components.COMPONENTS.items()}
+    got = {n: components.evidence(root, c) for n, c in table.COMPONENTS.items()}
     assert got["rccl"] == "lib/cmake/rccl/rccl-config.cmake"
     assert got["rocblas"] == "lib64/cmake/rocblas/RocblasConfig.cmake"
     assert got["miopen"] == "lib/libMIOpen.so.1.0.60200"
@@ -77,10 +78,10 @@ def test_debian_multiarch_layout(tmp_path: Path) -> None:
 
 
 def test_every_component_names_apt_and_dnf_packages() -> None:
-    for c in components.COMPONENTS.values():
+    for c in table.COMPONENTS.values():
         assert c.apt and c.dnf and c.looked_for(), c.name
-    assert components.COMPONENTS["miopen"].packages() == "apt miopen-hip-dev / dnf miopen-hip-devel"
-    hint = components.install_hint(["hip", "hiprtc", "rccl"])  # hip-dev once
+    assert table.COMPONENTS["miopen"].packages() == "apt miopen-hip-dev / dnf miopen-hip-devel"
+    hint = table.install_hint(["hip", "hiprtc", "rccl"])  # hip-dev once
     assert hint.startswith("sudo apt install hip-dev rccl-dev (RHEL/SLES: sudo dnf install "
                            "hip-devel rccl-devel)")
 
@@ -90,7 +91,7 @@ def test_find_takes_milliseconds(tmp_path: Path) -> None:
 
     root = make_rocm_root(tmp_path / "rocm")
     t = time.perf_counter()
-    assert len(components.find(root)) == len(components.COMPONENTS)
+    assert len(components.find(root)) == len(table.COMPONENTS)
     assert time.perf_counter() - t < 0.5
 
 
@@ -107,7 +108,7 @@ def test_components_are_looked_for_only_when_a_plan_needs_them(tmp_path: Path) -
     assert skipped.rocm_root is not None and skipped.rocm_root.components is None
     full = hostmod.detect(rocm_path=str(root), want_compiler=False)
     assert full.rocm_root is not None
-    assert full.rocm_root.components == tuple(components.COMPONENTS)
+    assert full.rocm_root.components == tuple(table.COMPONENTS)
     triton = plan("flash-attn", skipped, "triton")
     assert not triton.rocm_components and requirements.missing_components(triton, skipped) == []
 
@@ -209,7 +210,7 @@ def test_docs_table_matches_the_code() -> None:
     doc = (REPO / "docs/host-checks.md").read_text(encoding="utf-8")
     rows = {line.split("|")[1].strip().strip("`"): [c.strip() for c in line.split("|")[3:5]]
             for line in doc.splitlines() if line.startswith("| `")}
-    for c in components.COMPONENTS.values():
+    for c in table.COMPONENTS.values():
         assert rows.get(c.name) == [c.apt, c.dnf], c.name
 
 

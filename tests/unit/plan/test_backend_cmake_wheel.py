@@ -12,11 +12,11 @@ import pytest
 
 from rocmbuild.core.errors import RecipeError
 from rocmbuild.host.compiler import HipCompiler
-from rocmbuild.recipe.backend import backend_commands
+from rocmbuild.plan.backend import backend_commands
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.render import Target, render
 from rocmbuild.recipe.search import find_recipe
-from tests.unit.recipe.test_render import HOST
+from tests.unit.plan.test_render import HOST
 
 BASE = """schema_version = 1
 [package]

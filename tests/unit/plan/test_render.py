@@ -13,10 +13,10 @@ import pytest
 from rocmbuild.core.errors import UsageError
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import RocmRoot, TorchInfo
+from rocmbuild.plan.model import Plan
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
 from rocmbuild.recipe.model import Recipe
-from rocmbuild.recipe.plan import Plan
-from rocmbuild.recipe.render import Target, render
 from rocmbuild.recipe.search import find_recipe
 
 HOST = Host(python="3.11", python_tag="cp311", platform="linux",

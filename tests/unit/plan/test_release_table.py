@@ -15,9 +15,9 @@ import pytest
 from rocmbuild.core.errors import ToolchainError
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import RocmRoot, TorchInfo
-from rocmbuild.pipeline import planning
+from rocmbuild.plan import planning
+from rocmbuild.plan.render import Target
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.render import Target
 from rocmbuild.recipe.search import find_recipe
 
 DOC = Path(__file__).parents[3] / "docs" / "releases.md"

@@ -36,10 +36,10 @@ from rocmbuild.cache import learned as learned_store
 from rocmbuild.cache.learned import LearnedMemory
 from rocmbuild.core.errors import RecipeError, ToolchainError
 from rocmbuild.host.detect import Host
-from rocmbuild.pipeline import requirements
-from rocmbuild.recipe import depends, load, render
+from rocmbuild.plan import render, requirements
+from rocmbuild.plan.model import Plan
+from rocmbuild.recipe import depends, load
 from rocmbuild.recipe.model import Recipe
-from rocmbuild.recipe.plan import Plan
 
 Learned = Callable[[str], Sequence[LearnedMemory]]
 """The unit memory earlier builds of a recipe measured, by recipe name (``learned.load``)."""

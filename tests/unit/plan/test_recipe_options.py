@@ -14,12 +14,13 @@ import pytest
 from rocmbuild.commands.common import parse_opts
 from rocmbuild.core.errors import RecipeError, UsageError
 from rocmbuild.host.compiler import HipCompiler
-from rocmbuild.pipeline import planning, units
+from rocmbuild.pipeline import units
+from rocmbuild.plan import planning
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.render import Target, render
 from rocmbuild.recipe.search import find_recipe
 from tests.conftest import REPO
-from tests.unit.recipe.test_render import HOST
+from tests.unit.plan.test_render import HOST
 
 
 def flash(line: str = "2.8-fork", **kw: object):  # type: ignore[no-untyped-def]

@@ -7,12 +7,12 @@ from __future__ import annotations
 import os
 import sys
 
+from rocmbuild.core import components
 from rocmbuild.core.errors import ToolchainError
 from rocmbuild.core.pep508 import major_minor
-from rocmbuild.host import components
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import RocmRoot, TorchInfo
-from rocmbuild.recipe.plan import Plan
+from rocmbuild.plan.model import Plan
 
 
 def within(version: str, spec: str) -> bool:

@@ -13,11 +13,11 @@ import pytest
 from rocmbuild.host.compiler import HipCompiler
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import RocmRoot, TorchInfo
+from rocmbuild.plan.model import BuildEnvSpec, uses_torch
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.plan import BuildEnvSpec, uses_torch
-from rocmbuild.recipe.render import Target, render
 from rocmbuild.recipe.search import find_recipe
-from tests.unit.recipe.test_render import on_fork
+from tests.unit.plan.test_render import on_fork
 
 CLANG = HipCompiler("/usr/bin/clang++-22", "clang", "22.0.0", "/opt/rocm-6.2.0", None, ())
 ROCM_TORCH = TorchInfo("2.5.1+rocm6.4", "6.4.43482-0f2d60242", None)

@@ -12,10 +12,10 @@ import pytest
 from rocmbuild.core.errors import ToolchainError, UsageError
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import PIP_WHERE, RocmRoot, TorchInfo
-from rocmbuild.pipeline import planning
+from rocmbuild.plan import planning
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
 from rocmbuild.recipe.model import Recipe
-from rocmbuild.recipe.render import Target, render
 from rocmbuild.recipe.search import find_recipe
 
 BASE = Host(python="3.11", python_tag="cp311", platform="linux",

@@ -9,32 +9,22 @@ plan for another machine renders from that machine's saved host JSON.
 
 from __future__ import annotations
 
-import fnmatch
-import hashlib
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any
 
-from rocmbuild import __version__
 from rocmbuild.artifacts.results import Pin
 from rocmbuild.cache.learned import LearnedMemory, pick
 from rocmbuild.core import gfx as arch
 from rocmbuild.core import jobs, options
-from rocmbuild.core.config import SOURCE_TREE_IGNORE
+from rocmbuild.core.components import required_since
 from rocmbuild.core.errors import RecipeError, UsageError
 from rocmbuild.host import gpus
-from rocmbuild.host.components import required_since
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import TorchInfo
-from rocmbuild.recipe.backend import backend_commands, cmake_configure, fill
-from rocmbuild.recipe.depends import of as depends_of
-from rocmbuild.recipe.keys import ROCM_LIBS
-from rocmbuild.recipe.model import Recipe
-from rocmbuild.recipe.options import resolve as resolve_options
-from rocmbuild.recipe.plan import (
+from rocmbuild.plan import key
+from rocmbuild.plan.backend import backend_commands, cmake_configure, fill
+from rocmbuild.plan.model import (
     BuildEnvSpec,
     BuildHost,
     CompilerPin,
@@ -44,6 +34,10 @@ from rocmbuild.recipe.plan import (
     ValidateSpec,
     uses_torch,
 )
+from rocmbuild.plan.recipe_options import resolve as resolve_options
+from rocmbuild.recipe.depends import of as depends_of
+from rocmbuild.recipe.keys import ROCM_LIBS
+from rocmbuild.recipe.model import Recipe
 from rocmbuild.recipe.tables import Download, Patch, Source
 
 __all__ = ["Plan", "Target", "render", "uses_hip_compiler"]
@@ -350,7 +344,7 @@ def render(recipe: Recipe, target: Target, host: Host,
         depends=tuple(depends),
         learned=measured,
     )
-    return replace(plan, cache_key=_cache_key(plan, keyed_env))
+    return replace(plan, cache_key=key.cache_key(plan, keyed_env))
 
 
 def dependency_target(target: Target) -> Target:
@@ -441,52 +435,3 @@ def _build_env(recipe: Recipe, variant_name: str) -> BuildEnvSpec | None:
     if not requires and not file:
         return None
     return BuildEnvSpec(requires, requires_key, file, file_key)
-
-
-def _cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:
-    """sha256 over everything that decides the wheel's bytes: not MAX_JOBS (the env is hashed
-    with ``{jobs}`` unfilled), not where the recipe file lies, not how the ROCm version was
-    found."""
-    material = plan.to_json()
-    material["env"] = keyed_env
-    if plan.source.kind == "path":  # a local tree is pinned by its content
-        material["source"]["tree_sha256"] = _tree_digest(Path(plan.source.path))
-    return _key(material)
-
-
-def _key(material: dict[str, Any]) -> str:
-    """The cache key of a plan's JSON (its env keyed): ``material`` without what decides nothing
-    about the wheel's bytes, with rocmbuild's version."""
-    # offline: where the build ran decides nothing about the wheel's bytes; release_why: why the
-    # line was picked (the line itself is hashed); unit_count: how plan --units counts
-    for volatile in ("jobs", "jobs_reason", "recipe_path", "cache_key", "host_requires_reason",
-                     "offline", "release_why", "unit_count"):
-        material.pop(volatile, None)
-    material["rocm"].pop("version_from", None)
-    material["rocm"].pop("version_kind", None)
-    material["rocmbuild"] = __version__
-    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
-
-
-def key_of_inputs(inputs: dict[str, Any]) -> str | None:
-    """The cache key that ``Plan.inputs_json()`` (a wheel's recorded ``plan``) hashes to, as
-    ``render`` computes it for the plan; None when it cannot be told from the JSON alone (a
-    ``path`` source is keyed by its tree's content) or the JSON is no plan's (``verify`` reads
-    it from an untrusted wheel)."""
-    material = json.loads(json.dumps(inputs))  # a deep copy of JSON data
-    source, rocm = material.get("source"), material.get("rocm")
-    if not isinstance(source, dict) or not isinstance(rocm, dict) or source.get("kind") in (
-            None, "path"):
-        return None
-    return _key(material)
-
-
-def _tree_digest(root: Path) -> str:
-    """The content of a local source tree, as the fetch stage will copy it."""
-    h = hashlib.sha256()
-    for f in sorted(root.rglob("*")):
-        rel = f.relative_to(root)
-        if f.is_file() and not any(fnmatch.fnmatch(part, pat) for part in rel.parts
-                                   for pat in SOURCE_TREE_IGNORE):
-            h.update(str(rel).encode() + b"\0" + f.read_bytes() + b"\0")
-    return h.hexdigest()

@@ -12,8 +12,8 @@ from pathlib import Path
 from rocmbuild.host.compiler import HipCompiler
 from rocmbuild.host.detect import Host
 from rocmbuild.host.toolchain import RocmRoot, TorchInfo
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.render import Target, render
 from rocmbuild.recipe.search import find_recipe
 
 HOST = Host(python="3.11", python_tag="cp311", platform="linux",

@@ -13,11 +13,11 @@ import pytest
 from rocmbuild.artifacts import audit, label
 from rocmbuild.artifacts.wheel import read_wheel
 from rocmbuild.core.errors import RecipeError, UsageError
+from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
-from rocmbuild.recipe.render import Target, render
 from rocmbuild.recipe.search import find_recipe
 from rocmbuild.stages.tag import retag
-from tests.unit.recipe.test_render import HOST
+from tests.unit.plan.test_render import HOST
 
 
 def deepspeed(**kw: object):  # type: ignore[no-untyped-def]
