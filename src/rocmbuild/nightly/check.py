@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from rocmbuild.core import gfx
 from rocmbuild.core.errors import UsageError
 from rocmbuild.nightly.model import Cell
-from rocmbuild.plan import recipe_options as options
-from rocmbuild.plan import render
+from rocmbuild.plan import recipe_options, render
 from rocmbuild.recipe import load, search
 from rocmbuild.recipe.model import Recipe
 
@@ -41,7 +40,7 @@ def key(cell: Cell, recipe: Recipe, name: str) -> Key:
     render.source_of(recipe, cell.source, f"{where}.sources")
     archs = gfx.parse_archs(cell.arch, recipe.supported_archs,
                             f"{recipe.path.name}: arch.supported", flag=f"{where}.archs")
-    chosen = options.resolve(recipe, variant, cell.source, cell.options, f"{where}.options")
+    chosen = recipe_options.resolve(recipe, variant, cell.source, cell.options, f"{where}.options")
     return (str(recipe.path.resolve()), variant, cell.source, frozenset(archs), chosen)
 
 
