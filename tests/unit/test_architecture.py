@@ -238,6 +238,7 @@ def place(name: str) -> tuple[str, str]:
 # each room. Two modules may share a name only when it says the same kind of thing in both: a
 # noun in one room and a verb in another (host/detect beside the old nightly/detect, core/run
 # beside the old nightly/run) misleads a reader. A new shared name goes here, with its meanings.
+# ``__init__`` and ``__main__`` are Python's names, not ours.
 SHARED_NAMES: dict[str, tuple[str, dict[str, str]]] = {
     "audit": ("verb", {
         "artifacts": "audit a wheel's device code against the requested archs",
