@@ -37,8 +37,8 @@ class Terminated(KeyboardInterrupt):
 STOP_GRACE_S = 8.0
 """After a stop signal rocmbuild ends its commands and reports within this many seconds; if a
 cleanup hangs (a lock, a pipe, a thread), the watchdog armed by the signal ends the process
-anyway. The process guardian (run.py) kills the commands' groups when rocmbuild is gone, and the
-kernel drops its flocks."""
+anyway. The process guardian (core/run.py) kills the commands' groups when rocmbuild is gone,
+and the kernel drops its flocks."""
 
 _watchdog: list[threading.Timer] = []
 

@@ -1,5 +1,5 @@
 """The build stage imports torch (for its version and C++ ABI flag) only for a plan that uses
-torch (``recipe.plan.uses_torch``). Two real builds through the CLI on this machine, which has a
+torch (``plan.model.uses_torch``). Two real builds through the CLI on this machine, which has a
 CPU torch: a cmake build of one C++ unit (real cmake, ninja, c++) that names no torch, and a
 ``pip wheel`` build of a small setup.py project whose recipe names torch in python_requires.
 

@@ -1,7 +1,9 @@
-"""The rules docs/architecture.md states, checked on the source: only run.py starts processes,
-only commands/ and cli.py see argparse or exit, stages never import each other, the kernel gate
-imports nothing of rocmbuild, and domain modules print only through log (progress and warnings),
-never data on stdout."""
+"""The rules docs/architecture.md states, checked on the source: only core/run.py starts
+processes, only commands/ and cli.py see argparse or exit, stages never import each other, the
+kernel gate imports nothing of rocmbuild, domain modules print only through log (progress and
+warnings), never data on stdout, arrows point down, no function is over 120 lines, and module
+names say one thing: a basename two rooms share is declared with its meaning in each, the names
+that misled stay gone, commands/ holds the commands and stages/ the stages."""
 
 from __future__ import annotations
 
@@ -209,3 +211,167 @@ def test_no_module_over_500_lines() -> None:
     bad = {str(p.relative_to(SRC)): n for p in SRC.rglob("*.py")
            if (n := len(p.read_text().splitlines())) > 500}
     assert bad == {}
+
+
+MAX_FUNCTION_LINES = 120
+
+
+def test_no_function_over_120_lines() -> None:
+    """Every function and method, from its ``def`` to its last line (a nested function counts
+    inside its parent, and on its own)."""
+    bad = {f"{name}:{node.lineno} {node.name}": n for name, tree in modules().items()
+           for node in ast.walk(tree)
+           if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+           and (n := (node.end_lineno or node.lineno) - node.lineno + 1) > MAX_FUNCTION_LINES}
+    assert bad == {}
+
+
+def place(name: str) -> tuple[str, str]:
+    """(room, basename) of a module file: ``nightly/slurm/settings.py`` -> ("nightly/slurm",
+    "settings"); a top-level file's room is ""."""
+    room_dir, _, file = name.rpartition("/")
+    return room_dir, file.removesuffix(".py")
+
+
+# Every module basename that more than one room uses, with what the word is (a noun: the thing
+# the module holds; a verb: what it does, one word class per name) and the one meaning it has in
+# each room. Two modules may share a name only when it says the same kind of thing in both: a
+# noun in one room and a verb in another (host/detect beside the old nightly/detect, core/run
+# beside the old nightly/run) misleads a reader. A new shared name goes here, with its meanings.
+# ``__init__`` and ``__main__`` are Python's names, not ours.
+SHARED_NAMES: dict[str, tuple[str, dict[str, str]]] = {
+    "audit": ("verb", {
+        "artifacts": "audit a wheel's device code against the requested archs",
+        "commands": "the `audit` command: audit wheels and shared objects",
+        "stages": "the audit stage: audit the wheel the build made"}),
+    "build": ("verb", {
+        "commands": "the `build` command: build one recipe",
+        "pipeline": "build one Plan: the stage tuple, the key's locks, storing",
+        "stages": "the build stage: run the backend's build commands"}),
+    "bundle": ("verb", {
+        "buildtools": "bundle the ROCm runtime into a wheel",
+        "stages": "the bundle stage: bundle it when rocm_runtime = \"bundle\""}),
+    "check": ("verb", {
+        "recipe": "check a recipe file: every problem at once",
+        "nightly": "check the matrix against its recipes before anything runs",
+        "programs/modelcheck": "check the attention under test inside a decoder against the "
+                               "references (the model check)"}),
+    "components": ("noun", {
+        "core": "the ROCm component table: packages, libraries, install names",
+        "host": "the components a ROCm root holds, found by file checks"}),
+    "config": ("noun", {
+        "core": "where things live: workspace, cache, recipe paths",
+        "nightly": "nightly.toml as a NightlyConfig"}),
+    "doctor": ("noun", {
+        "commands": "the `doctor` command",
+        "pipeline": "the doctor's checks of this host, one line each"}),
+    "drift": ("noun", {
+        "sources": "a pin against what upstream has now",
+        "nightly": "the report's upstream drift section"}),
+    "harness": ("noun", {
+        "programs/kernelgate": "the kernel gate's command line in the validation venv",
+        "programs/modelcheck": "the model check's command line in the validation venv"}),
+    "lock": ("noun", {
+        "core": "advisory file locks (flock)",
+        "nightly": "the one-nightly-per-workspace lock and its holder's record"}),
+    "matrix": ("noun", {
+        "nightly": "one [[matrix]] table of nightly.toml, expanded into cells",
+        "programs/kernelgate": "the gate's correctness cases and throughput shapes"}),
+    "model": ("noun", {
+        "recipe": "the Recipe value",
+        "plan": "the Plan value",
+        "validate": "validation's options and report",
+        "nightly": "the typed values the nightly's parts pass"}),
+    "settings": ("noun", {
+        "core": "the settings reader: typed values from config files and saved hosts",
+        "nightly/slurm": "the Slurm executor's settings and a task's resources"}),
+    "stack": ("noun", {
+        "recipe": "a stack file, read",
+        "pipeline": "a stack planned, built, validated and published together",
+        "commands": "the `stack` command"}),
+    "upstream": ("noun", {
+        "sources": "what upstream has now: git refs, index pages",
+        "validate": "the package's own upstream tests, sampled"}),
+    "validate": ("verb", {
+        "commands": "the `validate` command: validate wheels",
+        "stages": "the validate stage: validate the wheel the build made"}),
+    "verify": ("verb", {
+        "commands": "the `verify` command",
+        "pipeline": "verify a wheel: rebuild it from its provenance and compare"}),
+}
+
+# Names the house gave up because they misled, and where the module lives now. None may come back.
+GONE_MODULES = {
+    "nightly/detect": "nightly/changes (change detection; host/detect detects the host)",
+    "nightly/run": "nightly/controller (core/run runs processes)",
+    "recipe/options": "plan/recipe_options (core/options: the settings and their flags)",
+    "plan/options": "plan/recipe_options (core/options: the settings and their flags)",
+}
+GONE_ANYWHERE = {
+    "quickhit": "commands/noop_memo (the no-op rebuild's memo)",
+    "livecode": "buildtools/preprocessed (the lines the preprocessor keeps)",
+}
+
+
+def test_shared_module_names_mean_one_thing() -> None:
+    rooms: dict[str, set[str]] = {}
+    for name in modules():
+        room_dir, base = place(name)
+        if base not in ("__init__", "__main__"):
+            rooms.setdefault(base, set()).add(room_dir)
+    shared = {base: rs for base, rs in rooms.items() if len(rs) > 1}
+    declared = {base: set(meanings) for base, (_, meanings) in SHARED_NAMES.items()}
+    assert shared == declared, "declare a shared name in SHARED_NAMES, with its meaning per room"
+    assert {kind for kind, _ in SHARED_NAMES.values()} <= {"noun", "verb"}
+
+
+def test_misleading_names_do_not_come_back() -> None:
+    found = [name for name in modules() if name.removesuffix(".py") in GONE_MODULES
+             or place(name)[1] in GONE_ANYWHERE]
+    assert found == []
+
+
+def test_validation_is_called_validate() -> None:
+    """``check`` checks input (a recipe, the matrix); what validates a wheel says so
+    (``nightly.revalidate.validate_wheel``, once ``revalidate.check``): no module, function or
+    class called ``check`` in validate/ or in a module named for validation."""
+    bad = []
+    for name, tree in modules().items():
+        room_dir, base = place(name)
+        if room_dir != "validate" and "validate" not in base:
+            continue
+        bad += [name] if base == "check" else []
+        bad += [f"{name}:{node.lineno}" for node in ast.walk(tree)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and node.name.lstrip("_").lower() == "check"]
+    assert bad == []
+
+
+# commands/ modules that are no subcommand: what the commands share.
+COMMAND_HELPERS = {
+    "common": "the flags and steps several commands share",
+    "noop_memo": "the no-op rebuild's memo, served before anything is parsed",
+    "parser": "the command line's parser",
+    "registry": "COMMANDS, in --help's order, and the `rocmbuild <recipe>` shorthand",
+}
+
+
+def test_command_modules_are_the_commands() -> None:
+    """Each commands/<name>.py is the subcommand ``<name>`` the parser registers, or a helper."""
+    import argparse
+
+    from rocmbuild.commands.parser import build_parser
+    from rocmbuild.commands.registry import COMMANDS
+
+    subs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert sorted(subs.choices) == sorted(COMMANDS)
+    files = {p.stem for p in (SRC / "commands").glob("*.py")} - {"__init__"}
+    assert sorted(files - set(COMMAND_HELPERS)) == sorted(COMMANDS)
+    assert set(COMMAND_HELPERS) <= files
+
+
+def test_stage_modules_are_the_stages() -> None:
+    """Each stages/<name>.py but context.py is the stage ``<name>`` of the builder's list."""
+    from rocmbuild.pipeline.build import STAGES as BUILDER_STAGES
+
+    assert sorted(s.name for s in BUILDER_STAGES) == sorted(STAGES)

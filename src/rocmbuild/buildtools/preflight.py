@@ -1,5 +1,5 @@
 """Preflight: the resources a long build needs, checked in seconds before anything is fetched
-(``host.preflight`` checks the software; this checks the room to build in).
+(``plan.requirements.preflight`` checks the software; this checks the room to build in).
 
 - **disk**: free space where the source tree will be, against the disk the last build of the
   same recipe and variant measured (its tree when the build stage ended, recorded under

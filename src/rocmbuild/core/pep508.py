@@ -6,8 +6,8 @@ and more) costs a cache hit about a tenth of a second. The common forms (``ninja
 ``setuptools>=70.1,<80``, ``rocm-sdk>=6.2,<7.1``) are recognised here by a strict pattern that
 accepts only strings ``packaging`` accepts as well (tests/unit/core/test_pep508.py checks that);
 anything else, valid or not, goes to ``packaging`` as before: the same answers and messages.
-``simple_contains`` does the same for host.preflight's check of a host's versions against a
-recipe's ranges; ``major_minor`` is the one reading of a version's ``X.Y``."""
+``simple_contains`` does the same for ``plan.requirements.preflight``'s check of a host's
+versions against a recipe's ranges; ``major_minor`` is the one reading of a version's ``X.Y``."""
 
 from __future__ import annotations
 

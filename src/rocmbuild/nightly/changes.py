@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
 from rich.markup import escape
 
+from rocmbuild.artifacts.wheel import parse_wheel_name
 from rocmbuild.cache import store as cache
 from rocmbuild.core import log, untrusted
 from rocmbuild.core.config import Workspace
@@ -193,9 +193,10 @@ def in_stage(index: str, stage: str, project: str, wheel: str) -> bool:
 
 
 def wheel_project(name: str) -> tuple[str, str]:
-    """(normalized project, version) from a wheel file name."""
-    parts = name.split("-")
-    return str(canonicalize_name(parts[0])), parts[1]
+    """(normalized project, version as spelled) from a wheel file name, through the one parser of
+    wheel names: a name that is none is a WheelFormatError naming it."""
+    parts = parse_wheel_name(name)
+    return str(parts.name), parts.raw_version
 
 
 def decide(cell: Cell, pin: Pin, plan: Plan, f: Facts, ws: Workspace, index: str, stage: str,

@@ -13,7 +13,7 @@ narrows the directions and ``CK_FMHA_UNITS`` keeps the units whose name matches 
 pattern.
 
 ``build.unit_count = "ninja"`` (``auto`` for the cmake backend): the cmake backend's configure
-command (``Plan.unit_configure``, ``recipe.backend.cmake_configure``: generator Ninja, the HIP
+command (``Plan.unit_configure``, ``plan.backend.cmake_configure``: generator Ninja, the HIP
 compiler and archs, build.cmake_args) runs in the fetched tree with the build's environment, then
 ``ninja -t targets all`` lists the build's outputs; the object files (``.o``, ``.obj``) are the
 compile units: links, custom commands and CMake's own rules are not counted.

@@ -198,7 +198,7 @@ def load_stack(path: Path) -> Stack:
 
 
 TORCH_PROJECTS = ("torch", "rocm-torch")
-"""What a ``[torch] from = "recipe"`` recipe must build (``recipe.plan.TORCH_NAMES``)."""
+"""What a ``[torch] from = "recipe"`` recipe must build (``plan.model.TORCH_NAMES``)."""
 
 
 def project(recipe: Recipe) -> str:

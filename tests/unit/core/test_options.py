@@ -100,7 +100,7 @@ def test_unregistered_variable_is_a_bug() -> None:
 
 
 def test_no_module_reads_the_environment_itself() -> None:
-    """Configuration comes through options.py. Copying os.environ for a child process (run.py,
+    """Configuration comes through options.py. Copying os.environ for a child process (core/run.py,
     the build env) is not reading configuration, and is allowed."""
     reads = re.compile(r"os\.environ\.get\((?!\"PATH\")|(?<!del )os\.environ\[\"[^\"]+\"\](?!\s*=)"
                        r"|os\.getenv\(")

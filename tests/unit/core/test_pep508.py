@@ -70,8 +70,8 @@ def test_accepted_is_a_subset_of_what_packaging_accepts() -> None:
 
 
 def test_plain_ranges_contain_what_packaging_says() -> None:
-    """host.preflight's version check without packaging: every plain version against every
-    plain range of a seeded random sample answers as packaging does."""
+    """``plan.requirements.preflight``'s version check without packaging: every plain version
+    against every plain range of a seeded random sample answers as packaging does."""
     from packaging.version import Version
 
     from rocmbuild.core.pep508 import simple_contains

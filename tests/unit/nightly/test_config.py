@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from rocmbuild.artifacts.wheel import WheelFormatError
 from rocmbuild.core.errors import Busy, FetchError, UsageError
 from rocmbuild.nightly import changes, config, lock
 from rocmbuild.nightly.model import Cell, Pin
@@ -188,6 +189,17 @@ def test_index_answers_that_are_not_pep691(index: str) -> None:
 def test_sdist_project_from_the_recipe_url() -> None:
     url = "https://files.pythonhosted.org/packages/x/flash_attn-2.8.3.post1.tar.gz"
     assert changes.sdist_project(url) == "flash-attn"
+
+
+def test_wheel_project_reads_the_name_through_the_one_parser() -> None:
+    """The project (normalized) and the version as the name spells it; a name that is no wheel
+    name is one WheelFormatError naming it (a hand split gave an IndexError, or a wrong part)."""
+    assert changes.wheel_project("Flash_Attn-2.8.3+rocm7.2-1-cp311-cp311-linux_x86_64.whl") == (
+        "flash-attn", "2.8.3+rocm7.2")
+    assert changes.wheel_project("demo-1.0.post1-py3-none-any.whl") == ("demo", "1.0.post1")
+    for bad in ("demo.whl", "demo-1.0.whl", "demo-one-py3-none-any.whl"):
+        with pytest.raises(WheelFormatError, match=f"{bad}: not a wheel filename"):
+            changes.wheel_project(bad)
 
 
 def test_reasons_compare_with_the_last_manifest() -> None:
