@@ -192,7 +192,7 @@ def test_vllm_plan_on_a_rocm_7_14_torch_2_14_host() -> None:
     off (option and patch 0001), triton_kernels from [[downloads]] into TRITON_KERNELS_SRC_DIR
     (its python/triton_kernels/triton_kernels directory), hipfile checked from ROCm 7.14, and
     nothing the host lacks but the download's pin (the ROCm/triton archive could not be read
-    with this project's tools: docs/recipes/vllm.md). Rendered through pipeline.planning as
+    with this project's tools: docs/recipes/vllm.md). Rendered through plan.planning as
     `plan` does."""
     from rocmbuild.host.detect import from_json
     from rocmbuild.plan import planning, requirements

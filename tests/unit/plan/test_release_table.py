@@ -1,5 +1,5 @@
 """docs/releases.md's table of ROCm x torch pairs and the flash-attn line each gets: every cell is
-planned here (the CK variant, pipeline.planning.plan) and must name the line the planner picks, or
+planned here (the CK variant, plan.planning.plan) and must name the line the planner picks, or
 "none" where the planner finds no line. The hosts are Host values (a ROCm root and a ROCm torch
 cannot exist on this machine): a ROCm SDK of that release with hipcc, and a ROCm torch of that
 release built for it (``torch.version.rocm`` from ROCm 10 on, whose HIP versions differ)."""
