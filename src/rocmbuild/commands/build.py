@@ -78,5 +78,5 @@ def _remember(args: argparse.Namespace, rendered: common.Rendered, ws: Workspace
     noop_memo.remember(
         getattr(args, "quick_inputs", None), cache_key=rendered.plan.cache_key, ws=ws,
         wheel_dir=wheel_dir, files=files, absent=absent, dirs=dirs, host=rendered.host,
-        want_compiler=rendered.want_compiler, want_components=rendered.want_components,
-        dists=rendered.recipe.python_requires)
+        want_compiler=rendered.wants.compiler, want_components=rendered.wants.components,
+        dists=rendered.wants.dists)

@@ -19,6 +19,7 @@ T = TypeVar("T")
 if TYPE_CHECKING:  # imported where used: a hit served by noop_memo imports no recipe model
     from rocmbuild.host.detect import Host
     from rocmbuild.plan.model import Plan
+    from rocmbuild.plan.planning import HostSource, Wants
     from rocmbuild.recipe.model import Recipe
 
 Subparsers = Any  # argparse's _SubParsersAction is private
@@ -124,13 +125,24 @@ def plan_from_args(args: argparse.Namespace, host_file: str | None = None) -> tu
 
 @dataclass(frozen=True)
 class Rendered:
-    """A plan as ``rendered_from_args`` made it, with what it read (noop_memo's memo keeps it)."""
+    """A plan as ``rendered_from_args`` made it, with what it read (noop_memo's memo keeps the
+    host and what its detection looked for)."""
 
     recipe: Recipe
     plan: Plan
     host: Host
-    want_compiler: bool
-    want_components: bool
+    wants: Wants
+
+
+def host_source(args: argparse.Namespace, host_file: str | None = None) -> HostSource:
+    """Where the flags say the Host comes from: ``host_file`` (``--host FILE``), else this
+    machine with --rocm-path and --hip-compiler."""
+    from rocmbuild.plan import planning
+
+    if host_file:
+        return planning.SavedHost(Path(host_file))
+    return planning.Detect(rocm_path=options.resolve("rocm_path", args.rocm_path),
+                           hip_compiler=options.resolve("hip_compiler", args.hip_compiler))
 
 
 def rendered_from_args(args: argparse.Namespace, host_file: str | None = None) -> Rendered:
@@ -138,7 +150,6 @@ def rendered_from_args(args: argparse.Namespace, host_file: str | None = None) -
     ``host_file``), planned by ``planning.plan_for``: with the unit memory earlier builds
     measured, from the cache a controller may share with its nodes."""
     from rocmbuild.core import config
-    from rocmbuild.host import detect as hostmod
     from rocmbuild.plan import planning, render
     from rocmbuild.recipe import load, search
 
@@ -154,15 +165,6 @@ def rendered_from_args(args: argparse.Namespace, host_file: str | None = None) -
         options=parse_opts(getattr(args, "opt", None) or [], recipe.path.stem),
         release=options.resolve("release", getattr(args, "release", None)),
     )
-    want_compiler, want_components = planning.wants(recipe, target)  # its lines' and deps'
-    if host_file:
-        host = hostmod.load(Path(host_file))
-    else:
-        host = hostmod.detect(
-            rocm_path=options.resolve("rocm_path", args.rocm_path),
-            hip_compiler=options.resolve("hip_compiler", args.hip_compiler),
-            want_compiler=want_compiler, want_components=want_components,
-            dists=recipe.python_requires)
     ws = config.workspace(getattr(args, "workdir", None), getattr(args, "cache_dir", None))
-    return Rendered(recipe, planning.plan_for(recipe, target, host, ws.cache), host,
-                    want_compiler, want_components)
+    planned = planning.plan_for(recipe, target, host_source(args, host_file), ws.cache)
+    return Rendered(recipe, planned.plan, planned.host, planned.wants)

@@ -48,26 +48,16 @@ def register(sub: common.Subparsers) -> None:
                            help="skip the GPU kernel gate of the validation")
 
 
-def _host(args: argparse.Namespace, wants: tuple[bool, bool, tuple[str, ...]]) -> Host:
-    from rocmbuild.core import options
-    from rocmbuild.host import detect
-
-    compiler, components, dists = wants
-    if getattr(args, "host", None):
-        return detect.load(Path(args.host))
-    return detect.detect(rocm_path=options.resolve("rocm_path", args.rocm_path),
-                         hip_compiler=options.resolve("hip_compiler", args.hip_compiler),
-                         want_compiler=compiler, want_components=components, dists=dists)
-
-
 def _plan(args: argparse.Namespace) -> tuple[StackPlan, Host]:
     from rocmbuild.core import config, options
     from rocmbuild.pipeline import stack as pipeline
+    from rocmbuild.plan import planning
     from rocmbuild.recipe import stack as stackfile
 
     st = stackfile.load_stack(stackfile.find(args.stack))
     arch = options.resolve("arch", args.arch, "native")
-    host = _host(args, pipeline.wants(st, arch))
+    host = planning.host_for(pipeline.members(st, arch),
+                             common.host_source(args, getattr(args, "host", None)))
     ws = config.workspace(args.workdir, args.cache_dir)
     return pipeline.plan_stack(st, arch, host, ws.cache, common.jobs(args),
                                options.resolve("rocm_version", args.rocm_version)), host

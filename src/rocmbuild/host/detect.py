@@ -6,7 +6,8 @@ usable memory with cgroup limits, AMD GPUs from KFD, and the Python distribution
 shape under ``"host"``), so a controller can render a plan for a node it is not on:
 ``rocmbuild plan flash-attn --arch gfx942 --host node.json``.
 
-What a plan requires of a host is judged in ``plan.requirements``.
+What a plan requires of a host is judged in ``plan.requirements``; ``plan.planning.host_for``
+is where a plan's host is detected or read.
 """
 
 from __future__ import annotations

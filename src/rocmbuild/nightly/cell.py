@@ -26,17 +26,15 @@ from rich.markup import escape
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core import config, fsutil, log, untrusted
 from rocmbuild.core.errors import RocmbuildError, ToolchainError, UsageError, ValidationError
-from rocmbuild.host import detect as host
 from rocmbuild.nightly import changes, pending
 from rocmbuild.nightly.config import NightlyConfig
 from rocmbuild.nightly.model import Cell, CellOutcome, End, Pin, Validation
 from rocmbuild.nightly.slurm import outcome as result_json
 from rocmbuild.pipeline import build as pipeline
 from rocmbuild.pipeline.build import BuildResult
-from rocmbuild.plan import planning, render
+from rocmbuild.plan import planning
 from rocmbuild.plan.model import Plan
 from rocmbuild.publish import api as pub
-from rocmbuild.recipe import load, search
 from rocmbuild.stages import validate as vstage
 from rocmbuild.stages.context import Context
 
@@ -200,12 +198,10 @@ def plan_context(cell: Cell, pin: Pin, build_tag: str | None, ws: config.Workspa
     """The cell's plan on this host (detected for its recipe) and the Context its build or
     validation runs in: the nightly's, where a kernel gate that cannot run for want of a GPU is
     "cannot validate here"."""
-    recipe = load.load(search.find_recipe(cell.recipe))
-    wanted = planning.wants(recipe, render.Target(variant=cell.variant))
-    h = host.detect(want_compiler=wanted[0], dists=recipe.python_requires)
-    plan = changes.render_cell(cell, pin, h, ws.cache, build_tag)
+    planned = changes.render_cell(cell, pin, planning.Detect(), ws.cache, build_tag)
+    plan = planned.plan
     return plan, Context(ws=ws, log_dir=ws.logs / plan.recipe / plan.short_key,
-                         wheel_dir=ws.wheels, host=h, gate_needs_gpu=True)
+                         wheel_dir=ws.wheels, host=planned.host, gate_needs_gpu=True)
 
 
 def build_then_validate(plan: Plan, ctx: Context) -> tuple[BuildResult, Validation, str]:

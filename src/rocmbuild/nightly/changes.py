@@ -111,15 +111,21 @@ def facts(plan: Plan) -> Facts:
                  tuple(sorted(tool.items())))
 
 
-def render_cell(cell: Cell, pin: Pin, host: Host, cache: Path,
-                build_tag: str | None = None) -> Plan:
-    """The cell's plan (``planning.plan_for``: MAX_JOBS from the units ``cache`` learned, as
-    `rocmbuild plan` has it)."""
+def cell_target(cell: Cell, pin: Pin | None = None, build_tag: str | None = None
+                ) -> render.Target:
+    """The cell's Target: its arch, variant, source and options, with upstream's ``pin`` (a
+    recipe pin: none) and ``build_tag``."""
+    return render.Target(arch=cell.arch, variant=cell.variant, source=cell.source,
+                         pin=pin if pin is not None and pin.kind != "recipe" else None,
+                         build_tag=build_tag, options=cell.options)
+
+
+def render_cell(cell: Cell, pin: Pin, host: planning.HostSource, cache: Path,
+                build_tag: str | None = None) -> planning.Planned:
+    """The cell's plan on ``host`` (``planning.plan_for``: MAX_JOBS from the units ``cache``
+    learned, as `rocmbuild plan` has it)."""
     recipe = load.load(search.find_recipe(cell.recipe))
-    target = render.Target(arch=cell.arch, variant=cell.variant, source=cell.source,
-                           pin=pin if pin.kind != "recipe" else None, build_tag=build_tag,
-                           options=cell.options)
-    return planning.plan_for(recipe, target, host, cache)
+    return planning.plan_for(recipe, cell_target(cell, pin, build_tag), host, cache)
 
 
 def _tag(before: Mapping[str, Any] | None) -> str | None:
@@ -135,11 +141,11 @@ def next_build_tag(cell: Cell, pin: Pin, host: Host, before: Mapping[str, Any] |
     run's (its key changed), the wheel gets the next build tag (1, 2, ...; pip prefers the
     highest among equal versions). Unchanged inputs keep the tag, and so the key."""
     tag = _tag(before)
-    plan = render_cell(cell, pin, host, cache, tag)
+    plan = render_cell(cell, pin, host, cache, tag).plan
     old_key = before.get("cache_key") if before else None
     if isinstance(old_key, str) and old_key != plan.cache_key:
         tag = str(int(tag or 0) + 1)
-        plan = render_cell(cell, pin, host, cache, tag)
+        plan = render_cell(cell, pin, host, cache, tag).plan
     return plan, tag
 
 

@@ -23,7 +23,7 @@ from rich.markup import escape
 from rocmbuild.artifacts.results import Status
 from rocmbuild.core import fsutil, log
 from rocmbuild.core.errors import Busy, RocmbuildError, UsageError
-from rocmbuild.host import detect as host
+from rocmbuild.host.detect import Host
 from rocmbuild.nightly import cell as cellmod
 from rocmbuild.nightly import changes, check, drift, lock, promotion
 from rocmbuild.nightly.config import NightlyConfig
@@ -42,7 +42,7 @@ from rocmbuild.nightly.report.history import PAGE, PROM
 from rocmbuild.nightly.report.write import write as report_write
 from rocmbuild.nightly.slurm.executor import SlurmExecutor
 from rocmbuild.nightly.slurm.settings import SlurmSettings
-from rocmbuild.plan import planning, render
+from rocmbuild.plan import planning
 from rocmbuild.plan.model import Plan
 from rocmbuild.recipe import load, search
 
@@ -63,14 +63,12 @@ def select(cfg: NightlyConfig, only: Sequence[str]) -> list[Cell]:
     return [cfg.cell(c) for c in dict.fromkeys(only)] if only else list(cfg.cells)
 
 
-def detect_host(cells: Sequence[Cell]) -> host.Host:
-    """This machine, once for every cell (the compiler is searched when any cell needs it)."""
-    want, dists = False, list[str]()
-    for c in cells:
-        recipe = load.load(search.find_recipe(c.recipe))
-        want = want or planning.wants(recipe, render.Target(variant=c.variant))[0]
-        dists.extend(recipe.python_requires)
-    return host.detect(want_compiler=want, dists=dict.fromkeys(dists))
+def detect_host(cells: Sequence[Cell]) -> Host:
+    """This machine, once for every cell (``planning.host_for``: the compiler and the ROCm
+    components are looked for when any cell's plan needs them)."""
+    return planning.host_for(
+        [(load.load(search.find_recipe(c.recipe)), changes.cell_target(c)) for c in cells],
+        planning.Detect())
 
 
 def plan(cfg: NightlyConfig, only: Sequence[str] = (), exclude_run: str = "",

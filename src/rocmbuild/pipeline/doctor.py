@@ -29,10 +29,9 @@ from rocmbuild.core.pep508 import major_minor
 from rocmbuild.core.run import no_network
 from rocmbuild.host import access, components, toolchain
 from rocmbuild.host import compiler as compmod
-from rocmbuild.host import detect as hostmod
 from rocmbuild.host import gpus as gpumod
 from rocmbuild.host.detect import Host
-from rocmbuild.plan import requirements
+from rocmbuild.plan import planning, requirements
 from rocmbuild.plan.model import Plan
 
 DEFAULT_ARCHS = ("gfx90a", "gfx942")
@@ -80,37 +79,6 @@ class Report:
                 "checks": [asdict(c) for c in self.checks], "host": self.host.to_json()}
 
 
-# --------------------------------------------------------------------------- recipe estimates
-
-
-def _recipe_plan(name: str, archs: Sequence[str], variant: str | None, h: Host,
-                 cache: Path, release: str | None = None) -> Plan:
-    """The recipe planned for these archs (those it supports; else its first supported one),
-    so doctor judges exactly what `rocmbuild build` would: same Plan (``planning.plan_for``,
-    MAX_JOBS from the units ``cache`` learned), same requirement check."""
-    from rocmbuild.plan import planning
-    from rocmbuild.plan.render import Target
-    from rocmbuild.recipe.load import load
-    from rocmbuild.recipe.search import find_recipe
-
-    recipe = load(find_recipe(name))
-    wanted = [a for a in archs if not recipe.supported_archs
-              or a.split(":")[0] in recipe.supported_archs]
-    arch = ",".join(wanted or recipe.supported_archs[:1] or DEFAULT_ARCHS[:1])
-    return planning.plan_for(recipe, Target(arch=arch, variant=variant, release=release), h,
-                             cache)
-
-
-def _under(root: Path, p: str | Path) -> Path:
-    return root / str(p).lstrip("/")
-
-
-def _nearest_existing(p: Path) -> Path:
-    while not p.exists() and p != p.parent:
-        p = p.parent
-    return p
-
-
 # --------------------------------------------------------------------------- checks
 
 
@@ -130,38 +98,79 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
     checks: list[Check] = []
     add = checks.append
 
-    # The same Host value `build` and `plan` use (`doctor --json` saves it for `plan --host`).
+    # The same Host value `build` and `plan` use (`doctor --json` saves it for `plan --host`):
+    # everything looked for, whatever the recipe needs, since doctor reports it all.
     log.step("detecting the host: torch, the ROCm root, the HIP compiler, memory")
-    h = hostmod.detect(fs_root=root, hip_compiler=hip_compiler, site_paths=(
-        list(site_paths) if site_paths is not None else None), strict_compiler=False,
-        dists=_recipe_dists())
-
-    found = h.rocm_root  # the ROCm root
+    h = planning.host_for((), planning.Detect(
+        hip_compiler=hip_compiler, fs_root=root, strict_compiler=False,
+        site_paths=None if site_paths is None else tuple(site_paths),
+        dists=tuple(_recipe_dists()), everything=True))
+    found = h.rocm_root
     add(_rocm_check(found) if found else Check(
         "rocm", "fail", "no ROCm root (ROCM_PATH, HIP_PATH, rocm_sdk (pip), /opt/rocm, "
         "/usr/include/hip)", "install ROCm (amdgpu-install --usecase=rocm, or pip install "
         '"rocm[libraries,devel]" from a TheRock index), set ROCM_PATH, or on Debian 12 run '
         "scripts/install-hip-toolchain.sh"))
 
-    # GPUs from KFD
     log.step("looking for AMD GPUs (KFD topology)")
-    nodes = gpumod.kfd_nodes(root / "sys")
-    gpus: list[dict[str, str]] = [
-        {"gfx": n["gfx"], "node": n["node"], "name": archmod.KNOWN_ARCHS.get(n["gfx"], "?"),
-         "gfx_target_version": n.get("gfx_target_version", "")} for n in nodes]
-    kfd_dir = root / "sys/class/kfd/kfd/topology/nodes"
-    if gpus:
-        add(Check("gpus", "ok", ", ".join(f"{g['gfx']} ({g['name']}) node {g['node']}"
-                                          for g in gpus), data={"gpus": gpus}))
-    else:
-        add(Check("gpus", "warn", f"no AMD GPU in {kfd_dir}: compiling works, running kernels "
-                  "(validate) does not", "on a GPU host: load the amdgpu driver; in a container: "
-                  "--device /dev/kfd --device /dev/dri", data={"gpus": []}))
-
+    gpus = _gpus(root)
+    add(_gpus_check(root, gpus))
     if index and gpus:
         add(_view_check(index, gpus))
+    wanted, defaults, arch_checks = _requested_archs(archs, gpus)
+    checks += arch_checks
+    checks += _compiler_checks(h, wanted, defaults)
 
-    # requested archs
+    log.step("checking rocm-smi / amd-smi, /dev/kfd, render nodes and groups")
+    add(_smi_check(root, found.path if found else None, real, bool(gpus)))
+    uname = user or pwd.getpwuid(os.getuid()).pw_name
+    db, have_db = access.group_db(root)
+    groups = access.user_groups(root, uname, db, real) if have_db else set()
+    add(_device_check(root, real, uname, groups, db, bool(gpus)))
+    add(_group_check(root, real, uname, groups, db, have_db))
+
+    # torch (informational on its own; a recipe's needs are judged below)
+    add(_torch_check(h.torch, found if found and found.kind == "rocm" else None))
+    if found is not None and found.targets is not None and wanted:
+        add(_targets_check(found, wanted))
+
+    plan: Plan | None = None
+    if recipe:
+        log.step(f"checking what recipe {recipe} needs from this host")
+        plan, recipe_checks = _recipe_checks(recipe, wanted, variant, release, h, cache)
+        checks += recipe_checks
+
+    log.step("checking disk space and memory")
+    add(_disk_check(root, workdir, plan.disk_gb if plan is not None else DEFAULT_DISK_GB))
+    add(_memory_check(plan, h))
+    add(_hip_platform_check(root, env))
+    if real:
+        add(_offline_check())
+    return Report(wanted, recipe, checks, h)
+
+
+def _gpus(root: Path) -> list[dict[str, str]]:
+    """The AMD GPUs in KFD's topology: gfx, node, name, gfx_target_version."""
+    return [{"gfx": n["gfx"], "node": n["node"], "name": archmod.KNOWN_ARCHS.get(n["gfx"], "?"),
+             "gfx_target_version": n.get("gfx_target_version", "")}
+            for n in gpumod.kfd_nodes(root / "sys")]
+
+
+def _gpus_check(root: Path, gpus: Sequence[dict[str, str]]) -> Check:
+    if gpus:
+        return Check("gpus", "ok", ", ".join(f"{g['gfx']} ({g['name']}) node {g['node']}"
+                                             for g in gpus), data={"gpus": list(gpus)})
+    kfd_dir = root / "sys/class/kfd/kfd/topology/nodes"
+    return Check("gpus", "warn", f"no AMD GPU in {kfd_dir}: compiling works, running kernels "
+                 "(validate) does not", "on a GPU host: load the amdgpu driver; in a container: "
+                 "--device /dev/kfd --device /dev/dri", data={"gpus": []})
+
+
+def _requested_archs(archs: Sequence[str] | None, gpus: Sequence[dict[str, str]]
+                     ) -> tuple[list[str], bool, list[Check]]:
+    """The archs to check (--arch; ``native`` or none: the GPUs', else the defaults), whether
+    they are the defaults, and what doctor says of them."""
+    out: list[Check] = []
     defaults = False
     if archs is None or list(archs) == ["native"]:
         if gpus:
@@ -170,115 +179,118 @@ def diagnose(*, root: Path = Path("/"), archs: Sequence[str] | None = None,
             archs, defaults = list(DEFAULT_ARCHS), True
         else:
             archs = []
-            add(Check("arch", "fail", "--arch native: no AMD GPU found",
-                      "name the targets, e.g. --arch gfx942 (MI300) or --arch gfx90a (MI200)"))
+            out.append(Check("arch", "fail", "--arch native: no AMD GPU found",
+                             "name the targets, e.g. --arch gfx942 (MI300) or --arch gfx90a "
+                             "(MI200)"))
     archs = list(archs)
     if defaults:
-        add(Check("arch", "warn", f"no --arch and no GPU: builds need --arch; checking "
-                  f"{','.join(archs)}", "pass --arch, e.g. --arch gfx942"))
+        out.append(Check("arch", "warn", f"no --arch and no GPU: builds need --arch; checking "
+                         f"{','.join(archs)}", "pass --arch, e.g. --arch gfx942"))
     elif gpus and archs:
-        host = {g["gfx"] for g in gpus}
-        missing = sorted(host - {a.split(":")[0] for a in archs})
+        here = {g["gfx"] for g in gpus}
+        missing = sorted(here - {a.split(":")[0] for a in archs})
         if missing:
-            add(Check("arch-vs-gpus", "warn", f"GPUs here are {', '.join(sorted(host))} but "
-                      f"--arch is {','.join(archs)}: the wheel will not run on "
-                      f"{', '.join(missing)}", f"add {','.join(missing)} to --arch"))
+            out.append(Check("arch-vs-gpus", "warn", f"GPUs here are {', '.join(sorted(here))} "
+                             f"but --arch is {','.join(archs)}: the wheel will not run on "
+                             f"{', '.join(missing)}", f"add {','.join(missing)} to --arch"))
+    return archs, defaults, out
 
-    # HIP compiler and per-arch acceptance
+
+def _compiler_checks(h: Host, archs: Sequence[str], defaults: bool) -> list[Check]:
+    """The HIP compiler, and whether it accepts each arch (a real compile of a test kernel)."""
     hipc = h.compiler
     if hipc is None:
-        add(Check("hip-compiler", "fail", h.compiler_error, compmod.INSTALL_HINT))
+        return [Check("hip-compiler", "fail", h.compiler_error, compmod.INSTALL_HINT)]
+    out = [Check("hip-compiler", "ok", f"{hipc.path} ({hipc.kind} {hipc.version}) from "
+                 f"{hipc.source}", data=hipc.to_json())]
+    if archs:
+        log.step(f"compiling a test kernel for {', '.join(archs)}")
+    for a in archs:
+        ok, msg = compmod.accepts_arch(hipc, a)
+        status = "ok" if ok else ("warn" if defaults else "fail")
+        fix = None if ok else ARCH_FIX.get(a.split(":")[0], "use a newer ROCm / clang "
+                                           "(set ROCMBUILD_HIP_COMPILER)")
+        out.append(Check(f"arch:{a}", status, msg, fix))
+    return out
+
+
+def _recipe_checks(recipe: str, archs: Sequence[str], variant: str | None,
+                   release: str | None, h: Host, cache: Path | None
+                   ) -> tuple[Plan | None, list[Check]]:
+    """The recipe planned for these archs (those it supports; else its first supported one), so
+    doctor judges exactly what `rocmbuild build` would: the same Plan (``planning.plan_for``,
+    MAX_JOBS from the units ``cache`` learned; default the workspace's), the same checks of its
+    ROCm components, torch vs SDK and host requirements. No plan: None and why."""
+    from rocmbuild.plan.render import Target
+    from rocmbuild.recipe.load import load
+    from rocmbuild.recipe.search import find_recipe
+
+    try:
+        learned = cache if cache is not None else config.workspace(None, None).cache
+        rec = load(find_recipe(recipe))
+        wanted = [a for a in archs if not rec.supported_archs
+                  or a.split(":")[0] in rec.supported_archs]
+        arch = ",".join(wanted or rec.supported_archs[:1] or DEFAULT_ARCHS[:1])
+        plan = planning.plan_for(rec, Target(arch=arch, variant=variant, release=release), h,
+                                 learned).plan
+    except RocmbuildError as exc:
+        return None, [Check("recipe", "fail", exc.message, exc.hint)]
+    out = _component_checks(plan, h)
+    mismatch = requirements.torch_sdk_mismatch(plan, h)
+    if mismatch:
+        out.append(Check("torch-vs-sdk", "fail", f"{recipe} needs {mismatch}",
+                         requirements.hint(plan, [mismatch], h)))
+    missing = requirements.missing(plan, h)
+    what = f"{recipe} (variant {plan.variant}" + (
+        f", line {plan.release}: {plan.release_why})" if plan.release else ")")
+    if missing:
+        out.append(Check("recipe", "fail", f"{what} cannot be built here: needs "
+                         + "; and ".join(missing), requirements.hint(plan, missing, h)))
     else:
-        add(Check("hip-compiler", "ok", f"{hipc.path} ({hipc.kind} {hipc.version}) from "
-                  f"{hipc.source}", data=hipc.to_json()))
-        if archs:
-            log.step(f"compiling a test kernel for {', '.join(archs)}")
-        for a in archs:
-            ok, msg = compmod.accepts_arch(hipc, a)
-            status = "ok" if ok else ("warn" if defaults else "fail")
-            fix = None if ok else ARCH_FIX.get(a.split(":")[0], "use a newer ROCm / clang "
-                                               "(set ROCMBUILD_HIP_COMPILER)")
-            add(Check(f"arch:{a}", status, msg, fix))
+        out.append(Check("recipe", "ok", f"{what}: host requirements met "
+                         f"({', '.join(plan.host_requires) or 'none'})"))
+    return plan, out
 
-    # rocm-smi / amd-smi
-    log.step("checking rocm-smi / amd-smi, /dev/kfd, render nodes and groups")
-    add(_smi_check(root, found.path if found else None, real, bool(gpus)))
 
-    # /dev/kfd and render nodes, groups
-    uname = user or pwd.getpwuid(os.getuid()).pw_name
-    db, have_db = access.group_db(root)
-    groups = access.user_groups(root, uname, db, real) if have_db else set()
-    add(_device_check(root, real, uname, groups, db, bool(gpus)))
-    add(_group_check(root, real, uname, groups, db, have_db))
-
-    # torch (informational on its own; a recipe's needs are judged below)
-    tcheck = _torch_check(h.torch, found if found and found.kind == "rocm" else None)
-    add(tcheck)
-    if found is not None and found.targets is not None and archs:
-        add(_targets_check(found, archs))
-
-    # recipe: memory, disk and host requirements, exactly as `rocmbuild build` checks them
-    disk_gb = DEFAULT_DISK_GB
-    plan: Plan | None = None
-    if recipe:
-        log.step(f"checking what recipe {recipe} needs from this host")
-        try:
-            plan = _recipe_plan(recipe, archs, variant, h, cache if cache is not None
-                                else config.workspace(None, None).cache, release)
-        except RocmbuildError as exc:
-            add(Check("recipe", "fail", exc.message, exc.hint))
-        else:
-            disk_gb = plan.disk_gb
-            checks.extend(_component_checks(plan, h))
-            mismatch = requirements.torch_sdk_mismatch(plan, h)
-            if mismatch:
-                add(Check("torch-vs-sdk", "fail", f"{recipe} needs {mismatch}",
-                          requirements.hint(plan, [mismatch], h)))
-            missing = requirements.missing(plan, h)
-            what = f"{recipe} (variant {plan.variant}" + (
-                f", line {plan.release}: {plan.release_why})" if plan.release else ")")
-            if missing:
-                add(Check("recipe", "fail", f"{what} cannot be built here: needs "
-                          + "; and ".join(missing), requirements.hint(plan, missing, h)))
-            else:
-                add(Check("recipe", "ok", f"{what}: host requirements met "
-                          f"({', '.join(plan.host_requires) or 'none'})"))
-
-    # disk, memory
-    log.step("checking disk space and memory")
-    where = _nearest_existing(workdir if workdir is not None else
-                              (root if root != Path("/") else Path.cwd()))
+def _disk_check(root: Path, workdir: Path | None, disk_gb: float) -> Check:
+    """Free space where the build would write (the nearest existing directory of it)."""
+    where = workdir if workdir is not None else (root if root != Path("/") else Path.cwd())
+    while not where.exists() and where != where.parent:
+        where = where.parent
     free = shutil.disk_usage(where).free / GiB
     if free >= disk_gb:
-        add(Check("disk", "ok", f"{free:.1f} GiB free at {where} (needs ~{disk_gb:g} GiB)"))
-    else:
-        add(Check("disk", "fail", f"{free:.1f} GiB free at {where}, the build needs ~{disk_gb:g} "
-                  "GiB", "free space, or point --workdir / ROCMBUILD_WORKDIR at a bigger disk"))
-    add(_memory_check(plan, h))
+        return Check("disk", "ok", f"{free:.1f} GiB free at {where} (needs ~{disk_gb:g} GiB)")
+    return Check("disk", "fail", f"{free:.1f} GiB free at {where}, the build needs "
+                 f"~{disk_gb:g} GiB",
+                 "free space, or point --workdir / ROCMBUILD_WORKDIR at a bigger disk")
 
-    # HIP_PLATFORM trap
+
+def _hip_platform_check(root: Path, env: dict[str, str]) -> Check:
+    """The HIP_PLATFORM trap: hipcc, hipconfig and CMake target NVIDIA when told to, or when
+    /usr/local/cuda exists and it is unset."""
     hp = env.get("HIP_PLATFORM")
     cuda = root / "usr/local/cuda"
     if hp and hp != "amd":
-        add(Check("hip-platform", "fail", f"HIP_PLATFORM={hp}: HIP tools target NVIDIA",
-                  "export HIP_PLATFORM=amd (or unset it)"))
-    elif not hp and cuda.exists():
-        add(Check("hip-platform", "warn", f"{cuda} exists and HIP_PLATFORM is unset: hipcc, "
-                  "hipconfig and CMake pick the NVIDIA platform (rocmbuild sets HIP_PLATFORM=amd "
-                  "for its own builds)", "export HIP_PLATFORM=amd for manual hipcc/cmake runs"))
-    else:
-        add(Check("hip-platform", "ok", f"HIP_PLATFORM={hp or 'unset'}, no /usr/local/cuda"
-                  if not cuda.exists() else f"HIP_PLATFORM={hp}"))
+        return Check("hip-platform", "fail", f"HIP_PLATFORM={hp}: HIP tools target NVIDIA",
+                     "export HIP_PLATFORM=amd (or unset it)")
+    if not hp and cuda.exists():
+        return Check("hip-platform", "warn", f"{cuda} exists and HIP_PLATFORM is unset: hipcc, "
+                     "hipconfig and CMake pick the NVIDIA platform (rocmbuild sets "
+                     "HIP_PLATFORM=amd for its own builds)",
+                     "export HIP_PLATFORM=amd for manual hipcc/cmake runs")
+    return Check("hip-platform", "ok", f"HIP_PLATFORM={hp or 'unset'}, no /usr/local/cuda"
+                 if not cuda.exists() else f"HIP_PLATFORM={hp}")
 
-    # build.offline: can this machine take the network away from a build?
-    if real:
-        way = no_network()
-        add(Check("offline", "ok", f"builds run without network: {way.how}") if way.prefix else
-            Check("offline", "warn", f"no network namespace for offline builds ({way.why_not}): "
-                  "builds of offline recipes run WITH network after a warning",
-                  "allow unprivileged user namespaces (user.max_user_namespaces > 0) or build "
-                  "as root; ROCMBUILD_OFFLINE=require turns the fallback into an error"))
-    return Report(archs, recipe, checks, h)
+
+def _offline_check() -> Check:
+    """build.offline: can this machine take the network away from a build?"""
+    way = no_network()
+    if way.prefix:
+        return Check("offline", "ok", f"builds run without network: {way.how}")
+    return Check("offline", "warn", f"no network namespace for offline builds ({way.why_not}): "
+                 "builds of offline recipes run WITH network after a warning",
+                 "allow unprivileged user namespaces (user.max_user_namespaces > 0) or build "
+                 "as root; ROCMBUILD_OFFLINE=require turns the fallback into an error")
 
 
 def _memory_check(plan: Plan | None, h: Host) -> Check:

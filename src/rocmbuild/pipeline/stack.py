@@ -43,6 +43,7 @@ from rocmbuild.core.pep508 import major_minor
 from rocmbuild.host.detect import Host
 from rocmbuild.plan import planning, render, requirements
 from rocmbuild.plan.model import Plan
+from rocmbuild.recipe.model import Recipe
 from rocmbuild.recipe.stack import Member, Stack
 
 _LABEL_TORCH = re.compile(r"(?:^|\.)torch(\d+\.\d+)\.cxx11abi(true|false)(?:\.|$)")
@@ -84,16 +85,9 @@ def target(member: Member, arch: str, jobs: int | None = None,
                          release=member.release)
 
 
-def wants(stack: Stack, arch: str) -> tuple[bool, bool, tuple[str, ...]]:
-    """(HIP compiler, ROCm components, dists): what host detection must look for, for every
-    member."""
-    compiler = components = False
-    dists: list[str] = []
-    for m in stack.all_members:
-        c, r = planning.wants(m.recipe, target(m, arch))
-        compiler, components = compiler or c, components or r
-        dists += [d for d in m.recipe.python_requires if d not in dists]
-    return compiler, components, tuple(dists)
+def members(stack: Stack, arch: str) -> list[tuple[Recipe, render.Target]]:
+    """Every member's recipe and target: what ``planning.host_for`` detects a host for."""
+    return [(m.recipe, target(m, arch)) for m in stack.all_members]
 
 
 def plan_stack(stack: Stack, arch: str, host: Host, cache: Path, jobs: int | None = None,
@@ -141,7 +135,8 @@ key the user wrote (``finetune.toml: members[1].variant``)."""
 def _plan_member(stack: Stack, m: Member, arch: str, host: Host, cache: Path,
                  jobs: int | None, rocm_version: str | None) -> Plan:
     try:
-        return planning.plan_for(m.recipe, target(m, arch, jobs, rocm_version), host, cache)
+        return planning.plan_for(m.recipe, target(m, arch, jobs, rocm_version), host,
+                                 cache).plan
     except UsageError as exc:
         flag, sep, rest = exc.message.partition(": ")
         key = _MEMBER_FLAGS.get(flag)

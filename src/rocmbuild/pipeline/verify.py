@@ -33,7 +33,7 @@ from rocmbuild.core import log, options
 from rocmbuild.core.config import Workspace
 from rocmbuild.core.errors import NotReproduced, RecipeError, ToolchainError, UsageError
 from rocmbuild.core.run import run as sh
-from rocmbuild.host import detect as hostmod
+from rocmbuild.host.detect import Host
 from rocmbuild.pipeline import build as pipeline
 from rocmbuild.plan import planning, render
 from rocmbuild.plan.key import key_of_inputs
@@ -135,7 +135,7 @@ def provenance(path: Path) -> tuple[WheelInfo, dict[str, Any]]:
 
 
 def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
-             hip_compiler: str | None, cache: Path) -> tuple[Plan, hostmod.Host]:
+             hip_compiler: str | None, cache: Path) -> tuple[Plan, Host]:
     """The recipe named in the provenance (or ``recipe``), checked against its recorded hash,
     planned for this host (``planning.plan_for``, with what ``cache`` learned of its units) with
     the wheel's variant, source, archs, ROCm label and build tag."""
@@ -169,16 +169,14 @@ def plan_for(prov: dict[str, Any], recipe: str | None, rocm_path: str | None,
     rocm = pplan.get("rocm")
     compiler = rocm.get("compiler") if isinstance(rocm, dict) else None
     compiler_path = compiler.get("path") if isinstance(compiler, dict) else None
-    host = hostmod.detect(
-        rocm_path=options.resolve("rocm_path", rocm_path),
-        # the wheel's compiler when this host has it; else detection, and check_inputs names
-        # the difference
-        hip_compiler=options.resolve("hip_compiler", hip_compiler) or (
-            compiler_path if isinstance(compiler_path, str) and Path(compiler_path).is_file()
-            else None),
-        want_compiler=planning.wants(rec, target)[0],
-        dists=rec.python_requires)
-    return planning.plan_for(rec, target, host, cache), host
+    # the wheel's compiler when this host has it; else detection, and check_inputs names the
+    # difference
+    given = options.resolve("hip_compiler", hip_compiler) or (
+        compiler_path if isinstance(compiler_path, str) and Path(compiler_path).is_file()
+        else None)
+    planned = planning.plan_for(rec, target, planning.Detect(
+        rocm_path=options.resolve("rocm_path", rocm_path), hip_compiler=given), cache)
+    return planned.plan, planned.host
 
 
 def _first_difference(here: object, there: object, where: str = "") -> str | None:

@@ -1,9 +1,9 @@
 """The one plan path: recipe + target + host + learned memory -> Plan (docs/architecture.md).
 
-``plan(recipe, target, host, learned)`` is what ``build``, ``plan``, ``doctor``, ``verify`` and
-every nightly cell render through, so they agree on the release line, MAX_JOBS and its reason,
-and the cache key. It does the two things ``recipe.render`` (pure: one recipe on one line) does
-not:
+``plan(recipe, target, host, learned)`` is what ``build``, ``plan``, ``doctor``, ``verify``,
+``stack`` and every nightly cell render through (by ``plan_for``, below), so they agree on the
+release line, MAX_JOBS and its reason, and the cache key. It does the two things
+``plan.render`` (pure: one recipe on one line) does not:
 
 - **The release line** (docs/releases.md). A recipe without ``[releases]`` renders as it is;
   ``--release NAME`` (``Target.release``) renders that line. Otherwise the lines are tried newest
@@ -22,19 +22,26 @@ not:
 learned figure wherever a plan is made. The plan carries the figure it used (``Plan.learned``,
 None: the recipe's ``mem_per_job_gb``); ``Plan.job_mem_gb`` is the memory per compile job MAX_JOBS
 was planned with, which the Slurm executor asks for (x jobs). Learning never changes the key.
-How each caller finds its Host (flags, a saved host file, a fixture root, the wheel's compiler)
-stays with the caller; the recipe is passed loaded, because detecting the host needs it.
+
+**The entry point** every command, the nightly, verify, doctor and stack use: ``plan_for(recipe,
+target, source, cache)``, where the host source says where the Host comes from: ``Detect`` (this
+machine, with the flags that steer detection), ``SavedHost`` (a ``--host FILE``) or a ``Host``
+already in hand (a controller's, one detected once for a stack or a run's cells). ``host_for``
+is the one place that turns a source into a Host: detection looks for the HIP compiler and the
+ROCm components exactly when a plan of the given (recipe, target) pairs needs them (``wants``).
+The recipe is passed loaded, because detecting the host needs it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rocmbuild.cache import learned as learned_store
 from rocmbuild.cache.learned import LearnedMemory
 from rocmbuild.core.errors import RecipeError, ToolchainError
+from rocmbuild.host import detect
 from rocmbuild.host.detect import Host
 from rocmbuild.plan import render, requirements
 from rocmbuild.plan.model import Plan
@@ -84,13 +91,83 @@ def dependencies(recipe: Recipe, target: render.Target) -> list[tuple[Recipe, re
             for pair in (*dependencies(dep, dep_target), (dep, dep_target))]
 
 
-def wants(recipe: Recipe, target: render.Target) -> tuple[bool, bool]:
-    """(HIP compiler, ROCm components): whether host detection must look for them, for any line
-    this target may use or a recipe it depends on."""
-    every = [*((r, target) for r in candidates(recipe, target.release)),
-             *dependencies(recipe, target)]
-    return (any(render.uses_hip_compiler(r, t.variant) for r, t in every),
-            any(render.uses_rocm_components(r, t.variant) for r, t in every))
+@dataclass(frozen=True)
+class Wants:
+    """What host detection must look for, for some plans: the HIP compiler, the ROCm components
+    (for any line a target may use, or a recipe it depends on), and the Python distributions
+    their recipes check (``build.python_requires``)."""
+
+    compiler: bool
+    components: bool
+    dists: tuple[str, ...]
+
+
+def wants(pairs: Iterable[tuple[Recipe, render.Target]]) -> Wants:
+    """What detecting a host for the plans of ``pairs`` must look for (``Wants``)."""
+    compiler = components = False
+    dists: dict[str, None] = {}
+    for recipe, target in pairs:
+        every = [*((r, target) for r in candidates(recipe, target.release)),
+                 *dependencies(recipe, target)]
+        compiler = compiler or any(render.uses_hip_compiler(r, t.variant) for r, t in every)
+        components = components or any(render.uses_rocm_components(r, t.variant)
+                                       for r, t in every)
+        dists.update(dict.fromkeys(recipe.python_requires))
+    return Wants(compiler, components, tuple(dists))
+
+
+@dataclass(frozen=True)
+class Detect:
+    """Detect this machine (``host.detect.detect``) for the plans at hand."""
+
+    rocm_path: str | None = None
+    """--rocm-path (None: ROCM_PATH, HIP_PATH, a pip ROCm, /opt/rocm, ...)."""
+    hip_compiler: str | None = None
+    """--hip-compiler: it must exist (unless ``strict_compiler`` is off)."""
+    dists: tuple[str, ...] = ()
+    """Distributions to record besides the recipes' python_requires (doctor: every recipe's,
+    so that its saved host can be judged for any)."""
+    fs_root: Path = Path("/")
+    """The file system root detection reads (fixture trees)."""
+    site_paths: tuple[str, ...] | None = None
+    """The site dirs searched for torch and a pip ROCm (None: sys.path)."""
+    strict_compiler: bool = True
+    """A --hip-compiler that is not there is an error (doctor reports it instead)."""
+    everything: bool = False
+    """Look for the HIP compiler and the ROCm components whatever the plans need (doctor, which
+    reports both)."""
+
+
+@dataclass(frozen=True)
+class SavedHost:
+    """A saved host (``--host FILE``: ``rocmbuild doctor --json > host.json`` on the node)."""
+
+    path: Path
+
+
+HostSource = Detect | SavedHost | Host
+"""Where the Host of a plan comes from: this machine, a saved file, or one already in hand."""
+
+
+def _host(w: Wants, source: HostSource) -> Host:
+    if isinstance(source, Host):
+        return source
+    if isinstance(source, SavedHost):
+        return detect.load(source.path)
+    return detect.detect(
+        rocm_path=source.rocm_path, hip_compiler=source.hip_compiler,
+        want_compiler=w.compiler or source.everything,
+        want_components=w.components or source.everything,
+        dists=dict.fromkeys([*w.dists, *source.dists]), fs_root=source.fs_root,
+        site_paths=None if source.site_paths is None else list(source.site_paths),
+        strict_compiler=source.strict_compiler)
+
+
+def host_for(pairs: Iterable[tuple[Recipe, render.Target]], source: HostSource) -> Host:
+    """The Host of ``source`` for the plans of ``pairs`` (one recipe and target, a stack's
+    members, a run's cells): the one place a host is detected or read for a plan. Detection
+    looks for what ``wants(pairs)`` says, no more (``Detect.everything``: all of it)."""
+    return _host(wants(pairs), source)
 
 
 def _render(recipe: Recipe, target: render.Target, host: Host, learned: Learned) -> Plan:
@@ -149,8 +226,22 @@ def plan(recipe: Recipe, target: render.Target, host: Host,
         f"first: {', '.join(recipe.releases)})")
 
 
-def plan_for(recipe: Recipe, target: render.Target, host: Host, cache: Path) -> Plan:
-    """``plan`` with the units earlier builds measured, read from ``cache``
+@dataclass(frozen=True)
+class Planned:
+    """``plan_for``'s result: the plan, the Host it was planned for, and what detecting that
+    host looked for (the no-op memo detects the same again to check it)."""
+
+    plan: Plan
+    host: Host
+    wants: Wants
+
+
+def plan_for(recipe: Recipe, target: render.Target, source: HostSource, cache: Path) -> Planned:
+    """The entry point (the module's docstring): the Host of ``source`` (``host_for``), and
+    ``plan`` for it with the units earlier builds measured, read from ``cache``
     (``<cache>/learned/<recipe>/``; they apply when they match the variant, archs and
     compiler, else the recipe's ``mem_per_job_gb`` does)."""
-    return plan(recipe, target, host, lambda name: learned_store.load(cache, name))
+    w = wants([(recipe, target)])
+    host = _host(w, source)
+    return Planned(plan(recipe, target, host, lambda name: learned_store.load(cache, name)),
+                   host, w)

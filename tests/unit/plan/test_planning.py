@@ -1,9 +1,10 @@
-"""Release lines ([releases.<name>]): which line a host gets (``pipeline.planning.plan``), forcing
+"""Release lines ([releases.<name>]): which line a host gets (``plan.planning.plan``), forcing
 one, and a host that fits none. The hosts are Host values built here: a ROCm root and a ROCm
 torch cannot exist on this machine, so they are written as fields (paths that are not read)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from rocmbuild.plan.render import Target, render
 from rocmbuild.recipe.load import load
 from rocmbuild.recipe.model import Recipe
 from rocmbuild.recipe.search import find_recipe
+from tests.conftest import make_rocm_root
 
 BASE = Host(python="3.11", python_tag="cp311", platform="linux",
             torch=TorchInfo("", None, None), rocm_root=None, compiler=None,
@@ -287,3 +289,93 @@ def test_a_line_fits_only_where_the_recipes_it_depends_on_fit() -> None:
     assert ">=2.10" in old.release_why
     new = planning.plan(flash(), target, HOSTS["rocm7.14-torch2.14"])
     assert new.release == "main" and [d.recipe for d in new.depends] == ["aiter"]
+
+
+# ------------------------------------------------- the entry point: host sources and detection
+
+TESTS = Path(__file__).resolve().parents[2]
+PURE = TESTS / "recipes/stack-pure.toml"  # pip-wheel, no HIP code, no ROCm component
+LIB = TESTS / "recipes/rocm72-lib.toml"  # cmake (the HIP compiler) and five components
+
+
+def test_wants_over_several_pairs_is_what_any_of_them_needs() -> None:
+    t = Target(arch="gfx942")
+    pure, lib, torch = load(PURE), load(LIB), load(find_recipe("pytorch"))
+    assert planning.wants([(pure, t)]) == planning.Wants(False, False, ())
+    assert planning.wants([(torch, t)]).components and not planning.wants([(torch, t)]).compiler
+    both = planning.wants([(pure, t), (lib, t), (torch, t)])
+    assert both.compiler and both.components
+    assert both.dists == tuple(dict.fromkeys([*lib.python_requires, *torch.python_requires]))
+
+
+def test_host_for_looks_for_components_exactly_when_a_plan_needs_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real detection on a fixture ROCm root: the components are listed (miopen left out of the
+    tree, so they were looked for) only for plans that check them; the HIP compiler is searched
+    only for plans that compile HIP code (ROCMBUILD_HIP_COMPILER names one that is not there, so
+    a search says so in compiler_error, and no compiler runs)."""
+    no_clang = tmp_path / "no-clang"
+    monkeypatch.setenv("ROCMBUILD_HIP_COMPILER", str(no_clang))
+    root = make_rocm_root(tmp_path / "rocm", "6.4.1", omit=("miopen",))
+    source = planning.Detect(rocm_path=str(root))
+    t = Target(arch="gfx942")
+    pure, lib, torch = load(PURE), load(LIB), load(find_recipe("pytorch"))
+
+    def components(h: Host) -> tuple[str, ...] | None:
+        assert h.rocm_root is not None and h.rocm_root.path == root
+        return h.rocm_root.components
+
+    def searched(h: Host) -> bool:
+        assert h.compiler is None
+        return str(no_clang) in h.compiler_error
+
+    none = planning.host_for([(pure, t)], source)
+    assert components(none) is None and none.compiler_error == ""
+
+    only_components = planning.host_for([(torch, t)], source)
+    comps = components(only_components)
+    assert comps is not None and "rccl" in comps and "miopen" not in comps
+    assert not searched(only_components)
+
+    for pairs in ([(lib, t)], [(pure, t), (lib, t)]):  # one pair, or any of several
+        h = planning.host_for(pairs, source)
+        assert components(h) is not None and searched(h)
+    assert components(planning.host_for([(pure, t), (torch, t)], source)) is not None
+
+    everything = planning.host_for([(pure, t)], replace(source, everything=True))
+    assert components(everything) is not None and searched(everything)
+
+
+def test_plan_for_returns_the_plan_the_host_and_the_wants(tmp_path: Path) -> None:
+    root = make_rocm_root(tmp_path / "rocm", "6.4.1")
+    planned = planning.plan_for(load(PURE), Target(arch="gfx942"),
+                                planning.Detect(rocm_path=str(root)), tmp_path / "cache")
+    assert planned.wants == planning.Wants(False, False, ())
+    assert planned.host.rocm_root is not None and planned.host.rocm_root.components is None
+    assert planned.plan == planning.plan(load(PURE), Target(arch="gfx942"), planned.host)
+
+
+def test_a_host_in_hand_is_used_as_it_is() -> None:
+    h = HOSTS["rocm7.14-torch2.14"]
+    assert planning.host_for([(flash(), Target(arch="gfx942"))], h) is h
+    planned = planning.plan_for(flash(), Target(arch="gfx942"), h, Path("/nonexistent/cache"))
+    assert planned.host is h and planned.plan.release == "main"
+    assert planned.wants.compiler and planned.wants.components
+
+
+def test_saved_host_reads_the_file(tmp_path: Path) -> None:
+    root = make_rocm_root(tmp_path / "rocm", "6.4.1", omit=("rccl",))
+    here = planning.host_for([(load(find_recipe("pytorch")), Target(arch="gfx942"))],
+                             planning.Detect(rocm_path=str(root)))
+    saved = tmp_path / "node.json"
+    saved.write_text(json.dumps(here.to_json()))
+    read = planning.host_for([(load(PURE), Target(arch="gfx942"))], planning.SavedHost(saved))
+    assert read.origin == str(saved) and here.origin == "detected"
+    assert read.to_json() == here.to_json()
+    assert read.rocm_root is not None and read.rocm_root.components is not None
+    assert "rccl" not in read.rocm_root.components  # the file's, not looked for again
+
+    saved.write_text("{}")
+    with pytest.raises(UsageError) as err:
+        planning.host_for([], planning.SavedHost(saved))
+    assert err.value.message.startswith(f"--host {saved}: schema")
