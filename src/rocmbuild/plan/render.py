@@ -3,8 +3,10 @@
 ``render(recipe, target, host)`` is pure: besides its arguments it reads only the recipe's own
 files (a ``path`` source's tree, for its content digest). It never probes the machine: the
 ``Host`` (rocmbuild.host.detect) carries torch, the ROCm root, the compiler, CPUs, memory and GPUs,
-so a
-plan for another machine renders from that machine's saved host JSON.
+so a plan for another machine renders from that machine's saved host JSON.
+
+What a release line or a variant overrides is folded once, at the top (``Recipe.on_line``, then
+``Recipe.on_variant``); the rest reads plain recipe fields.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ class Target:
     own pin. ``recipe`` (or None) keeps the recipe's pin."""
     release: str | None = None
     """The release line ([releases.<name>]) to render: ``--release``, or the one
-    ``pipeline.planning`` picked for the host. Required when the recipe has lines."""
+    ``plan.planning`` picked for the host. Required when the recipe has lines."""
 
 
 def _applies(item: Patch | Download, facts: Mapping[str, tuple[str, ...]]) -> bool:

@@ -453,12 +453,12 @@ class Recipe:
                              hint=f"variants of line {name}: {', '.join(line.offers)}")
         return out
 
-
     def on_variant(self, name: str | None, flag: str = "--variant") -> Recipe:
-        """This recipe as variant ``name`` (None: the default) builds it: each key the variant
-        sets replaces the recipe's (``Variant.overrides``). ``flag`` names where ``name`` came
-        from in errors (``--variant``, or a nightly.toml key). A recipe with release lines is
-        put ``on_line`` first."""
+        """This recipe as variant ``name`` (None: the default) builds it, remembering which
+        (``variant``): each key the variant sets replaces the recipe's (``Variant.overrides``;
+        ``key_for`` says which key a value came from). ``flag`` names where ``name`` came from
+        in errors (``--variant``, or a nightly.toml key). A recipe with release lines is put
+        ``on_line`` first."""
         if name and self.variants and name not in self.variants:
             raise UsageError(f"{flag}: {self.path.stem} has no variant {name!r}",
                              hint=f"variants: {', '.join(self.variants)}")
