@@ -12,7 +12,7 @@ import pytest
 
 from rocmbuild.artifacts import audit
 from rocmbuild.core.errors import AuditError
-from tests.unit.recipe.test_rocm_runtime_none import _wheel
+from tests.unit.plan.test_rocm_runtime_none import _wheel
 
 CC = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 

@@ -1,8 +1,9 @@
 """The cache key: sha256 over everything in a Plan that decides the wheel's bytes.
 
 ``cache_key`` is what ``render`` stores in ``Plan.cache_key``; ``key_of_inputs`` recomputes it
-from a wheel's recorded plan (``verify``). Which Plan fields are left out is the Plan's to say
-(``Plan.to_json`` and the volatile names below).
+from a wheel's recorded plan (``verify``). Both hash the plan's provenance record
+(``Plan.inputs_json``) through ``model.in_key``: which fields the key holds is said once, on each
+Plan field (``model.part``).
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from typing import Any
 
 from rocmbuild import __version__
 from rocmbuild.core.config import SOURCE_TREE_IGNORE
-from rocmbuild.plan.model import Plan
+from rocmbuild.plan.model import Plan, in_key
 
 
 def cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:
     """sha256 over everything that decides the wheel's bytes: not MAX_JOBS (the env is hashed
     with ``{jobs}`` unfilled), not where the recipe file lies, not how the ROCm version was
-    found."""
-    material = plan.to_json()
+    found (the fields that say so: ``model.part``)."""
+    material = plan.inputs_json()
     material["env"] = keyed_env
     if plan.source.kind == "path":  # a local tree is pinned by its content
         material["source"]["tree_sha256"] = tree_digest(Path(plan.source.path))
@@ -30,15 +31,9 @@ def cache_key(plan: Plan, keyed_env: dict[str, str]) -> str:
 
 
 def _hash(material: dict[str, Any]) -> str:
-    """The cache key of a plan's JSON (its env keyed): ``material`` without what decides nothing
-    about the wheel's bytes, with rocmbuild's version."""
-    # offline: where the build ran decides nothing about the wheel's bytes; release_why: why the
-    # line was picked (the line itself is hashed); unit_count: how plan --units counts
-    for volatile in ("jobs", "jobs_reason", "recipe_path", "cache_key", "host_requires_reason",
-                     "offline", "release_why", "unit_count"):
-        material.pop(volatile, None)
-    material["rocm"].pop("version_from", None)
-    material["rocm"].pop("version_kind", None)
+    """The cache key of a plan's provenance record (its env keyed): the entries the key holds
+    (``model.in_key``), with rocmbuild's version."""
+    material = in_key(material)
     material["rocmbuild"] = __version__
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 

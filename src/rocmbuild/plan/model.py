@@ -3,13 +3,19 @@
 Its parts are typed: the source and patches (the recipe model's ``Source`` and ``Patch``, with
 paths made absolute), ``RocmTarget`` (the ROCm version for the label and where it came from, the
 root and compiler the build uses), ``BuildHost`` (the interpreter and torch the build compiles
-against) and ``ValidateSpec``. ``to_json`` is what ``rocmbuild plan --json`` prints and what the
-cache key hashes.
+against) and ``ValidateSpec``.
+
+Each Plan field (and each ``RocmTarget`` field) says once, with ``part`` or ``internal``, whether
+it is in the JSON ``rocmbuild plan --json`` prints (``Plan.to_json``), in the wheel's provenance
+(``Plan.inputs_json``, rocmbuild.json's ``plan``) and in the cache key (``in_key`` of the
+provenance, hashed by ``plan.key``); ``record`` and ``in_key`` derive those from the fields.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +27,83 @@ from rocmbuild.recipe.tables import Download, Hipify, Patch, Source
 
 
 @dataclass(frozen=True)
+class Part:
+    """Where a field of the plan (or of its ``RocmTarget``) goes, declared on the field with
+    ``part`` or ``internal``: ``record`` derives the JSON and the provenance from it, ``in_key``
+    the cache key's material. The key holds nothing the provenance does not (``verify``
+    recomputes a wheel's key from its provenance), and the provenance nothing the JSON does
+    not."""
+
+    json: bool = True
+    """In ``rocmbuild plan --json`` (``Plan.to_json``)."""
+    provenance: bool = True
+    """In the wheel's provenance, rocmbuild.json's ``plan`` (``Plan.inputs_json``)."""
+    key: bool = True
+    """In the cache key (``plan.key``)."""
+    name: str = ""
+    """Its name in the JSON ("": the field's)."""
+    optional: bool = False
+    """Left out while its value is empty (the keys of plans that never set it stay as they
+    were)."""
+    show: Callable[[Any], Any] | None = None
+    """Its JSON value, from the owner (None: the field's value, tuples as lists)."""
+    recorded: Callable[[Any], Any] | None = None
+    """Its value in the provenance and the key, where it differs from the JSON's."""
+    nested: type | None = None
+    """A dataclass whose own fields say where they go (``RocmTarget``)."""
+    then: tuple[str, ...] = ()
+    """Properties of the owner recorded right after it, under their own names, where it is."""
+
+    def __post_init__(self) -> None:
+        if (self.key and not self.provenance) or (self.provenance and not self.json):
+            raise ValueError("a Part in the key must be in the provenance, one in the "
+                             "provenance in the JSON")
+
+
+def part(default: Any = dataclasses.MISSING, *, factory: Callable[[], Any] | None = None,
+         **where: Any) -> Any:
+    """A field with its ``Part`` (``where``: the Part's settings; by default in the JSON, the
+    provenance and the key)."""
+    meta = {"part": Part(**where)}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def internal(default: Any = dataclasses.MISSING, *,
+             factory: Callable[[], Any] | None = None) -> Any:
+    """A field no record holds: not in the JSON, the provenance or the key."""
+    return part(default, factory=factory, json=False, provenance=False, key=False)
+
+
+def record(obj: Any, view: str = "json") -> dict[str, Any]:
+    """The entries of ``obj`` (a Plan, a RocmTarget) that ``view`` holds, ``json`` or
+    ``provenance``, in field order, as its fields' ``Part`` say."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        p: Part = f.metadata["part"]
+        if not getattr(p, view):
+            continue
+        if p.nested is not None:
+            value = record(getattr(obj, f.name), view)
+        elif view == "provenance" and p.recorded is not None:
+            value = p.recorded(obj)
+        else:
+            value = p.show(obj) if p.show is not None else _plain(getattr(obj, f.name))
+        if value or not p.optional:
+            out[p.name or f.name] = value
+        out.update((name, getattr(obj, name)) for name in p.then)
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON data: tuples as lists, dicts copied."""
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return dict(value) if isinstance(value, dict) else value
+
+
+@dataclass(frozen=True)
 class CompilerPin:
     """The HIP compiler a plan compiles with."""
 
@@ -28,33 +111,26 @@ class CompilerPin:
     version: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RocmTarget:
-    version: str
+    version: str = part()
     """ROCm version in the local label, e.g. ``6.2``."""
-    version_from: str
-    """Where ``version`` came from (--rocm-version, the ROCm torch, the ROCm root, the recipe)."""
-    root: Path | None = None
-    version_kind: str = "recipe"
+    version_from: str = part(key=False)
+    """Where ``version`` came from (--rocm-version, the ROCm torch, the ROCm root, the recipe);
+    how it was found decides nothing about the wheel: not in the cache key."""
+    version_kind: str = part("recipe", key=False)
     """``rocm_version_from`` in provenance: ``flag`` (--rocm-version), ``torch`` (the ROCm
     torch's HIP), ``rocm-root`` (the ROCm root the build compiles against) or ``recipe``
-    (target.rocm: nothing was detected)."""
-    root_kind: str | None = None
+    (target.rocm: nothing was detected). Not in the cache key."""
+    root: Path | None = part(None, show=lambda r: str(r.root) if r.root else None)
+    root_kind: str | None = part(None)
     """``rocm`` (an SDK) or ``debian`` (distribution headers only)."""
-    root_version: str | None = None
-    compiler: CompilerPin | None = None
+    root_version: str | None = part(None)
+    compiler: CompilerPin | None = part(
+        None, show=lambda r: dataclasses.asdict(r.compiler) if r.compiler else {})
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "version_from": self.version_from,
-            "version_kind": self.version_kind,
-            "root": str(self.root) if self.root else None,
-            "root_kind": self.root_kind,
-            "root_version": self.root_version,
-            "compiler": ({"path": self.compiler.path, "version": self.compiler.version}
-                         if self.compiler else {}),
-        }
+        return record(self)
 
 
 @dataclass(frozen=True)
@@ -147,91 +223,106 @@ class RocmRuntime:
         return self.mode != "none"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Plan:
-    recipe: str
-    recipe_path: Path
-    recipe_sha256: str
-    package: str
-    variant: str
-    source_name: str
-    source: Source
-    archs: tuple[str, ...]
-    gpu_vendor: str
-    backend: str
-    env: dict[str, str]
-    jobs: int
-    jobs_reason: str
-    mem_per_job_gb: float
-    disk_gb: float
-    patches: tuple[Patch, ...]
-    hipify: tuple[str, ...]
-    commands: tuple[tuple[str, ...], ...]
-    python_requires: tuple[str, ...]
-    host_requires: tuple[str, ...]
-    rocm: RocmTarget
-    host: BuildHost
-    validate: ValidateSpec
-    version: str = ""
-    runtime_env: dict[str, str] = field(default_factory=dict)
-    source_dir: str = ""
-    """cmake backend: the CMakeLists.txt directory, relative to the fetched tree ("": its top)."""
-    cmake_wheel: str = ""
-    """cmake backend: "install" (the staging prefix is packaged) or "pip-wheel" (the last
-    command, pip wheel, makes it); "" for pip-wheel recipes."""
-    runtime: RocmRuntime = field(default_factory=RocmRuntime)
-    rocm_components: tuple[str, ...] = ()
-    """ROCm components the host must have under its ROCm root (``rocmbuild.host.components``)."""
-    host_requires_reason: str = ""
-    """Why host_requires' version bounds are what they are (messages; not in the cache key)."""
-    hipify_step: Hipify | None = None
-    """[hipify] (or build.hipify, as tool = "command"; its command, filled, is ``hipify``)."""
-    pass_env: tuple[str, ...] = ()
-    """build.pass_env: host variables the build sees besides ``hostenv.PASS_ENV``."""
-    label_torch: bool = False
-    """target.label_torch: the tag stage puts ``torch<X.Y>.cxx11abi<true|false>`` from the
-    build's torch after the ROCm part of ``local_version``."""
-    offline: bool = False
-    """build.offline: the build's commands run in a network namespace without network."""
-    downloads: tuple[Download, ...] = ()
-    """The recipe's [[downloads]] whose ``when`` holds, all pinned by sha256."""
-    repair: bool = False
-    """build.repair (default: on for the cmake backend): auditwheel repair before tag."""
-    env_key: dict[str, str] = field(default_factory=dict)
+    """The fields in the order ``rocmbuild plan --json`` shows them; each says with ``part``
+    whether it is in the JSON, the wheel's provenance and the cache key (``internal``: none)."""
+
+    recipe: str = part()
+    recipe_path: Path = part(show=lambda p: str(display(p.recipe_path)), key=False,
+                             provenance=False)
+    """Where the recipe file lies (not in the key or the provenance: the same recipe anywhere)."""
+    recipe_sha256: str = part()
+    release: str = part("", optional=True)
+    """The recipe's release line ([releases.<name>]; "": the recipe has none)."""
+    release_why: str = part("", optional=True, key=False, provenance=False)
+    """Why that line: forced by --release, or the newest whose ranges the host satisfies
+    (messages; not in the cache key or the provenance)."""
+    package: str = part()
+    variant: str = part()
+    source_name: str = part()
+    source: Source = part(show=lambda p: p.source_json())
+    archs: tuple[str, ...] = part()
+    gpu_vendor: str = part()
+    backend: str = part()
+    env: dict[str, str] = part(recorded=lambda p: dict(p.env_key or p.env))
+    """The build's env; the provenance and the cache key hold ``env_key``."""
+    env_key: dict[str, str] = internal(factory=dict)
     """``env`` with ``{jobs}`` left unfilled: what the cache key and the wheel's provenance hold
     (MAX_JOBS follows this host's free memory; it does not change the wheel)."""
-    build_tag: str = ""
-    """The wheel's PEP 427 build tag (``--build-tag``), "" for none; in the cache key when set."""
-    build_env: BuildEnvSpec | None = None
-    """None: the recipe declares no build requirements; the build runs with this interpreter."""
-    link_units_per_arch: int | None = None
+    jobs: int = part(key=False, provenance=False)
+    jobs_reason: str = part(key=False, provenance=False)
+    """MAX_JOBS and why: this host's state, not the wheel's (not in the key or the provenance)."""
+    mem_per_job_gb: float = part()
+    disk_gb: float = part()
+    link_units_per_arch: int | None = internal(None)
     """build.link_units_per_arch: objects per arch on the final link's command line, for the
     preflight's argv-length check (None: not checked). Not in the cache key or the JSON."""
-    options: tuple[tuple[str, str], ...] = ()
+    patches: tuple[Patch, ...] = part(show=lambda p: p.patches_json())
+    hipify: tuple[str, ...] = part()
+    commands: tuple[tuple[str, ...], ...] = part()
+    python_requires: tuple[str, ...] = part()
+    host_requires: tuple[str, ...] = part()
+    host_requires_reason: str = part("", key=False, provenance=False)
+    """Why host_requires' version bounds are what they are (messages; not in the cache key)."""
+    rocm_components: tuple[str, ...] = part(())
+    """ROCm components the host must have under its ROCm root (``rocmbuild.host.components``)."""
+    rocm: RocmTarget = part(nested=RocmTarget, then=("local_version",))
+    """The ROCm target (its own fields say what the key holds), then the label as planned."""
+    host: BuildHost = part(show=lambda p: dataclasses.asdict(p.host))
+    validate: ValidateSpec = part(show=lambda p: p.validate.to_json())
+    version: str = part("")
+    runtime_env: dict[str, str] = part(factory=dict)
+    source_dir: str = part("", optional=True)
+    """cmake backend: the CMakeLists.txt directory, relative to the fetched tree ("": its top)."""
+    cmake_wheel: str = part("", optional=True, show=lambda p: p.cmake_wheel
+                            if p.cmake_wheel == "pip-wheel" else "")
+    """cmake backend: "install" (the staging prefix is packaged) or "pip-wheel" (the last
+    command, pip wheel, makes it); "" for pip-wheel recipes. Shown only when "pip-wheel"."""
+    hipify_step: Hipify | None = part(None, optional=True, show=lambda p: p.hipify_json())
+    """[hipify] (or build.hipify, as tool = "command"; its command, filled, is ``hipify``)."""
+    pass_env: tuple[str, ...] = part(())
+    """build.pass_env: host variables the build sees besides ``hostenv.PASS_ENV``."""
+    label_torch: bool = part(False)
+    """target.label_torch: the tag stage puts ``torch<X.Y>.cxx11abi<true|false>`` from the
+    build's torch after the ROCm part of ``local_version``."""
+    runtime: RocmRuntime = part(factory=RocmRuntime, name="rocm_runtime",
+                                show=lambda p: p.runtime.to_json())
+    offline: bool = part(False, key=False)
+    """build.offline: the build's commands run in a network namespace without network (where
+    the build ran decides nothing about the wheel's bytes: not in the cache key)."""
+    downloads: tuple[Download, ...] = part((), optional=True, show=lambda p: p.downloads_json())
+    """The recipe's [[downloads]] whose ``when`` holds, all pinned by sha256."""
+    repair: bool = part(False, optional=True)
+    """build.repair (default: on for the cmake backend): auditwheel repair before tag."""
+    build_tag: str = part("", optional=True)
+    """The wheel's PEP 427 build tag (``--build-tag``), "" for none; in the cache key when set."""
+    build_env: BuildEnvSpec | None = part(None, optional=True, show=lambda p: p.build_env
+                                          and p.build_env.to_json())
+    """None: the recipe declares no build requirements; the build runs with this interpreter."""
+    options: tuple[tuple[str, str], ...] = part((), optional=True, show=lambda p: dict(p.options))
     """The recipe's [options] that apply to this variant, with their values (the default or
     ``--opt``), by name; each also sets its variable in ``env``."""
-    partial: tuple[str, ...] = ()
+    partial: tuple[str, ...] = internal(())
     """``name=value`` of each option whose value builds only part of the project
-    (``[options.<name>] partial``): the wheel is labelled ``partial`` and never published."""
-    unit_count: str = ""
-    """build.unit_count: how ``plan --units`` counts compile units ("": not counted)."""
-    unit_configure: tuple[str, ...] = ()
+    (``[options.<name>] partial``): the wheel is labelled ``partial`` and never published
+    (recorded through ``local_version``)."""
+    unit_count: str = part("", optional=True, key=False)
+    """build.unit_count: how ``plan --units`` counts compile units ("": not counted; how they
+    are counted decides nothing about the wheel: not in the cache key)."""
+    unit_configure: tuple[str, ...] = internal(())
     """For unit_count "ninja": the cmake backend's configure command (``{stage_dir}`` to fill),
     which ``plan --units`` runs in the fetched tree. Not in the cache key or the JSON (the
     cmake backend's first command is the same)."""
-    depends: tuple[Plan, ...] = ()
+    depends: tuple[Plan, ...] = part((), optional=True, show=lambda p: p.depends_json())
     """The plans of the recipes in build.depends (the variant's), rendered by the caller for
     the same target (``render.dependency_target``); the pipeline builds them first. Their keys
     are part of this plan's JSON, so of its cache key."""
-    release: str = ""
-    """The recipe's release line ([releases.<name>]; "": the recipe has none)."""
-    release_why: str = ""
-    """Why that line: forced by --release, or the newest whose ranges the host satisfies
-    (messages; not in the cache key or the provenance)."""
-    learned: LearnedMemory | None = None
+    learned: LearnedMemory | None = internal(None)
     """The measured unit memory MAX_JOBS was planned from (``cache.learned.pick``); None: the
     recipe's ``mem_per_job_gb``. Not in the JSON or the cache key (``jobs_reason`` says it)."""
-    cache_key: str = ""
+    cache_key: str = part("", key=False)
+    """sha256 of the plan's key entries (``plan.key``); recorded in the provenance."""
 
     @property
     def job_mem_gb(self) -> float:
@@ -327,67 +418,30 @@ class Plan:
                 for d in self.downloads]
 
     def to_json(self) -> dict[str, Any]:
-        h = self.host
-        return {
-            "recipe": self.recipe,
-            "recipe_path": str(display(self.recipe_path)),
-            "recipe_sha256": self.recipe_sha256,
-            **({"release": self.release} if self.release else {}),
-            **({"release_why": self.release_why} if self.release_why else {}),
-            "package": self.package,
-            "variant": self.variant,
-            "source_name": self.source_name,
-            "source": self.source_json(),
-            "archs": list(self.archs),
-            "gpu_vendor": self.gpu_vendor,
-            "backend": self.backend,
-            "env": dict(self.env),
-            "jobs": self.jobs,
-            "jobs_reason": self.jobs_reason,
-            "mem_per_job_gb": self.mem_per_job_gb,
-            "disk_gb": self.disk_gb,
-            "patches": self.patches_json(),
-            "hipify": list(self.hipify),
-            "commands": [list(c) for c in self.commands],
-            "python_requires": list(self.python_requires),
-            "host_requires": list(self.host_requires),
-            "host_requires_reason": self.host_requires_reason,
-            "rocm_components": list(self.rocm_components),
-            "rocm": self.rocm.to_json(),
-            "local_version": self.local_version,
-            "host": {"python": h.python, "python_tag": h.python_tag, "platform": h.platform,
-                     "torch": h.torch, "torch_hip": h.torch_hip, "torch_kind": h.torch_kind},
-            "validate": self.validate.to_json(),
-            "version": self.version,
-            "runtime_env": dict(self.runtime_env),
-            **({"source_dir": self.source_dir} if self.source_dir else {}),
-            **({"cmake_wheel": self.cmake_wheel} if self.cmake_wheel == "pip-wheel" else {}),
-            **({"hipify_step": self.hipify_json()} if self.hipify_json() else {}),
-            "pass_env": list(self.pass_env),
-            "label_torch": self.label_torch,
-            "rocm_runtime": self.runtime.to_json(),
-            "offline": self.offline,
-            **({"downloads": self.downloads_json()} if self.downloads else {}),
-            **({"repair": True} if self.repair else {}),
-            **({"build_tag": self.build_tag} if self.build_tag else {}),
-            **({"build_env": self.build_env.to_json()} if self.build_env else {}),
-            **({"options": dict(self.options)} if self.options else {}),
-            **({"unit_count": self.unit_count} if self.unit_count else {}),
-            **({"depends": self.depends_json()} if self.depends else {}),
-            "cache_key": self.cache_key,
-        }
+        """What ``rocmbuild plan --json`` prints: the fields whose ``Part`` says JSON."""
+        return record(self)
 
     def inputs_json(self) -> dict[str, Any]:
-        """``to_json`` without what follows this host's state or the recipe file's place
-        (MAX_JOBS and its reason, the recipe path, messages): what the wheel's provenance
-        records, so that two builds of the same inputs write the same bytes."""
-        out = self.to_json()
-        for volatile in ("jobs", "jobs_reason", "recipe_path", "host_requires_reason"):
-            out.pop(volatile)
-        out.pop("release_why", None)
-        if self.env_key:
-            out["env"] = dict(self.env_key)
-        return out
+        """What the wheel's provenance records of the plan (rocmbuild.json's ``plan``): the
+        JSON without what follows this host's state or the recipe file's place (MAX_JOBS and
+        its reason, the recipe path, messages), the env with ``{jobs}`` unfilled, so that two
+        builds of the same inputs write the same bytes. The cache key hashes ``in_key`` of it."""
+        return record(self, "provenance")
+
+
+def in_key(recorded: dict[str, Any], cls: type = Plan) -> dict[str, Any]:
+    """``recorded`` (``Plan.inputs_json``, or a wheel's recorded plan) without the entries that
+    the fields of ``cls`` keep out of the cache key."""
+    out = dict(recorded)
+    for f in dataclasses.fields(cls):
+        p: Part = f.metadata["part"]
+        if not p.json:
+            continue
+        if not p.key:
+            out.pop(p.name or f.name, None)
+        elif p.nested is not None and isinstance(out.get(p.name or f.name), dict):
+            out[p.name or f.name] = in_key(out[p.name or f.name], p.nested)
+    return out
 
 
 TORCH_NAMES = frozenset({"torch", "rocm-torch"})

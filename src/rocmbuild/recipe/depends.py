@@ -27,9 +27,9 @@ Loader = Callable[[Path, tuple[Path, ...]], object]
 
 
 def of(recipe: Recipe, variant: str | None) -> tuple[str, ...]:
-    """The recipes a plan of this variant needs built first: its depends, else build.depends."""
-    v = recipe.variants.get(variant or recipe.default_variant)
-    return v.depends if v is not None and v.depends is not None else recipe.depends
+    """The recipes a plan of this variant needs built first: its depends, else build.depends
+    (``Recipe.on_known_variant``)."""
+    return recipe.on_known_variant(variant).depends
 
 
 def find(name: str, near: Path) -> Path | None:

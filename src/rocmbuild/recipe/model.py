@@ -34,6 +34,7 @@ from rocmbuild.recipe.keys import (
     SCHEMA_VERSION,
     UNIT_COUNTS,
     kernels,
+    key_of,
     toml,
 )
 from rocmbuild.recipe.releases import LINE_ONLY, Release
@@ -419,6 +420,12 @@ class Recipe:
     """sha256 of the recipe file's bytes (provenance; not a TOML key)."""
     release: str = ""
     """The release line this recipe is on ("": none; ``on_line`` sets it; not a TOML key)."""
+    variant: str = ""
+    """The variant this recipe is on ("": none yet; ``on_variant`` sets it; not a TOML key)."""
+    variant_env: tuple[tuple[str, str], ...] = ()
+    """That variant's env, set on top of build.env and arch.env (not a TOML key)."""
+    runtime_env: tuple[tuple[str, str], ...] = ()
+    """That variant's runtime_env: what its wheel needs at run time (not a TOML key)."""
 
     def on_line(self, name: str, variant: str | None = None) -> Recipe:
         """This recipe as release line ``name`` builds it: each key the line sets replaces the
@@ -445,3 +452,30 @@ class Recipe:
                                               else ""),
                              hint=f"variants of line {name}: {', '.join(line.offers)}")
         return out
+
+    def on_variant(self, name: str | None, flag: str = "--variant") -> Recipe:
+        """This recipe as variant ``name`` (None: the default) builds it, remembering which
+        (``variant``): each key the variant sets replaces the recipe's (``Variant.overrides``;
+        ``key_for`` says which key a value came from). ``flag`` names where ``name`` came from
+        in errors (``--variant``, or a nightly.toml key). A recipe with release lines is put
+        ``on_line`` first."""
+        if name and self.variants and name not in self.variants:
+            raise UsageError(f"{flag}: {self.path.stem} has no variant {name!r}",
+                             hint=f"variants: {', '.join(self.variants)}")
+        if not self.variants and name not in (None, "default"):
+            raise UsageError(f"{flag}: {self.path.stem} has no variants",
+                             hint=f"leave {flag.split(': ')[-1]} out")
+        v = self.variants.get(name or self.default_variant)
+        return dataclasses.replace(self, variant=name or self.default_variant,
+                                   **(v.overrides(self.source, self.alternatives) if v else {}))
+
+    def on_known_variant(self, name: str | None) -> Recipe:
+        """``on_variant`` for what is asked before the name is checked (host detection, the
+        dependencies to load): an unknown name gives the recipe as it is (render refuses it)."""
+        return self.on_variant(name) if (name or self.default_variant) in self.variants else self
+
+    def key_for(self, field: str) -> str:
+        """The TOML key this recipe's value of ``field`` comes from: ``variants.<name>.<key>``
+        when the variant it is on sets it, else the recipe's own (``build.build_requires``)."""
+        v = self.variants.get(self.variant)
+        return (v.key_of(field) if v else None) or key_of(Recipe, field).toml

@@ -6,9 +6,11 @@ alternatives), ``Patch`` ([[patches]]), ``Download`` ([[downloads]]), ``Variant`
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rocmbuild.core.options import GPU_VENDORS
 from rocmbuild.recipe.keys import (
@@ -25,6 +27,7 @@ from rocmbuild.recipe.keys import (
     UNIT_COUNTS,
     WHEN_KEYS,
     Key,
+    key_of,
     toml,
 )
 
@@ -245,7 +248,43 @@ class Variant:
         default_text="validate.upstream_env",
     )
 
+    def overrides(self, source: Source, alternatives: dict[str, Source]) -> dict[str, Any]:
+        """The ``Recipe`` fields this variant replaces (``Recipe.on_variant``), by name: each
+        key it sets, in place of the recipe field of the same name (``VARIANT_RENAMED``; its
+        rocm_components is taken as it is, without build.rocm_components_since); its submodules
+        narrow the git ``source`` and ``alternatives``; its env and runtime_env become
+        ``variant_env`` and ``runtime_env``."""
+        out = {VARIANT_RENAMED.get(f.name, f.name): getattr(self, f.name)
+               for f in dataclasses.fields(self)
+               if f.name not in VARIANT_ONLY and getattr(self, f.name) is not None}
+        if self.rocm_components is not None:
+            out["rocm_components_since"] = ()
+        if self.submodules is not None:
+            out["source"] = self._narrowed(source)
+            out["alternatives"] = {n: self._narrowed(s) for n, s in alternatives.items()}
+        return {**out, "variant_env": self.env, "runtime_env": self.runtime_env}
 
+    def _narrowed(self, source: Source) -> Source:
+        return (dataclasses.replace(source, submodules=self.submodules)
+                if source.kind == "git" and self.submodules is not None else source)
+
+    def key_of(self, field: str) -> str | None:
+        """``variants.<name>.<key>`` when this variant sets the ``Recipe`` field ``field``;
+        None when it does not."""
+        own = {r: v for v, r in VARIANT_RENAMED.items()}.get(field, field)
+        if own in VARIANT_ONLY or getattr(self, own, None) is None:
+            return None
+        return f"variants.{self.name}.{key_of(Variant, own).toml}"
+
+
+VARIANT_ONLY = ("name", "description", "env", "runtime_env", "submodules")
+"""Fields of a variant that ``Recipe.on_variant`` does not put in place of a recipe field: its
+name and description, its env (set on top of build.env and arch.env, under its own key), its
+runtime_env (the recipe has none) and its submodules (they narrow the git sources)."""
+VARIANT_RENAMED = {"upstream_tests": "validate_upstream_tests",
+                   "upstream_env": "validate_upstream_env"}
+"""Variant fields that override a ``Recipe`` field of another name; every other field outside
+``VARIANT_ONLY`` overrides the one of its own name."""
 
 
 DEFINE = r"^[A-Za-z_][A-Za-z0-9_]*(=[ -~]*)?$(?!\n)"
