@@ -56,8 +56,9 @@ class Facts:
 
 
 @dataclass(frozen=True)
-class Planned:
-    """One cell's plan and its facts (what the manifest keeps)."""
+class Decided:
+    """One cell's decision (build, skip, ...) with its plan and facts (what the manifest
+    keeps)."""
 
     cell_plan: CellPlan
     plan: Plan | None
@@ -205,7 +206,7 @@ def wheel_project(name: str) -> tuple[str, str]:
     return str(parts.name), parts.raw_version
 
 
-def decide(cell: Cell, pin: Pin, plan: Plan, f: Facts, ws: Workspace, index: str, stage: str,
+def decide_cell(cell: Cell, pin: Pin, plan: Plan, f: Facts, ws: Workspace, index: str, stage: str,
            before: Mapping[str, Any] | None) -> CellPlan:
     why = reasons(cell, pin, f, before)
     entry = cache.lookup(ws.cache, plan.cache_key)
@@ -228,10 +229,10 @@ def decide(cell: Cell, pin: Pin, plan: Plan, f: Facts, ws: Workspace, index: str
 
 def plan_cells(cells: Sequence[Cell], host: Host, ws: Workspace, index: str, stage: str,
                pypi: str, previous: Mapping[str, Mapping[str, Any]],
-               get: Fetch = http_get) -> list[Planned]:
+               get: Fetch = http_get) -> list[Decided]:
     """Resolve, render and decide every cell. ``previous``: cell id -> its entry in the last
     run's manifest."""
-    out: list[Planned] = []
+    out: list[Decided] = []
     for cell in cells:
         try:
             recipe = load.load(search.find_recipe(cell.recipe))
@@ -239,13 +240,13 @@ def plan_cells(cells: Sequence[Cell], host: Host, ws: Workspace, index: str, sta
             before = previous.get(cell.id)
             plan, tag = next_build_tag(cell, pin, host, before, ws.cache)
             f = facts(plan)
-            out.append(Planned(decide(cell, pin, plan, f, ws, index, stage, before), plan, f,
+            out.append(Decided(decide_cell(cell, pin, plan, f, ws, index, stage, before), plan, f,
                                tag))
         except FetchError as exc:  # upstream unreachable: this cell fails, the others go on
             # (a bad recipe or flag is the config's fault: it stops the run before any cell)
             msg = redact(f"{exc.kind}: {exc.message}".splitlines()[0], strict=True)[:500]
             log.warn(escape(f"{cell.id}: cannot be planned: {msg}"))
-            out.append(Planned(CellPlan(cell, Pin("recipe", ""), "", Decision.BUILD,
+            out.append(Decided(CellPlan(cell, Pin("recipe", ""), "", Decision.BUILD,
                                         (f"cannot be planned: {msg}",)), None, None,
                                error=msg))
     return out

@@ -72,7 +72,7 @@ def detect_host(cells: Sequence[Cell]) -> Host:
 
 
 def plan(cfg: NightlyConfig, only: Sequence[str] = (), exclude_run: str = "",
-         get: changes.Fetch = changes.http_get) -> list[changes.Planned]:
+         get: changes.Fetch = changes.http_get) -> list[changes.Decided]:
     """Every selected cell's pin, plan and decision (what --dry-run prints); first the reports
     directory's paths (``check_outputs``) and the whole matrix against its recipes
     (``check.check``), whatever ``only`` selects."""
@@ -82,7 +82,7 @@ def plan(cfg: NightlyConfig, only: Sequence[str] = (), exclude_run: str = "",
     ws = cellmod.workspace(cfg)
     previous = changes.last_manifest(cfg.reports, exclude=exclude_run)
     found = detect_host(cells)
-    out: list[changes.Planned] = []
+    out: list[changes.Decided] = []
     for c in cells:  # one at a time: an error of the recipe layer names the cell's key
         try:
             out += changes.plan_cells([c], found, ws, cfg.index, cfg.stage, cfg.pypi, previous,
@@ -123,7 +123,7 @@ def jobs_json(plan: Plan) -> dict[str, Any]:
 
 
 def manifest(cfg: NightlyConfig, rid: str, started: float,
-             planned: Sequence[changes.Planned]) -> dict[str, Any]:
+             planned: Sequence[changes.Decided]) -> dict[str, Any]:
     cells = []
     for p in planned:
         c = p.cell_plan.cell
@@ -146,7 +146,7 @@ def manifest(cfg: NightlyConfig, rid: str, started: float,
             "promote_to": cfg.promote_to, "cells": cells}
 
 
-def tasks(cfg: NightlyConfig, run_dir: Path, planned: Sequence[changes.Planned]) -> list[Task]:
+def tasks(cfg: NightlyConfig, run_dir: Path, planned: Sequence[changes.Decided]) -> list[Task]:
     """One task per BUILD cell: the same ``python -m rocmbuild nightly --cell`` everywhere (the
     Slurm executor with a ``gpu_partition`` splits each into its build and validate steps)."""
     ws = cellmod.workspace(cfg)
