@@ -226,6 +226,43 @@ def test_no_function_over_120_lines() -> None:
     assert bad == {}
 
 
+
+def uses(tree: ast.Module, module: str, functions: set[str]) -> list[int]:
+    """The lines where ``tree`` calls one of ``functions`` of ``module`` (``rocmbuild.plan.render``),
+    whatever it was imported as: the function itself (``from m import f [as g]``) or the module
+    (``from rocmbuild.plan import render as r``, ``import rocmbuild.plan.render as r``)."""
+    parent, _, leaf = module.rpartition(".")
+    as_module: set[str] = set()
+    as_function: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == parent:
+            as_module |= {a.asname or a.name for a in node.names if a.name == leaf}
+        elif isinstance(node, ast.ImportFrom) and node.module == module:
+            as_function |= {a.asname or a.name for a in node.names if a.name in functions}
+        elif isinstance(node, ast.Import):
+            as_module |= {a.asname for a in node.names if a.name == module and a.asname}
+    return [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call) and (
+        (isinstance(node.func, ast.Name) and node.func.id in as_function)
+        or (isinstance(node.func, ast.Attribute) and node.func.attr in functions
+            and isinstance(node.func.value, ast.Name) and node.func.value.id in as_module))]
+
+
+def test_render_is_called_only_inside_the_plan_room() -> None:
+    bad = [f"{name}:{line}" for name, tree in modules().items() if not name.startswith("plan/")
+           for line in uses(tree, "rocmbuild.plan.render", {"render"})]
+    assert bad == []
+
+
+def test_a_plan_host_is_found_in_one_place() -> None:
+    """``plan.planning.host_for`` is where a plan's host is detected or read; no other module
+    composes host detection with planning. The one exception: the no-op memo re-detects with
+    the wants its memo stored (it must not import the plan machinery)."""
+    bad = [f"{name}:{line}" for name, tree in modules().items()
+           if name not in ("plan/planning.py", "commands/noop_memo.py")
+           and not name.startswith("host/")
+           for line in uses(tree, "rocmbuild.host.detect", {"detect", "load"})]
+    assert bad == []
+
 def place(name: str) -> tuple[str, str]:
     """(room, basename) of a module file: ``nightly/slurm/settings.py`` -> ("nightly/slurm",
     "settings"); a top-level file's room is ""."""
