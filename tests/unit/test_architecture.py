@@ -228,9 +228,10 @@ def test_no_function_over_120_lines() -> None:
 
 
 def uses(tree: ast.Module, module: str, functions: set[str]) -> list[int]:
-    """The lines where ``tree`` calls one of ``functions`` of ``module`` (``rocmbuild.plan.render``),
-    whatever it was imported as: the function itself (``from m import f [as g]``) or the module
-    (``from rocmbuild.plan import render as r``, ``import rocmbuild.plan.render as r``)."""
+    """The lines where ``tree`` calls one of ``functions`` of ``module``
+    (``rocmbuild.plan.render``), whatever it was imported as: the function itself (``from m
+    import f [as g]``) or the module (``from rocmbuild.plan import render as r``, ``import
+    rocmbuild.plan.render as r``)."""
     parent, _, leaf = module.rpartition(".")
     as_module: set[str] = set()
     as_function: set[str] = set()
