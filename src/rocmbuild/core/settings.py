@@ -129,6 +129,7 @@ class _Declared:
     check: Check
     hint: str
     required: bool | Callable[[Mapping[str, Any]], bool]
+    absent: Any = None
 
 
 Check = Callable[[Any, Mapping[str, Any], Path], Any]
@@ -137,13 +138,15 @@ field's value, or ``Bad``."""
 
 
 def setting(default: Any, check: Check, *, key: str | None = None, hint: str = "",
-            required: bool | Callable[[Mapping[str, Any]], bool] = False) -> Any:
+            required: bool | Callable[[Mapping[str, Any]], bool] = False,
+            absent: Any = None) -> Any:
     """A dataclass field read from a table by ``model``: ``key`` (default: the field's name),
     ``check(value, table, base)`` -> the field's value or ``Bad``; ``default`` when the key is
     absent (``check`` is not called then), unless ``required`` (or ``required(table)``) makes
-    its absence a ``missing`` problem."""
+    its absence a ``missing`` problem, or ``absent`` (not None) is checked as if it were written
+    (a default directory relative to the file, refused when a file stands in its way)."""
     return dataclasses.field(default=default,
-                             metadata={_SETTING: _Declared(key, check, hint, required)})
+                             metadata={_SETTING: _Declared(key, check, hint, required, absent)})
 
 
 def keys(cls: type[Any]) -> tuple[str, ...]:
@@ -168,9 +171,9 @@ def model(cls: type[T], table: Mapping[str, Any], at: str, r: Reader, base: Path
     values: dict[str, Any] = {}
     for key in (*order, *(k for k in declared if k not in order)):
         name, d = declared[key]
-        if key in table:
+        if key in table or d.absent is not None:
             try:
-                values[name] = d.check(table[key], table, base)
+                values[name] = d.check(table[key] if key in table else d.absent, table, base)
             except Bad as exc:
                 r.bad(join(at, key), exc.what, d.hint if exc.hint is None else exc.hint)
         elif d.required is True or (callable(d.required) and d.required(table)):

@@ -52,6 +52,21 @@ def test_model_reads_declared_keys_and_collects_every_problem(tmp_path: Path) ->
     assert exc.value.hint == "e.g. jobs = 8"
 
 
+@dataclass(frozen=True)
+class _Out:
+    out: Path | None = settings.setting(None, _here, hint="a path", absent="out")
+    """Where it goes: ``out`` beside the file unless written."""
+
+
+def test_an_absent_default_is_checked_as_written(tmp_path: Path) -> None:
+    r = settings.Reader("x.toml")
+    assert settings.model(_Out, {}, "tool", r, tmp_path) == _Out(tmp_path / "out")
+    assert settings.model(_Out, {"out": "o"}, "tool", r, tmp_path) == _Out(tmp_path / "o")
+    assert r.ok
+    settings.model(_Out, {"out": 3}, "tool", r, tmp_path)
+    assert r.lines() == ["x.toml: tool.out: must be a path"]
+
+
 def test_model_checks_in_the_order_given() -> None:
     r = settings.Reader("")
     settings.model(_Model, {"jobs": "x", "dir": 1}, "", r, order=("dir",))
