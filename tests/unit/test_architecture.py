@@ -327,6 +327,9 @@ SHARED_NAMES: dict[str, tuple[str, dict[str, str]]] = {
         "recipe": "a stack file, read",
         "pipeline": "a stack planned, built, validated and published together",
         "commands": "the `stack` command"}),
+    "tables": ("noun", {
+        "recipe": "a recipe's nested tables, one dataclass each",
+        "nightly": "nightly.toml's tables besides [[matrix]], one settings model each"}),
     "upstream": ("noun", {
         "sources": "what upstream has now: git refs, index pages",
         "validate": "the package's own upstream tests, sampled"}),

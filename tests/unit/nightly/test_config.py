@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from rocmbuild.artifacts.wheel import WheelFormatError
+from rocmbuild.core import settings
 from rocmbuild.core.errors import Busy, FetchError, UsageError
 from rocmbuild.nightly import changes, config, lock
 from rocmbuild.nightly.model import Cell, Pin
@@ -74,6 +75,31 @@ def test_notify_url_never_in_repr_or_errors(tmp_path: Path) -> None:
 
 
 _HEAD = '[[matrix]]\nrecipes = ["x"]\narchs = ["gfx942"]\n'
+
+
+def test_every_tables_problems_are_kept_with_their_dotted_keys(tmp_path: Path) -> None:
+    """[publish], [reports], [executor].kind and the top-level keys are settings models: one
+    read keeps every problem of every table (in the file's table order), each under its dotted
+    key with its hint, and the first is the error; a secret in publish.index is in none."""
+    p = tmp_path / "nightly.toml"
+    p.write_text('workdir = 7\npypi = "ftp://mirror/simple"\n' + _HEAD
+                 + '[publish]\nindex = "https://u:T0k3nSecret@h/up"\nstage = ""\n'
+                 '[reports]\nhistory = 0\n[executor]\nkind = "k8s"\n')
+    r = settings.Reader(p.name)
+    with pytest.raises(UsageError) as exc:
+        config.load(p, r=r)
+    assert r.lines() == [
+        "nightly.toml: publish.stage: is empty",
+        "nightly.toml: reports.history: '0' is out of range (1 to 10000)",
+        "nightly.toml: executor.kind: 'k8s' is not local or slurm",
+        "nightly.toml: workdir: expected a string, got 7 (an integer)",
+        "nightly.toml: pypi: 'ftp://mirror/simple' is not an http(s) URL"]
+    assert [pr.hint for pr in r.problems] == [
+        "give a value or leave the key out", "e.g. history = 30 (1 to 10000)",
+        'kind = "local" runs the cells here; "slurm" submits an sbatch array',
+        'quote it: key = "..."', "the simple index's URL, e.g. https://pypi.org/simple/"]
+    assert exc.value.message == r.lines()[0] and exc.value.hint == r.problems[0].hint
+    assert "T0k3nSecret" not in "".join(r.lines())
 
 
 @pytest.mark.parametrize(("text", "seconds"), [('"90m"', 5400), ('"2h"', 7200), ('"30"', 30),

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rocmbuild.core.errors import UsageError
-from rocmbuild.nightly import check, config
+from rocmbuild.nightly import check, config, tables
 from rocmbuild.nightly.slurm.settings import own_option, settings_from_table
 
 M = '[[matrix]]\nrecipes = ["flash-attn"]\narchs = ["gfx942"]\n'
@@ -114,13 +114,13 @@ def test_reports_outside_shared_dir_refused_for_slurm(tmp_path: Path) -> None:
     ("https://[::1/x", "is not a URL"),
 ])
 def test_url_problems(url: str, problem: str) -> None:
-    assert problem in (config.url_problem(url) or "")
+    assert problem in (tables.url_problem(url) or "")
 
 
 @pytest.mark.parametrize("url", ["https://hooks.example.com/T/B/x?k=v", "http://127.0.0.1:8080/",
                                  "https://u:p@h.example/x", "http://[::1]:9/x"])
 def test_urls_that_work(url: str) -> None:
-    assert config.url_problem(url) is None
+    assert tables.url_problem(url) is None
 
 
 def test_notify_url_without_host_names_the_key_not_the_url(tmp_path: Path) -> None:
