@@ -188,7 +188,7 @@ def test_h200_report_chart_renders(tmp_path, chromium):
     from rocmbuild.core.config import REPO_ROOT
     from rocmbuild.validate import report
 
-    raw = json.loads((REPO_ROOT / "docs/validate-h200/flash-attn-full.json").read_text())
+    raw = json.loads((REPO_ROOT / "docs/dev/validate-h200/flash-attn-full.json").read_text())
     page = tmp_path / "h200.html"
     page.write_text(report.to_html(raw))
     png = tmp_path / "h200.png"
@@ -205,12 +205,12 @@ def test_h200_report_chart_renders(tmp_path, chromium):
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed")
 def test_h200_failed_report_shows_fix_gridlines_and_unwrapped_numbers(tmp_path, chromium):
-    """The zero-row fault run recorded on the H200 (docs/validate-h200/issue14): the failed
+    """The zero-row fault run recorded on the H200 (docs/dev/validate-h200/issue14): the failed
     step's fix is on the page, the chart has labelled gridlines, numbers sit in no-wrap cells."""
     from rocmbuild.core.config import REPO_ROOT
     from rocmbuild.validate import report
 
-    raw = json.loads((REPO_ROOT / "docs/validate-h200/issue14/zero-row.json").read_text())
+    raw = json.loads((REPO_ROOT / "docs/dev/validate-h200/issue14/zero-row.json").read_text())
     page = tmp_path / "fault.html"
     page.write_text(report.to_html(raw))
     png = tmp_path / "fault.png"
@@ -233,12 +233,12 @@ def test_h200_failed_report_shows_fix_gridlines_and_unwrapped_numbers(tmp_path, 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed")
 def test_h100_model_check_report_renders(tmp_path, chromium):
     """The model check of the flash-attn Triton wheel recorded on an H100
-    (docs/validate-h200/issue35): every case in its table, the failing sliding-window cases in
+    (docs/dev/validate-h200/issue35): every case in its table, the failing sliding-window cases in
     red with the fix, and the stack step's parts of the stack run."""
     from rocmbuild.core.config import REPO_ROOT
     from rocmbuild.validate import report
 
-    here = REPO_ROOT / "docs/validate-h200/issue35"
+    here = REPO_ROOT / "docs/dev/validate-h200/issue35"
     good = json.loads((here / "h100-validate-good.json").read_text())
     stack = json.loads((here / "h100-validate-stack.json").read_text())
     page = tmp_path / "model.html"

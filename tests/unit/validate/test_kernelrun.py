@@ -14,7 +14,7 @@ from rocmbuild.validate import kernels
 from rocmbuild.validate.kernelrun import KernelRun
 from rocmbuild.validate.model import ValidateOptions
 
-REPORTS = sorted((REPO_ROOT / "docs/validate-h200").glob("*.json"))
+REPORTS = sorted((REPO_ROOT / "docs/dev/validate-h200").glob("*.json"))
 
 
 def test_status_parse_maps_the_gate_and_old_reports():
@@ -47,7 +47,7 @@ def test_real_reports_read_back_and_round_trip(path):
 
 
 def test_full_h200_run_is_typed():
-    raw = json.loads((REPO_ROOT / "docs/validate-h200/flash-attn-full.json").read_text())
+    raw = json.loads((REPO_ROOT / "docs/dev/validate-h200/flash-attn-full.json").read_text())
     run = KernelRun.from_json(raw["kernels"]["runs"][0])
     assert run.device is not None and "H200" in run.device.name
     assert run.device.peak_tflops == 989.0
@@ -90,7 +90,7 @@ def test_options_are_checked_against_the_gate():
 def test_issue14_reports_carry_rows_device_and_store():
     """The H200 runs of issue 14: per-row errors with the worst row's index, the identified
     model and its peak's source, the store comparison; all round-trip."""
-    base = REPO_ROOT / "docs/validate-h200/issue14"
+    base = REPO_ROOT / "docs/dev/validate-h200/issue14"
     first = KernelRun.from_json(json.loads((base / "first.json").read_text())["kernels"]["runs"][0])
     assert first.device is not None and first.device.model == "H200"
     assert first.device.peak_tflops == 989.4 and "NVIDIA H200" in first.device.peak_source
