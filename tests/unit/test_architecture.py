@@ -248,6 +248,15 @@ def uses(tree: ast.Module, module: str, functions: set[str]) -> list[int]:
             and isinstance(node.func.value, ast.Name) and node.func.value.id in as_module))]
 
 
+def test_the_recipe_room_knows_no_host_cache_or_artifact() -> None:
+    """recipe/ reads and checks recipe files; what a recipe becomes on a host (the plan, its
+    key, its wheel) is plan/'s. The floors alone would allow recipe/ to import host/, cache/ and
+    artifacts/ (they sit lower)."""
+    bad = [f"{name} imports {mod}" for name, tree in modules().items()
+           if name.startswith("recipe/") for mod in sorted(imported(tree))
+           if target_room(mod) in ("host", "cache", "artifacts")]
+    assert bad == []
+
 def test_render_is_called_only_inside_the_plan_room() -> None:
     bad = [f"{name}:{line}" for name, tree in modules().items() if not name.startswith("plan/")
            for line in uses(tree, "rocmbuild.plan.render", {"render"})]
