@@ -257,6 +257,36 @@ def test_the_recipe_room_knows_no_host_cache_or_artifact() -> None:
            if target_room(mod) in ("host", "cache", "artifacts")]
     assert bad == []
 
+def private_reaches(tree: ast.Module) -> list[str]:
+    """Where ``tree`` imports a private name (``_x``) of another rocmbuild module or reads one
+    off a name it imported from rocmbuild (``cell._entry``, ``Plan._x``)."""
+    names: set[str] = set()
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rocmbuild"):
+            for a in node.names:
+                names.add(a.asname or a.name)
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    out.append(f"{node.lineno}: imports {node.module}.{a.name}")
+        elif isinstance(node, ast.Import):
+            names |= {a.asname for a in node.names if a.name.startswith("rocmbuild") and a.asname}
+    out += [f"{node.lineno}: {node.value.id}.{node.attr}" for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_")
+            and not node.attr.startswith("__") and isinstance(node.value, ast.Name)
+            and node.value.id in names]
+    return out
+
+
+def test_no_module_reaches_into_another_modules_private_names() -> None:
+    """A private name is its module's own: a caller elsewhere gets a public one (issue 33:
+    revalidate called ``cell._entry``, now ``cell.manifest_entry``)."""
+    bad = [f"{name}:{where}" for name, tree in modules().items()
+           for where in private_reaches(tree)]
+    assert bad == []
+    assert private_reaches(ast.parse(
+        "from rocmbuild.nightly import cell as c\nfrom rocmbuild.x import _y\nc._entry()")) == [
+        "2: imports rocmbuild.x._y", "3: c._entry"]
+
 def test_render_is_called_only_inside_the_plan_room() -> None:
     bad = [f"{name}:{line}" for name, tree in modules().items() if not name.startswith("plan/")
            for line in uses(tree, "rocmbuild.plan.render", {"render"})]
