@@ -124,6 +124,28 @@ def test_an_extension_builds_links_and_is_refused_everywhere(built: tuple[Path, 
     assert "Traceback" not in pub.stderr + val.stderr
 
 
+def test_the_nightly_refuses_it_too(built: tuple[Path, str, Path], tmp_path: Path) -> None:
+    """A nightly cell of the same recipe, run by the build-only venv's rocmbuild: the cell
+    validates before it publishes, and validation refuses the wheel (exit 8, the reason says
+    why); nothing reaches the index (were it published unvalidated, as a Slurm build step does,
+    ``publish.api``'s one check refuses it: the CLI publish above), and the run fails."""
+    config = tmp_path / "nightly.toml"
+    config.write_text(f"""[[matrix]]
+recipes = ["{REPO / 'tests/fixtures/cuda-ext.toml'}"]
+archs = ["gfx942"]
+[publish]
+index = "index"
+[reports]
+dir = "reports"
+""")
+    res = _cli("nightly", "--config", str(config), "--json", workdir=built[2])
+    assert res.returncode != 0, res.stdout[-2000:] + res.stderr[-2000:]
+    (cell,) = json.loads(res.stdout)["cells"]
+    assert cell["status"] == "failed" and cell["exit_code"] == 8, cell
+    assert "build-only ROCm torch" in cell["reason"] and cell["promoted"] is False, cell
+    assert not list(tmp_path.glob("index/**/*.whl"))
+    assert "Traceback" not in res.stderr
+
 def test_the_link_check_names_a_symbol_that_resolves_nowhere(torch_dir: Path,
                                                              tmp_path: Path) -> None:
     """A library calling one function the hipified headers declare (it resolves against the
