@@ -72,7 +72,7 @@ def _remember(args: argparse.Namespace, rendered: common.Rendered, ws: Workspace
     from rocmbuild.recipe import load, search
 
     files = load.files_read(rendered.recipe, depends_on_others=bool(rendered.plan.depends))
-    if files is None:
+    if files is None or rendered.wants is None:  # (build always detects its host)
         return
     absent, dirs = search.search_inputs(args.recipe, rendered.recipe.path)
     noop_memo.remember(

@@ -131,7 +131,7 @@ class Rendered:
     recipe: Recipe
     plan: Plan
     host: Host
-    wants: Wants
+    wants: Wants | None
 
 
 def host_source(args: argparse.Namespace, host_file: str | None = None) -> HostSource:

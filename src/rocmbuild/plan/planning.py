@@ -149,25 +149,29 @@ HostSource = Detect | SavedHost | Host
 """Where the Host of a plan comes from: this machine, a saved file, or one already in hand."""
 
 
-def _host(w: Wants, source: HostSource) -> Host:
+def _found(pairs: Iterable[tuple[Recipe, render.Target]], source: HostSource
+           ) -> tuple[Host, Wants | None]:
+    """The Host of ``source``, and what detecting it looked for (None: nothing was detected,
+    so the plans' wants, which read the recipes they depend on, are not worked out)."""
     if isinstance(source, Host):
-        return source
+        return source, None
     if isinstance(source, SavedHost):
-        return detect.load(source.path)
+        return detect.load(source.path), None
+    w = wants(pairs)
     return detect.detect(
         rocm_path=source.rocm_path, hip_compiler=source.hip_compiler,
         want_compiler=w.compiler or source.everything,
         want_components=w.components or source.everything,
         dists=dict.fromkeys([*w.dists, *source.dists]), fs_root=source.fs_root,
         site_paths=None if source.site_paths is None else list(source.site_paths),
-        strict_compiler=source.strict_compiler)
+        strict_compiler=source.strict_compiler), w
 
 
 def host_for(pairs: Iterable[tuple[Recipe, render.Target]], source: HostSource) -> Host:
     """The Host of ``source`` for the plans of ``pairs`` (one recipe and target, a stack's
     members, a run's cells): the one place a host is detected or read for a plan. Detection
     looks for what ``wants(pairs)`` says, no more (``Detect.everything``: all of it)."""
-    return _host(wants(pairs), source)
+    return _found(pairs, source)[0]
 
 
 def _render(recipe: Recipe, target: render.Target, host: Host, learned: Learned) -> Plan:
@@ -229,11 +233,12 @@ def plan(recipe: Recipe, target: render.Target, host: Host,
 @dataclass(frozen=True)
 class Planned:
     """``plan_for``'s result: the plan, the Host it was planned for, and what detecting that
-    host looked for (the no-op memo detects the same again to check it)."""
+    host looked for (the no-op memo detects the same again to check it; None: the host was
+    not detected here, a saved one or one in hand)."""
 
     plan: Plan
     host: Host
-    wants: Wants
+    wants: Wants | None
 
 
 def plan_for(recipe: Recipe, target: render.Target, source: HostSource, cache: Path) -> Planned:
@@ -241,7 +246,6 @@ def plan_for(recipe: Recipe, target: render.Target, source: HostSource, cache: P
     ``plan`` for it with the units earlier builds measured, read from ``cache``
     (``<cache>/learned/<recipe>/``; they apply when they match the variant, archs and
     compiler, else the recipe's ``mem_per_job_gb`` does)."""
-    w = wants([(recipe, target)])
-    host = _host(w, source)
+    host, w = _found([(recipe, target)], source)
     return Planned(plan(recipe, target, host, lambda name: learned_store.load(cache, name)),
                    host, w)
