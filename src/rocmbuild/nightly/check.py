@@ -36,7 +36,7 @@ def renamed(exc: UsageError, cell: Cell, name: str) -> UsageError:
 def key(cell: Cell, recipe: Recipe, name: str) -> Key:
     """What the cell builds, checked (``name``: the config file's name, for errors)."""
     where = f"{name}: matrix[{cell.entry}]"
-    variant = render.variant_of(recipe, cell.variant, f"{where}.variants")
+    variant = recipe.on_variant(cell.variant, f"{where}.variants").variant
     render.source_of(recipe, cell.source, f"{where}.sources")
     archs = gfx.parse_archs(cell.arch, recipe.supported_archs,
                             f"{recipe.path.name}: arch.supported", flag=f"{where}.archs")

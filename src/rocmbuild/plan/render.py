@@ -131,12 +131,6 @@ def _rocm_target(recipe: Recipe, target: Target, host: Host) -> RocmTarget:
                       root_version=root.version if root else None, compiler=comp)
 
 
-def variant_of(recipe: Recipe, name: str | None, flag: str = "--variant") -> str:
-    """The variant ``name`` (None: the recipe's default) builds, checked (``Recipe.on_variant``);
-    ``flag`` names where the name came from in errors (``--variant``, or a nightly.toml key)."""
-    return recipe.on_variant(name, flag).variant
-
-
 def source_of(recipe: Recipe, name: str, flag: str = "--source") -> Source:
     """The source ``name`` (``default`` or an alternative's name) stands for, checked."""
     if name == "default":

@@ -184,7 +184,7 @@ def test_same_arch_set_in_one_entry(tmp_path: Path) -> None:
     ('recipes = ["nosuch"]', "matrix[0].recipes: unknown recipe 'nosuch'"),
 ])
 def test_matrix_values_name_the_key_not_a_flag(tmp_path: Path, line: str, words: str) -> None:
-    """The recipe layer's own checks (render.variant_of/source_of, options.resolve,
+    """The recipe layer's own checks (Recipe.on_variant, render.source_of, options.resolve,
     gfx.parse_archs) with the nightly key as the flag: never ``--variant: ...``."""
     key = line.split(" = ")[0]
     text = "[[matrix]]\n" + "\n".join(
